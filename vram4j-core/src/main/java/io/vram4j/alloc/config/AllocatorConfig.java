@@ -1,0 +1,246 @@
+package io.vram4j.alloc.config;
+
+import java.util.Arrays;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Immutable settings of the caching allocator, with the option names and value formats of PyTorch's
+ * {@code PYTORCH_CUDA_ALLOC_CONF} (spec section 7).
+ *
+ * <p>Parse a string with {@link #parse(String)} on top of an existing config: as PyTorch does, each parse
+ * first resets {@code max_split_size_mb}, {@code roundup_power2_divisions} and
+ * {@code garbage_collection_threshold} to their defaults, while other options keep their previous values
+ * unless given again. Invalid strings throw {@link AllocatorConfigException} and leave nothing changed.
+ *
+ * <p>Sizes are bytes. Instances are immutable and thread-safe.
+ */
+public final class AllocatorConfig {
+    /** Number of size classes for {@code roundup_power2_divisions}: 1 MiB, 2 MiB, ... 32 GiB and above. */
+    public static final int ROUNDUP_INTERVALS = 16;
+    /** {@code max_split_size} value meaning "unlimited" (PyTorch's SIZE_MAX; reported as -1 in stats). */
+    public static final long UNLIMITED = Long.MAX_VALUE;
+    /** Default {@code max_non_split_rounding}: 20 MiB (kLargeBuffer). */
+    public static final long DEFAULT_MAX_NON_SPLIT_ROUNDING = 20L << 20;
+
+    /** Defaults: every option at PyTorch's default, empty conf string. */
+    public static final AllocatorConfig DEFAULT = new Builder().build();
+
+    private final String confString;
+    private final long maxSplitSize;
+    private final long maxNonSplitRounding;
+    private final int[] roundupPower2Divisions;
+    private final double garbageCollectionThreshold;
+    private final boolean expandableSegments;
+    private final boolean releaseLockOnCudaMalloc;
+    private final boolean pinnedUseCudaHostRegister;
+    private final int pinnedNumRegisterThreads;
+    private final boolean pinnedUseBackgroundThreads;
+    private final String backend;
+    private final double perProcessMemoryFraction;
+
+    private AllocatorConfig(Builder b) {
+        this.confString = b.confString;
+        this.maxSplitSize = b.maxSplitSize;
+        this.maxNonSplitRounding = b.maxNonSplitRounding;
+        this.roundupPower2Divisions = b.roundupPower2Divisions.clone();
+        this.garbageCollectionThreshold = b.garbageCollectionThreshold;
+        this.expandableSegments = b.expandableSegments;
+        this.releaseLockOnCudaMalloc = b.releaseLockOnCudaMalloc;
+        this.pinnedUseCudaHostRegister = b.pinnedUseCudaHostRegister;
+        this.pinnedNumRegisterThreads = b.pinnedNumRegisterThreads;
+        this.pinnedUseBackgroundThreads = b.pinnedUseBackgroundThreads;
+        this.backend = b.backend;
+        this.perProcessMemoryFraction = b.perProcessMemoryFraction;
+    }
+
+    /**
+     * Applies a {@code PYTORCH_CUDA_ALLOC_CONF}-format string on top of this config.
+     *
+     * @param conf e.g. {@code "max_split_size_mb:128,roundup_power2_divisions:[256:1,>:4]"}; spaces are ignored
+     * @return the new config (this one is unchanged)
+     * @throws AllocatorConfigException naming the option and what it accepts, when the string is invalid
+     */
+    public AllocatorConfig parse(String conf) {
+        return AllocConfParser.parse(this, conf);
+    }
+
+    /**
+     * Reads {@code VRAM4J_ALLOC_CONF}, or {@code PYTORCH_CUDA_ALLOC_CONF} when ours is unset.
+     *
+     * @param env the environment (normally {@link System#getenv()})
+     * @return the parsed config, or {@link #DEFAULT} when neither variable is set
+     * @throws AllocatorConfigException naming the variable when its value is invalid
+     */
+    public static AllocatorConfig fromEnvironment(Map<String, String> env) {
+        String name = env.get("VRAM4J_ALLOC_CONF") != null ? "VRAM4J_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
+        String value = env.get(name);
+        if (value == null) {
+            return DEFAULT;
+        }
+        try {
+            return DEFAULT.parse(value);
+        } catch (AllocatorConfigException e) {
+            throw new AllocatorConfigException(name + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** @return the last parsed string, shown in snapshots as {@code allocator_settings["PYTORCH_CUDA_ALLOC_CONF"]} */
+    public String confString() {
+        return confString;
+    }
+
+    /** @return {@code max_split_size} in bytes, or {@link #UNLIMITED} */
+    public long maxSplitSize() {
+        return maxSplitSize;
+    }
+
+    /** @return {@code max_non_split_rounding} in bytes (default 20 MiB) */
+    public long maxNonSplitRounding() {
+        return maxNonSplitRounding;
+    }
+
+    /**
+     * @param classIndex size class, 0 = [1 MiB, 2 MiB) ... 15 = 32 GiB and above
+     * @return the divisions for that class; 0 or 1 = no power-of-two rounding
+     */
+    public int roundupPower2Divisions(int classIndex) {
+        return roundupPower2Divisions[classIndex];
+    }
+
+    /** @return a copy of the 16 division values */
+    public int[] roundupPower2Divisions() {
+        return roundupPower2Divisions.clone();
+    }
+
+    /** @return {@code garbage_collection_threshold}, 0 = off */
+    public double garbageCollectionThreshold() {
+        return garbageCollectionThreshold;
+    }
+
+    /** @return {@code expandable_segments} */
+    public boolean expandableSegments() {
+        return expandableSegments;
+    }
+
+    /** @return {@code release_lock_on_cudamalloc} */
+    public boolean releaseLockOnCudaMalloc() {
+        return releaseLockOnCudaMalloc;
+    }
+
+    /** @return {@code pinned_use_cuda_host_register} */
+    public boolean pinnedUseCudaHostRegister() {
+        return pinnedUseCudaHostRegister;
+    }
+
+    /** @return {@code pinned_num_register_threads} (default 1) */
+    public int pinnedNumRegisterThreads() {
+        return pinnedNumRegisterThreads;
+    }
+
+    /** @return {@code pinned_use_background_threads} */
+    public boolean pinnedUseBackgroundThreads() {
+        return pinnedUseBackgroundThreads;
+    }
+
+    /** @return {@code backend}: {@code "native"} (default) or {@code "cudaMallocAsync"} */
+    public String backend() {
+        return backend;
+    }
+
+    /** @return {@code per_process_memory_fraction} in [0, 1], or NaN when not given */
+    public double perProcessMemoryFraction() {
+        return perProcessMemoryFraction;
+    }
+
+    /** @return a builder holding this config's values */
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.confString = confString;
+        b.maxSplitSize = maxSplitSize;
+        b.maxNonSplitRounding = maxNonSplitRounding;
+        b.roundupPower2Divisions = roundupPower2Divisions.clone();
+        b.garbageCollectionThreshold = garbageCollectionThreshold;
+        b.expandableSegments = expandableSegments;
+        b.releaseLockOnCudaMalloc = releaseLockOnCudaMalloc;
+        b.pinnedUseCudaHostRegister = pinnedUseCudaHostRegister;
+        b.pinnedNumRegisterThreads = pinnedNumRegisterThreads;
+        b.pinnedUseBackgroundThreads = pinnedUseBackgroundThreads;
+        b.backend = backend;
+        b.perProcessMemoryFraction = perProcessMemoryFraction;
+        return b;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof AllocatorConfig c
+                && confString.equals(c.confString)
+                && maxSplitSize == c.maxSplitSize
+                && maxNonSplitRounding == c.maxNonSplitRounding
+                && Arrays.equals(roundupPower2Divisions, c.roundupPower2Divisions)
+                && Double.compare(garbageCollectionThreshold, c.garbageCollectionThreshold) == 0
+                && expandableSegments == c.expandableSegments
+                && releaseLockOnCudaMalloc == c.releaseLockOnCudaMalloc
+                && pinnedUseCudaHostRegister == c.pinnedUseCudaHostRegister
+                && pinnedNumRegisterThreads == c.pinnedNumRegisterThreads
+                && pinnedUseBackgroundThreads == c.pinnedUseBackgroundThreads
+                && backend.equals(c.backend)
+                && Double.compare(perProcessMemoryFraction, c.perProcessMemoryFraction) == 0;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(confString, maxSplitSize, Arrays.hashCode(roundupPower2Divisions), expandableSegments);
+    }
+
+    @Override
+    public String toString() {
+        return "AllocatorConfig[" + (confString.isEmpty() ? "defaults" : confString) + "]";
+    }
+
+    /** Mutable builder; used by the parser and by programmatic set-up. Not thread-safe. */
+    public static final class Builder {
+        String confString = "";
+        long maxSplitSize = UNLIMITED;
+        long maxNonSplitRounding = DEFAULT_MAX_NON_SPLIT_ROUNDING;
+        int[] roundupPower2Divisions = new int[ROUNDUP_INTERVALS];
+        double garbageCollectionThreshold = 0.0;
+        boolean expandableSegments = false;
+        boolean releaseLockOnCudaMalloc = false;
+        boolean pinnedUseCudaHostRegister = false;
+        int pinnedNumRegisterThreads = 1;
+        boolean pinnedUseBackgroundThreads = false;
+        String backend = "native";
+        double perProcessMemoryFraction = Double.NaN;
+
+        /** @param v the string to report as the last parsed conf @return this */
+        public Builder confString(String v) { confString = v; return this; }
+        /** @param bytes {@code max_split_size} in bytes or {@link #UNLIMITED} @return this */
+        public Builder maxSplitSize(long bytes) { maxSplitSize = bytes; return this; }
+        /** @param bytes {@code max_non_split_rounding} in bytes @return this */
+        public Builder maxNonSplitRounding(long bytes) { maxNonSplitRounding = bytes; return this; }
+        /** @param classIndex 0..15 @param divisions 0 or a power of two @return this */
+        public Builder roundupPower2Divisions(int classIndex, int divisions) { roundupPower2Divisions[classIndex] = divisions; return this; }
+        /** @param t threshold in (0, 1), 0 = off @return this */
+        public Builder garbageCollectionThreshold(double t) { garbageCollectionThreshold = t; return this; }
+        /** @param on {@code expandable_segments} @return this */
+        public Builder expandableSegments(boolean on) { expandableSegments = on; return this; }
+        /** @param on {@code release_lock_on_cudamalloc} @return this */
+        public Builder releaseLockOnCudaMalloc(boolean on) { releaseLockOnCudaMalloc = on; return this; }
+        /** @param on {@code pinned_use_cuda_host_register} @return this */
+        public Builder pinnedUseCudaHostRegister(boolean on) { pinnedUseCudaHostRegister = on; return this; }
+        /** @param n power of two ≤ 128 @return this */
+        public Builder pinnedNumRegisterThreads(int n) { pinnedNumRegisterThreads = n; return this; }
+        /** @param on {@code pinned_use_background_threads} @return this */
+        public Builder pinnedUseBackgroundThreads(boolean on) { pinnedUseBackgroundThreads = on; return this; }
+        /** @param name {@code native} or {@code cudaMallocAsync} @return this */
+        public Builder backend(String name) { backend = name; return this; }
+        /** @param f fraction in [0, 1] or NaN for none @return this */
+        public Builder perProcessMemoryFraction(double f) { perProcessMemoryFraction = f; return this; }
+
+        /** @return the immutable config */
+        public AllocatorConfig build() {
+            return new AllocatorConfig(this);
+        }
+    }
+}

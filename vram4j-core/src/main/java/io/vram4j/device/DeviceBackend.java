@@ -1,0 +1,130 @@
+package io.vram4j.device;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The device SPI: what the caching allocator needs from a device, in the shape of the CUDA driver calls
+ * PyTorch's allocator makes. Implementations: {@code host} (real off-heap memory through FFM) and
+ * {@code sim} (accounting only). Obtain one with {@link Devices#open(String)}.
+ *
+ * <p>Sizes and addresses are in bytes. {@link #malloc} and {@link #map} never throw for lack of memory:
+ * they report it by their return value, as {@code cudaMalloc} returns {@code cudaErrorMemoryAllocation},
+ * so the allocator can run its retry sequence. Implementations are thread-safe.
+ */
+public interface DeviceBackend extends AutoCloseable {
+
+    /** @return the backend type: {@code "host"} or {@code "sim"} */
+    String type();
+
+    /** @return the device index (the {@code device} field of snapshots); 0 unless several are opened */
+    int index();
+
+    /** @return a short description, e.g. {@code "host:8GiB"} or {@code "sim:A100-80GB"} */
+    String description();
+
+    /** @return the capacity in bytes (as {@code totalGlobalMem}) */
+    long totalMemory();
+
+    /** @return free and total bytes (as {@code cudaMemGetInfo}); free = capacity minus what is mapped or allocated */
+    MemInfo memGetInfo();
+
+    /** @return true when blocks are real memory that {@link #segment} can view ({@code host}); false on {@code sim} */
+    boolean hasStorage();
+
+    /**
+     * Obtains a new segment (as {@code cudaMalloc}).
+     *
+     * @param size bytes, positive
+     * @return the segment's base address (aligned to at least 512 bytes), or 0 when the device has no room
+     */
+    long malloc(long size);
+
+    /**
+     * Obtains a new segment, preferring a given address (used by replays that place segments where a
+     * recording had them). Devices that cannot honour the hint ignore it.
+     *
+     * @param size bytes, positive
+     * @param addressHint the wanted base address, or 0 for none
+     * @return the base address, or 0 when the device has no room
+     */
+    default long malloc(long size, long addressHint) {
+        return malloc(size);
+    }
+
+    /**
+     * Returns a segment obtained by {@link #malloc} (as {@code cudaFree}).
+     *
+     * @param address the base address {@link #malloc} returned
+     * @throws IllegalArgumentException if the address is not a live segment base
+     */
+    void free(long address);
+
+    /**
+     * A view of device memory.
+     *
+     * @param address start address inside a live segment or mapped range
+     * @param size length in bytes
+     * @return a segment over the bytes
+     * @throws UnsupportedOperationException on devices without storage ({@code sim})
+     */
+    MemorySegment segment(long address, long size);
+
+    /** @return the default stream (handle 0) */
+    Stream defaultStream();
+
+    /** @return a new stream with a fresh handle */
+    Stream newStream();
+
+    /**
+     * @param handle a raw stream handle, e.g. from a recorded trace
+     * @return the stream with that handle, created on first use
+     */
+    Stream stream(long handle);
+
+    /** Synchronizes every stream of the device (as {@code cudaDeviceSynchronize}). */
+    void synchronize();
+
+    // ---- virtual memory, for expandable segments (as cuMemAddressReserve / cuMemMap / cuMemUnmap) ----
+
+    /** @return the mapping granularity in bytes (2 MiB): reservations and mappings are multiples of it */
+    long granularity();
+
+    /**
+     * Reserves a range of addresses without committing memory (as {@code cuMemAddressReserve}).
+     *
+     * @param size bytes, a multiple of {@link #granularity()}
+     * @param addressHint the wanted base address, or 0 for none
+     * @return the base address, or 0 if no address range is available
+     */
+    long reserveAddressRange(long size, long addressHint);
+
+    /**
+     * Releases a reservation; every page in it must have been unmapped.
+     *
+     * @param base the base returned by {@link #reserveAddressRange}
+     * @param size the reserved size
+     */
+    void releaseAddressRange(long base, long size);
+
+    /**
+     * Commits memory behind part of a reservation (as {@code cuMemCreate} + {@code cuMemMap}); the bytes
+     * count against the capacity.
+     *
+     * @param address start, aligned to the granularity, inside a reservation
+     * @param size bytes, a multiple of the granularity
+     * @return false when the device has no room (nothing is mapped then)
+     */
+    boolean map(long address, long size);
+
+    /**
+     * Decommits memory (as {@code cuMemUnmap} + {@code cuMemRelease}); the bytes no longer count.
+     *
+     * @param address start of a mapped range
+     * @param size bytes, a multiple of the granularity
+     */
+    void unmap(long address, long size);
+
+    /** Frees everything the device still holds. The device must not be used afterwards. */
+    @Override
+    void close();
+}

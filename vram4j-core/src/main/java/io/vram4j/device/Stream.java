@@ -1,0 +1,85 @@
+package io.vram4j.device;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * An ordered queue of device work, identified by a raw 64-bit handle as CUDA's {@code cudaStream_t}
+ * (0 is the default stream).
+ *
+ * <p>On the {@code host} and {@code sim} devices no work runs asynchronously, so completion is an explicit,
+ * testable model: every {@link Event} recorded on a stream stays <em>pending</em> until the stream is
+ * {@linkplain #synchronize() synchronized}, which completes all events recorded on it so far. This lets
+ * tests reproduce the "stream still busy" situations of PyTorch's {@code record_stream} tests.
+ *
+ * <p>Thread-safe. Streams compare by handle; ordering in the allocator's free sets treats handles as
+ * unsigned 64-bit integers, as PyTorch does with raw pointers.
+ */
+public final class Stream {
+    private final int deviceIndex;
+    private final long handle;
+    private final AtomicLong recorded = new AtomicLong();
+    private final AtomicLong completed = new AtomicLong();
+
+    /**
+     * @param deviceIndex the owning device's index
+     * @param handle the raw handle; 0 is the default stream
+     */
+    public Stream(int deviceIndex, long handle) {
+        this.deviceIndex = deviceIndex;
+        this.handle = handle;
+    }
+
+    /** @return the raw stream handle as it appears in snapshots ({@code stream} field); 0 for the default stream */
+    public long handle() {
+        return handle;
+    }
+
+    /** @return the index of the device this stream belongs to */
+    public int deviceIndex() {
+        return deviceIndex;
+    }
+
+    /** @return true for the default stream (handle 0) */
+    public boolean isDefault() {
+        return handle == 0;
+    }
+
+    /**
+     * Records an event at the current end of this stream. The event completes when the stream is next
+     * synchronized.
+     *
+     * @return a new pending event
+     */
+    public Event recordEvent() {
+        return new Event(this, recorded.incrementAndGet());
+    }
+
+    /** Completes every event recorded on this stream so far (as {@code cudaStreamSynchronize}). */
+    public void synchronize() {
+        completed.accumulateAndGet(recorded.get(), Math::max);
+    }
+
+    /** @return true when no recorded event is pending (as {@code cudaStreamQuery} returning success) */
+    public boolean query() {
+        return completed.get() >= recorded.get();
+    }
+
+    boolean isComplete(long sequence) {
+        return completed.get() >= sequence;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof Stream s && s.handle == handle && s.deviceIndex == deviceIndex;
+    }
+
+    @Override
+    public int hashCode() {
+        return Long.hashCode(handle) * 31 + deviceIndex;
+    }
+
+    @Override
+    public String toString() {
+        return "Stream(device=" + deviceIndex + ", handle=" + Long.toUnsignedString(handle) + ")";
+    }
+}
