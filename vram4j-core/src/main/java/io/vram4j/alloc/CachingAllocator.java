@@ -88,7 +88,8 @@ public final class CachingAllocator implements AutoCloseable {
      * @throws DeviceOutOfMemoryException when the device has no room, or for sizes of 2^60 bytes and more
      */
     public long malloc(long size, Stream stream) {
-        return mallocBlock(size, stream, null);
+        HistoryRecorder h = engine.history();
+        return mallocBlock(size, stream, h != null && h.captureAtAlloc() ? StackCapture.capture() : null);
     }
 
     long mallocBlock(long size, Stream stream, Object context) {
@@ -123,7 +124,8 @@ public final class CachingAllocator implements AutoCloseable {
         if (ptr == 0) {
             return;
         }
-        if (engine.free(ptr, null) == null) {
+        HistoryRecorder h = engine.history();
+        if (engine.free(ptr, h != null && h.captureAtFree() ? StackCapture.capture() : null) == null) {
             throw new IllegalArgumentException("invalid device pointer: 0x" + Long.toHexString(ptr)
                     + " (not allocated by this allocator, or already freed)");
         }
@@ -183,7 +185,55 @@ public final class CachingAllocator implements AutoCloseable {
      */
     public void emptyCache() {
         ensureOpen();
-        engine.emptyCache();
+        HistoryRecorder h = engine.history();
+        engine.emptyCache(h != null && h.captureAtFree() ? StackCapture.capture() : null);
+    }
+
+    /**
+     * Starts or stops recording memory history (as {@code torch.cuda.memory._record_memory_history}): a ring
+     * buffer of trace entries ({@code alloc}, {@code free_requested}, {@code free_completed},
+     * {@code segment_alloc}, {@code segment_free}, {@code segment_map}, {@code segment_unmap}, {@code oom},
+     * {@code snapshot}) with Java stack frames, read by {@link #snapshot()}.
+     *
+     * @param enabled {@code null} (stop and clear), {@code "state"} (ring of 1) or {@code "all"}
+     * @param context {@code null}, {@code "state"}, {@code "alloc"} or {@code "all"} (see {@link HistoryContext})
+     * @param stacks {@code "java"} (or PyTorch's {@code "python"}/{@code "all"}) to capture Java frames, {@code "none"} for none
+     * @param maxEntries ring-buffer capacity when {@code enabled} is {@code "all"}; at least 1
+     * @throws IllegalArgumentException with PyTorch's messages for invalid values; nothing changes then
+     */
+    public void recordMemoryHistory(String enabled, String context, String stacks, int maxEntries) {
+        ensureOpen();
+        if (enabled != null && !enabled.equals("state") && !enabled.equals("all")) {
+            throw new IllegalArgumentException("expected state to be 'state', 'all', or None (got '" + enabled + "')");
+        }
+        HistoryContext level = HistoryContext.parse(context);
+        boolean java = switch (stacks == null ? "java" : stacks) {
+            case "java", "python", "all" -> true;
+            case "none" -> false;
+            default -> throw new IllegalArgumentException("expected stacks to be 'java', 'python', 'all' or 'none' (got '" + stacks + "')");
+        };
+        if (maxEntries < 1) {
+            throw new IllegalArgumentException("maxEntries must be at least 1, got " + maxEntries);
+        }
+        if (enabled == null) {
+            engine.setHistory(null);
+        } else {
+            engine.setHistory(new HistoryRecorder(level, java, enabled.equals("all") ? maxEntries : 1));
+        }
+    }
+
+    /**
+     * Starts recording with every entry's allocation and free stacks ({@code enabled="all", context="all"}).
+     *
+     * @param maxEntries ring-buffer capacity, at least 1
+     */
+    public void recordMemoryHistory(int maxEntries) {
+        recordMemoryHistory("all", "all", "java", maxEntries);
+    }
+
+    /** Stops recording memory history and clears the buffer. */
+    public void stopMemoryHistory() {
+        recordMemoryHistory(null, null, "java", 1);
     }
 
     /** @return a copy of the 122 {@code memory_stats} counters */

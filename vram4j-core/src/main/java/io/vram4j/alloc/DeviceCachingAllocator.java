@@ -66,7 +66,13 @@ final class DeviceCachingAllocator {
     private boolean setFraction;
     private long allowedMemoryMaximum;
     private SegmentPlacement placement = SegmentPlacement.NONE;
+    /** The effective listener: the user's listener and the history recorder, composed. */
     private AllocatorListener listener = AllocatorListener.NONE;
+    private AllocatorListener userListener = AllocatorListener.NONE;
+    /** Memory history, or null when not recording; read without the lock by the facade to decide on stacks. */
+    private volatile HistoryRecorder history;
+    /** Stack at segment creation, by segment base address (non-expandable segments), when recording. */
+    private final Map<Long, Object> segmentContexts = new java.util.HashMap<>();
 
     private record PendingEvent(Event event, Block block) {
     }
@@ -241,6 +247,9 @@ final class DeviceCachingAllocator {
             stats.oversizeSegments.increase(1);
         }
         stats.numDeviceAlloc++;
+        if (context != null) {
+            segmentContexts.put(ptr, context);
+        }
         listener.segmentAlloc(ptr, size, p.stream, p.pool.isSmall, context);
         return true;
     }
@@ -511,11 +520,18 @@ final class DeviceCachingAllocator {
     // Releasing memory (spec section 4)
     // ------------------------------------------------------------------------------------------------
 
-    /** {@code empty_cache}. */
-    void emptyCache() {
+    /** {@code empty_cache}. @param context stack of the caller for history, or null */
+    void emptyCache(Object context) {
         lock.lock();
         try {
+            HistoryRecorder h = history;
+            if (h != null) {
+                h.currentFreeContext = context;
+            }
             releaseCachedBlocks();
+            if (h != null) {
+                h.currentFreeContext = null;
+            }
         } finally {
             lock.unlock();
         }
@@ -553,6 +569,7 @@ final class DeviceCachingAllocator {
     /** Returns a whole free segment to the device (cudaFree). */
     private void releaseBlock(Block block) {
         listener.segmentFree(block.ptr, block.size, block.stream, block.pool.isSmall);
+        segmentContexts.remove(block.ptr);
         device.free(block.ptr);
         totalAllocatedMemory -= block.size;
         int poolType = poolType(block.pool);
@@ -902,10 +919,44 @@ final class DeviceCachingAllocator {
     void setListener(AllocatorListener l) {
         lock.lock();
         try {
-            listener = l == null ? AllocatorListener.NONE : l;
+            userListener = l == null ? AllocatorListener.NONE : l;
+            listener = ComposedListener.of(userListener, history);
         } finally {
             lock.unlock();
         }
+    }
+
+    /** Starts (non-null) or stops (null, clearing the buffer) memory history recording. */
+    void setHistory(HistoryRecorder h) {
+        lock.lock();
+        try {
+            history = h;
+            listener = ComposedListener.of(userListener, h);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    HistoryRecorder history() {
+        return history;
+    }
+
+    Object segmentContext(long segmentBase) {
+        return segmentContexts.get(segmentBase);
+    }
+
+    /** Runs {@code body} under the device lock (snapshots read blocks, stats and history consistently). */
+    <T> T locked(java.util.function.Supplier<T> body) {
+        lock.lock();
+        try {
+            return body.get();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    long activeBytes() {
+        return stats.activeBytes.all().current;
     }
 
     /** Looks up an allocated block (for views and checks); null if none starts at {@code ptr}. */
