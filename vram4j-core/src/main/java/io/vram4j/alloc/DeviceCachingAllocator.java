@@ -1036,10 +1036,7 @@ final class DeviceCachingAllocator {
                 }
             }
             for (ExpandableSegment es : expandableSegments) {
-                // unmap whatever is still mapped, then drop the reservation
-                for (int i = 0; i < es.pageCount; i++) {
-                    es.unmap(es.base + i * es.pageSize, es.pageSize);
-                }
+                es.unmapAll();
                 es.release();
             }
             expandableSegments.clear();

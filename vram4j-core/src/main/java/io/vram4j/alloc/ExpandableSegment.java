@@ -94,6 +94,16 @@ final class ExpandableSegment {
         return new long[] {start, length};
     }
 
+    /** Unmaps every page still mapped (closing the allocator). */
+    void unmapAll() {
+        for (int i = 0; i < pageCount; i++) {
+            if (mapped[i]) {
+                device.unmap(base + i * pageSize, pageSize);
+                mapped[i] = false;
+            }
+        }
+    }
+
     /** Releases the reservation; all pages must be unmapped. */
     void release() {
         device.releaseAddressRange(base, size());

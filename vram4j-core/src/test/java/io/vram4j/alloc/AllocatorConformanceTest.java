@@ -260,7 +260,7 @@ class AllocatorConformanceTest {
         // the cached 2 MiB segment exceeds the 1 MiB allowance, so the OOM path releases it and fails again
         DeviceOutOfMemoryException e = assertThrows(DeviceOutOfMemoryException.class, () -> a.malloc(4 * MiB));
         assertTrue(e.getMessage().contains("Tried to allocate 20.00 MiB"), e.getMessage());
-        assertTrue(e.getMessage().contains("1.00 MiB allowed; "), e.getMessage());
+        assertTrue(e.getMessage().contains("1024.00 KiB allowed; "), e.getMessage());
         DeviceOutOfMemoryException e2 = assertThrows(DeviceOutOfMemoryException.class, () -> a.malloc(4));
         assertTrue(e2.getMessage().contains("Tried to allocate 2.00 MiB"), e2.getMessage());
     }
@@ -269,10 +269,11 @@ class AllocatorConformanceTest {
     void outOfMemoryRetryReusesCachedBlock() {
         CachingAllocator a = allocator("sim:8GiB", "");
         long total = a.memGetInfo().total();
-        long first = a.malloc(total / 2);
-        assertThrows(DeviceOutOfMemoryException.class, () -> a.malloc(total / 2));
+        long size = total / 10 * 6;
+        long first = a.malloc(size);
+        assertThrows(DeviceOutOfMemoryException.class, () -> a.malloc(size));
         a.free(first);
-        long second = a.malloc(total / 2);
+        long second = a.malloc(size);
         assertEquals(first, second, "served from the cache");
         a.free(second);
         StatsInvariants.check(a);
@@ -280,7 +281,9 @@ class AllocatorConformanceTest {
 
     @Test
     void perProcessMemoryFraction() {
-        CachingAllocator a = allocator("sim:8GiB", "");
+        // 8,000,000,000 bytes: half of it is not a multiple of 2 MiB, so a request of exactly the allowed
+        // maximum rounds above it, as on a real GPU.
+        CachingAllocator a = allocator("sim:8000MB", "");
         assertEquals(1.0, a.getPerProcessMemoryFraction());
         assertThrows(IllegalArgumentException.class, () -> a.setPerProcessMemoryFraction(-0.1));
         IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> a.setPerProcessMemoryFraction(2.0));
@@ -300,6 +303,10 @@ class AllocatorConformanceTest {
             assertEquals(Math.floor(f * total) / total, a.getPerProcessMemoryFraction(), 1e-15);
         }
         a.setPerProcessMemoryFraction(0.0);
+        long cached = a.malloc(1);
+        a.free(cached);
+        assertEquals(q, cached, "cached blocks are still served");
+        a.emptyCache();
         assertThrows(DeviceOutOfMemoryException.class, () -> a.malloc(1), "fraction 0 refuses every new segment");
     }
 
