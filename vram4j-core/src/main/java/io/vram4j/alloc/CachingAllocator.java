@@ -376,6 +376,19 @@ public final class CachingAllocator implements AutoCloseable {
         return SegmentState.of(engine.segments());
     }
 
+    /**
+     * The allocator's state and history as PyTorch's {@code torch.cuda.memory._snapshot()}: segments with their
+     * blocks and states, the trace ring buffer ({@code device_traces}, with a {@code snapshot} entry appended
+     * while recording) and {@code allocator_settings}. Write it with
+     * {@link io.vram4j.memory.snapshot.SnapshotWriter} as a pickle that PyTorch's memory_viz page loads.
+     *
+     * @return an immutable snapshot
+     */
+    public io.vram4j.memory.snapshot.MemorySnapshot snapshot() {
+        ensureOpen();
+        return SnapshotBuilder.build(engine);
+    }
+
     DeviceCachingAllocator engine() {
         return engine;
     }

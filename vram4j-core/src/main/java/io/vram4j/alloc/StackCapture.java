@@ -6,7 +6,7 @@ import java.util.stream.Collectors;
 
 /**
  * Captures the caller's Java stack for memory history, skipping vram4j's own allocator, device and memory
- * frames so the first frame is the code that asked for memory. At most {@link #MAX_FRAMES} frames are kept.
+ * frames (and the JDK's) so the first frame is the code that asked for memory. At most {@link #MAX_FRAMES} frames are kept.
  * Thread-safe.
  */
 final class StackCapture {
@@ -30,6 +30,9 @@ final class StackCapture {
     }
 
     private static boolean skipped(String className) {
+        if (className.contains("Test")) {
+            return false; // vram4j's own test classes are callers, not infrastructure
+        }
         for (String prefix : SKIPPED) {
             if (className.startsWith(prefix)) {
                 return true;

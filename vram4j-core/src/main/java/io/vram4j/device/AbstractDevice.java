@@ -116,11 +116,18 @@ public abstract class AbstractDevice implements DeviceBackend {
      * Backs {@code [address, address + size)}, an unmapped, granularity-aligned part of a reservation, with
      * memory. The capacity is already charged.
      *
+     * @param address start of the range
+     * @param size bytes, a positive multiple of {@link #GRANULARITY}
      * @return false if the system has no memory for it (nothing is committed then)
      */
     protected abstract boolean commit(long address, long size);
 
-    /** Gives back the memory behind {@code [address, address + size)}, a mapped part of a reservation. */
+    /**
+     * Gives back the memory behind {@code [address, address + size)}, a mapped part of a reservation.
+     *
+     * @param address start of the range
+     * @param size bytes, a positive multiple of {@link #GRANULARITY}
+     */
     protected abstract void decommit(long address, long size);
 
     // ---- DeviceBackend ------------------------------------------------------------------------------------
@@ -403,7 +410,11 @@ public abstract class AbstractDevice implements DeviceBackend {
 
     // ---- for subclasses -----------------------------------------------------------------------------------
 
-    /** What a validated range lies in. */
+    /**
+     * What a validated range lies in.
+     *
+     * @param <T> the result type
+     */
     @FunctionalInterface
     protected interface RangeOwner<T> {
         /**
@@ -419,7 +430,11 @@ public abstract class AbstractDevice implements DeviceBackend {
      * one reservation, and calls {@code owner} with its base while holding the registry lock (so the owner
      * cannot be freed meanwhile; keep the function short).
      *
+     * @param <T> the result type
+     * @param address start of the range
      * @param size bytes, not negative; 0 still requires {@code address} to be inside
+     * @param owner called with the owner of the range
+     * @return what {@code owner} returns
      * @throws IllegalArgumentException naming the range and why it is not valid
      * @throws IllegalStateException if the device is closed
      */
@@ -464,7 +479,10 @@ public abstract class AbstractDevice implements DeviceBackend {
         }
     }
 
-    /** @return {@code "0x"} and the address in hex */
+    /**
+     * @param address an address
+     * @return {@code "0x"} and the address in hex
+     */
     protected static String hex(long address) {
         return "0x" + Long.toHexString(address);
     }
