@@ -1,0 +1,320 @@
+package io.vram4j.train;
+
+import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.compute.Kernels;
+import io.vram4j.data.Batch;
+import io.vram4j.data.DataLoader;
+import io.vram4j.data.Dataset;
+import io.vram4j.memory.snapshot.MemorySnapshot;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Trains a classifier on a device through its caching allocator, and records where the memory went.
+ *
+ * <pre>{@code
+ * try (DeviceBackend dev = Devices.open("host")) {
+ *     CachingAllocator alloc = CachingAllocator.create(dev);
+ *     FashionMnist.Source data = FashionMnist.resolve(null);
+ *     ImageDataset train = data.train();
+ *     try (Trainer trainer = new Trainer(alloc, TrainOptions.defaults(), train.features(), train.numClasses())) {
+ *         TrainResult r = trainer.fit(train, data.test(), TrainListener.NONE);
+ *         System.out.println(r.test().accuracy());
+ *         System.out.print(r.memorySummary());
+ *     }
+ *     alloc.close(); // reports any leaked block
+ * }
+ * }</pre>
+ *
+ * <h2>Memory</h2>
+ * The constructor allocates the parameters; each step allocates the batch, the activations, the gradients and
+ * (at the first step) the optimizer state, and frees everything but parameters and optimizer state before the
+ * next step; {@link #close()} frees those. Nothing is left to the garbage collector. With
+ * {@link TrainOptions#historySteps()} &gt; 0 the allocator records its memory history (with Java stacks) from
+ * the constructor on; after that many steps the trainer takes a {@linkplain CachingAllocator#snapshot()
+ * snapshot} (returned in the result, for PyTorch's memory_viz) and stops recording, so the rest of training
+ * runs at full speed.
+ *
+ * <p>Not thread-safe; the data loader's prefetch thread only touches Java arrays.
+ */
+public final class Trainer implements AutoCloseable {
+    /** Capacity of the history ring buffer while the first steps are recorded. */
+    public static final int HISTORY_ENTRIES = 100_000;
+
+    private final CachingAllocator alloc;
+    private final TrainOptions options;
+    private final int features;
+    private final int classes;
+    private final Network net;
+    private boolean recording;
+    private MemorySnapshot snapshot;
+    private int recordedSteps;
+    private boolean closed;
+
+    /**
+     * Creates the model (allocating its parameters) and, if {@code options.historySteps() > 0}, starts
+     * recording the allocator's memory history.
+     *
+     * @param alloc the allocator of the device to train on
+     * @param options what to train
+     * @param features floats per sample
+     * @param classes number of classes
+     */
+    public Trainer(CachingAllocator alloc, TrainOptions options, int features, int classes) {
+        this.alloc = Objects.requireNonNull(alloc, "alloc");
+        this.options = Objects.requireNonNull(options, "options");
+        if (features < 1 || classes < 2) {
+            throw new IllegalArgumentException("need at least 1 feature and 2 classes, got " + features + " and " + classes);
+        }
+        this.features = features;
+        this.classes = classes;
+        if (options.historySteps() > 0) {
+            alloc.recordMemoryHistory("all", "all", "java", HISTORY_ENTRIES);
+            recording = true;
+        }
+        try {
+            this.net = new KernelMlp(alloc, Kernels.best(), options, features, classes);
+        } catch (RuntimeException e) {
+            stopRecording();
+            throw e;
+        }
+    }
+
+    /** @return the model and optimizer in words */
+    public String description() {
+        return net.description();
+    }
+
+    /** @return number of trainable parameters */
+    public long parameters() {
+        return net.parameters();
+    }
+
+    /** @return the settings */
+    public TrainOptions options() {
+        return options;
+    }
+
+    /**
+     * Trains for {@link TrainOptions#epochs()} epochs (shuffled with the seed), evaluating on {@code test}
+     * after each.
+     *
+     * @param train the training set (cut to {@link TrainOptions#limit()} samples if set)
+     * @param test the test set (cut to {@link TrainOptions#testLimit()} samples if set)
+     * @param listener progress callbacks
+     * @return what happened, with the memory numbers at the end (parameters and optimizer state still live)
+     */
+    public TrainResult fit(Dataset train, Dataset test, TrainListener listener) {
+        ensureOpen();
+        checkShape(train);
+        checkShape(test);
+        Dataset trainSet = limit(train, options.limit());
+        Dataset testSet = limit(test, options.testLimit());
+        DataLoader trainLoader = DataLoader.builder(trainSet).batchSize(options.batchSize()).shuffle(true)
+                .seed(options.seed()).prefetch(options.prefetch()).build();
+        DataLoader testLoader = DataLoader.builder(testSet).batchSize(Math.max(options.batchSize(), 256))
+                .prefetch(options.prefetch()).build();
+        List<EpochResult> epochs = new ArrayList<>();
+        long start = System.nanoTime();
+        double trainSeconds = 0;
+        long trainSamples = 0;
+        long globalStep = 0;
+        boolean stop = false;
+        Evaluation last = null;
+        for (int epoch = 1; epoch <= options.epochs() && !stop; epoch++) {
+            int steps = trainLoader.numBatches();
+            listener.epochStarted(epoch, options.epochs(), steps);
+            long t0 = System.nanoTime();
+            double lossSum = 0;
+            long correct = 0;
+            long samples = 0;
+            int step = 0;
+            try (DataLoader.Epoch batches = trainLoader.epoch(epoch - 1)) {
+                while (batches.hasNext()) {
+                    Batch batch = batches.next();
+                    Network.StepStats s = net.trainStep(batch);
+                    step++;
+                    globalStep++;
+                    lossSum += s.lossSum();
+                    correct += s.correct();
+                    samples += s.samples();
+                    if (recording && globalStep >= options.historySteps()) {
+                        captureHistory((int) globalStep);
+                        listener.historyCaptured(recordedSteps);
+                    }
+                    double secs = (System.nanoTime() - t0) / 1e9;
+                    listener.stepDone(new StepInfo(epoch, options.epochs(), step, steps, globalStep, lossSum / samples,
+                            (double) correct / samples, samples / Math.max(secs, 1e-9), alloc.memoryAllocated(),
+                            alloc.memoryReserved()));
+                    if (options.maxSteps() > 0 && globalStep >= options.maxSteps()) {
+                        stop = true;
+                        break;
+                    }
+                }
+            }
+            double secs = (System.nanoTime() - t0) / 1e9;
+            trainSeconds += secs;
+            trainSamples += samples;
+            listener.trainingPartDone(epoch);
+            last = evaluate(testLoader);
+            EpochResult r = new EpochResult(epoch, step, samples, samples == 0 ? Double.NaN : lossSum / samples,
+                    samples == 0 ? Double.NaN : (double) correct / samples, secs, samples / Math.max(secs, 1e-9), last,
+                    MemoryPoint.of(alloc));
+            epochs.add(r);
+            listener.epochDone(r);
+        }
+        if (recording) {
+            captureHistory((int) globalStep);
+            listener.historyCaptured(recordedSteps);
+        }
+        if (last == null) {
+            last = evaluate(testLoader);
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        return new TrainResult(options, net.description(), net.parameters(), trainSet.size(), epochs, last, seconds,
+                trainSamples / Math.max(trainSeconds, 1e-9), MemoryPoint.of(alloc), alloc.memoryStats(),
+                alloc.memorySummary(), snapshot, recordedSteps);
+    }
+
+    /**
+     * One training step on the first batch of the shuffled training set (a full batch if the set is large
+     * enough), to measure the memory training needs; works on devices without storage, where nothing is
+     * computed. The model's parameters are updated (on devices with storage).
+     *
+     * @param train the training set
+     * @return the memory numbers after the step, with the optimizer state allocated
+     */
+    public DryRunResult dryRun(Dataset train) {
+        ensureOpen();
+        checkShape(train);
+        DataLoader loader = DataLoader.builder(train).batchSize(options.batchSize()).shuffle(true)
+                .seed(options.seed()).prefetch(0).build();
+        Batch batch;
+        try (DataLoader.Epoch batches = loader.epoch(0)) {
+            if (!batches.hasNext()) {
+                throw new IllegalArgumentException("the training set is empty");
+            }
+            batch = batches.next();
+        }
+        long t0 = System.nanoTime();
+        net.trainStep(batch);
+        double secs = (System.nanoTime() - t0) / 1e9;
+        if (recording) {
+            captureHistory(1);
+        }
+        return new DryRunResult(net.description(), net.parameters(), batch.size(), MemoryPoint.of(alloc),
+                alloc.memoryStats(), alloc.memorySummary(), snapshot, secs);
+    }
+
+    /**
+     * Evaluates the model without gradients.
+     *
+     * @param data the samples
+     * @return loss and accuracy
+     */
+    public Evaluation evaluate(Dataset data) {
+        ensureOpen();
+        checkShape(data);
+        return evaluate(DataLoader.builder(data).batchSize(Math.max(options.batchSize(), 256)).prefetch(options.prefetch()).build());
+    }
+
+    private Evaluation evaluate(DataLoader loader) {
+        long t0 = System.nanoTime();
+        double loss = 0;
+        long correct = 0;
+        long samples = 0;
+        try (DataLoader.Epoch batches = loader.epoch(0)) {
+            while (batches.hasNext()) {
+                Network.StepStats s = net.evaluate(batches.next());
+                loss += s.lossSum();
+                correct += s.correct();
+                samples += s.samples();
+            }
+        }
+        return new Evaluation(samples, samples == 0 ? Double.NaN : loss / samples,
+                samples == 0 ? Double.NaN : (double) correct / samples, (System.nanoTime() - t0) / 1e9);
+    }
+
+    private void captureHistory(int steps) {
+        snapshot = alloc.snapshot();
+        recordedSteps = steps;
+        stopRecording();
+    }
+
+    private void stopRecording() {
+        if (recording) {
+            recording = false;
+            alloc.stopMemoryHistory();
+        }
+    }
+
+    private void checkShape(Dataset d) {
+        Objects.requireNonNull(d, "dataset");
+        if (d.features() != features || d.numClasses() != classes) {
+            throw new IllegalArgumentException("data set " + d.description() + " has " + d.features() + " features and "
+                    + d.numClasses() + " classes; the model expects " + features + " and " + classes);
+        }
+    }
+
+    private static Dataset limit(Dataset d, int n) {
+        if (n <= 0 || n >= d.size()) {
+            return d;
+        }
+        if (d instanceof io.vram4j.data.ImageDataset images) {
+            return images.limit(n);
+        }
+        return new Dataset() {
+            @Override
+            public int size() {
+                return n;
+            }
+
+            @Override
+            public int features() {
+                return d.features();
+            }
+
+            @Override
+            public int numClasses() {
+                return d.numClasses();
+            }
+
+            @Override
+            public void copyFeatures(int index, float[] dst, int offset) {
+                d.copyFeatures(java.util.Objects.checkIndex(index, n), dst, offset);
+            }
+
+            @Override
+            public int label(int index) {
+                return d.label(java.util.Objects.checkIndex(index, n));
+            }
+
+            @Override
+            public String description() {
+                return d.description() + " (first " + n + ")";
+            }
+        };
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("trainer closed");
+        }
+    }
+
+    /** Frees the model's parameters and optimizer state, and stops recording history if still on. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            net.close();
+        } finally {
+            stopRecording();
+        }
+    }
+}
