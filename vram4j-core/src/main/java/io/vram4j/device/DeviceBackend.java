@@ -9,7 +9,16 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>Sizes and addresses are in bytes. {@link #malloc} and {@link #map} never throw for lack of memory:
  * they report it by their return value, as {@code cudaMalloc} returns {@code cudaErrorMemoryAllocation},
- * so the allocator can run its retry sequence. Implementations are thread-safe.
+ * so the allocator can run its retry sequence. Capacity is shared: the bytes of live {@link #malloc} segments
+ * plus the bytes currently {@link #map mapped} never exceed {@link #totalMemory()}.
+ *
+ * <p>Misuse is reported by exceptions: {@link IllegalArgumentException} for invalid sizes or addresses
+ * (sizes that are not positive, unknown or already freed segments, ranges outside a reservation, misaligned
+ * values), {@link IllegalStateException} for calls on a closed device and for system failures of the
+ * {@code host} backend. A failed call changes nothing.
+ *
+ * <p>Implementations are thread-safe: every method may be called from any thread, except that
+ * {@link #close()} must not race with other calls.
  */
 public interface DeviceBackend extends AutoCloseable {
 
@@ -36,6 +45,7 @@ public interface DeviceBackend extends AutoCloseable {
      *
      * @param size bytes, positive
      * @return the segment's base address (aligned to at least 512 bytes), or 0 when the device has no room
+     * @throws IllegalArgumentException if {@code size} is not positive
      */
     long malloc(long size);
 
@@ -46,6 +56,7 @@ public interface DeviceBackend extends AutoCloseable {
      * @param size bytes, positive
      * @param addressHint the wanted base address, or 0 for none
      * @return the base address, or 0 when the device has no room
+     * @throws IllegalArgumentException if {@code size} is not positive
      */
     default long malloc(long size, long addressHint) {
         return malloc(size);
@@ -60,11 +71,14 @@ public interface DeviceBackend extends AutoCloseable {
     void free(long address);
 
     /**
-     * A view of device memory.
+     * A view of device memory. The view stays valid while its segment is live (or its reservation reserved);
+     * see the backend for what happens when it is used afterwards.
      *
      * @param address start address inside a live segment or mapped range
-     * @param size length in bytes
+     * @param size length in bytes; {@code [address, address + size)} must lie inside one live segment or
+     *             one mapped range of a reservation
      * @return a segment over the bytes
+     * @throws IllegalArgumentException if the range is not inside a live segment or a mapped range
      * @throws UnsupportedOperationException on devices without storage ({@code sim})
      */
     MemorySegment segment(long address, long size);
@@ -103,6 +117,8 @@ public interface DeviceBackend extends AutoCloseable {
      *
      * @param base the base returned by {@link #reserveAddressRange}
      * @param size the reserved size
+     * @throws IllegalArgumentException if {@code base} is not a reservation of {@code size} bytes
+     * @throws IllegalStateException if part of it is still mapped
      */
     void releaseAddressRange(long base, long size);
 
@@ -113,6 +129,7 @@ public interface DeviceBackend extends AutoCloseable {
      * @param address start, aligned to the granularity, inside a reservation
      * @param size bytes, a multiple of the granularity
      * @return false when the device has no room (nothing is mapped then)
+     * @throws IllegalArgumentException if the range is misaligned, not inside one reservation, or partly mapped
      */
     boolean map(long address, long size);
 
@@ -120,11 +137,15 @@ public interface DeviceBackend extends AutoCloseable {
      * Decommits memory (as {@code cuMemUnmap} + {@code cuMemRelease}); the bytes no longer count.
      *
      * @param address start of a mapped range
-     * @param size bytes, a multiple of the granularity
+     * @param size bytes, a multiple of the granularity; the range may span several {@link #map} calls
+     * @throws IllegalArgumentException if the range is misaligned or not entirely mapped
      */
     void unmap(long address, long size);
 
-    /** Frees everything the device still holds. The device must not be used afterwards. */
+    /**
+     * Frees everything the device still holds. The device must not be used afterwards: memory operations
+     * then throw {@link IllegalStateException}. Closing twice does nothing.
+     */
     @Override
     void close();
 }

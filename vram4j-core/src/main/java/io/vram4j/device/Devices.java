@@ -1,18 +1,101 @@
 package io.vram4j.device;
 
+import io.vram4j.device.host.HostDevice;
+import io.vram4j.device.sim.SimDevice;
+
+import java.util.Locale;
+import java.util.Objects;
+import java.util.SortedMap;
+
 /**
- * Opens devices from a spec string: {@code host}, {@code host:8GiB}, {@code sim:80GiB}, {@code sim:A100-80GB}.
+ * Opens devices from a spec string. Accepted specs (the type is case-insensitive):
+ * <ul>
+ *   <li>{@code host}: real off-heap memory with the default capacity, half the physical memory
+ *       ({@link HostDevice#defaultCapacity()});</li>
+ *   <li>{@code host:SIZE}, e.g. {@code host:8GiB}: real memory with that capacity. It may exceed the physical
+ *       memory, since pages are only backed once written, but touching more than the machine has ends in the
+ *       kernel's out-of-memory killer;</li>
+ *   <li>{@code sim}: a simulated device with {@link #SIM_DEFAULT_CAPACITY} (80 GiB);</li>
+ *   <li>{@code sim:SIZE}, e.g. {@code sim:80GiB}: a simulated device with that capacity;</li>
+ *   <li>{@code sim:PRESET}, e.g. {@code sim:A100-80GB}: a simulated device with the capacity CUDA reports for
+ *       that GPU; see {@link #presets()} (names are case-insensitive).</li>
+ * </ul>
+ * {@code SIZE} is anything {@link ByteSize#parse} accepts; capacities must be positive and at most
+ * {@link AbstractDevice#MAX_CAPACITY} (1 PiB). Opened devices have index 0. Thread-safe.
  */
 public final class Devices {
+    /** The capacity of a plain {@code sim} device: 80 GiB. */
+    public static final long SIM_DEFAULT_CAPACITY = 80 * ByteSize.GIB;
+
     private Devices() {
     }
 
     /**
-     * @param spec the device spec
-     * @return an open device
-     * @throws IllegalArgumentException when the spec is malformed, naming what was expected
+     * @param spec the device spec, e.g. {@code "host:8GiB"} or {@code "sim:H100-80GB"}
+     * @return an open device; the caller closes it
+     * @throws IllegalArgumentException when the spec is malformed, naming the spec and what is accepted
+     * @throws NullPointerException if {@code spec} is null
+     * @throws UnsupportedOperationException for {@code host} on a system other than Linux
      */
     public static DeviceBackend open(String spec) {
-        throw new UnsupportedOperationException("not yet implemented: " + spec);
+        Objects.requireNonNull(spec, "device spec");
+        String s = spec.strip();
+        int colon = s.indexOf(':');
+        String type = (colon < 0 ? s : s.substring(0, colon)).strip().toLowerCase(Locale.ROOT);
+        String argument = colon < 0 ? null : s.substring(colon + 1).strip();
+        switch (type) {
+            case "host" -> {
+                long capacity = argument == null ? HostDevice.defaultCapacity() : capacity(spec, argument, false);
+                return new HostDevice(0, capacity, "host:" + ByteSize.format(capacity));
+            }
+            case "sim" -> {
+                if (argument == null) {
+                    return new SimDevice(0, SIM_DEFAULT_CAPACITY, "sim:" + ByteSize.format(SIM_DEFAULT_CAPACITY));
+                }
+                String preset = GpuPresets.canonicalName(argument);
+                if (preset != null) {
+                    return new SimDevice(0, GpuPresets.all().get(preset), "sim:" + preset);
+                }
+                long capacity = capacity(spec, argument, true);
+                return new SimDevice(0, capacity, "sim:" + ByteSize.format(capacity));
+            }
+            default -> throw new IllegalArgumentException("unknown device '" + spec + "'; " + expected());
+        }
+    }
+
+    /**
+     * @return the GPU presets for {@code sim:PRESET}: name to capacity in bytes (as CUDA's
+     *         {@code totalGlobalMem}), sorted by name, unmodifiable
+     */
+    public static SortedMap<String, Long> presets() {
+        return GpuPresets.all();
+    }
+
+    private static long capacity(String spec, String argument, boolean presetAllowed) {
+        if (argument.isEmpty()) {
+            throw new IllegalArgumentException("invalid device '" + spec + "': no size after ':'; " + expected());
+        }
+        long bytes;
+        try {
+            bytes = ByteSize.parse(argument);
+        } catch (IllegalArgumentException e) {
+            String what = presetAllowed ? "'" + argument + "' is neither a size nor a preset (" + e.getMessage() + ")"
+                    : e.getMessage();
+            throw new IllegalArgumentException("invalid device '" + spec + "': " + what + "; " + expected(), e);
+        }
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("invalid device '" + spec + "': the capacity must be positive; "
+                    + expected());
+        }
+        if (bytes > AbstractDevice.MAX_CAPACITY) {
+            throw new IllegalArgumentException("invalid device '" + spec + "': the capacity " + ByteSize.format(bytes)
+                    + " exceeds the maximum of " + ByteSize.format(AbstractDevice.MAX_CAPACITY) + "; " + expected());
+        }
+        return bytes;
+    }
+
+    private static String expected() {
+        return "expected host[:SIZE] or sim[:SIZE|PRESET], e.g. host:8GiB or sim:A100-80GB (presets: "
+                + GpuPresets.names() + ")";
     }
 }

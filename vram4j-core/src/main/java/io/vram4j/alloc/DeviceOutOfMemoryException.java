@@ -1,0 +1,43 @@
+package io.vram4j.alloc;
+
+/**
+ * The device has no room for a request, after the caching allocator ran PyTorch's whole retry sequence
+ * (free cached oversize blocks, synchronize and free every unsplit cached segment, retry). The message has
+ * the layout and figures of {@code torch.OutOfMemoryError} (spec section 4.5). The allocator is unchanged
+ * apart from what the retry sequence released and keeps working.
+ *
+ * <p>Unchecked, and deliberately not a {@link OutOfMemoryError}: the JVM heap is fine.
+ */
+public class DeviceOutOfMemoryException extends RuntimeException {
+    private final int device;
+    private final long requestedBytes;
+    private final long allocationBytes;
+
+    /**
+     * @param message the PyTorch-layout message
+     * @param device the device index
+     * @param requestedBytes the caller's size
+     * @param allocationBytes the segment size that could not be obtained ({@code alloc_size})
+     */
+    public DeviceOutOfMemoryException(String message, int device, long requestedBytes, long allocationBytes) {
+        super(message);
+        this.device = device;
+        this.requestedBytes = requestedBytes;
+        this.allocationBytes = allocationBytes;
+    }
+
+    /** @return the device index */
+    public int device() {
+        return device;
+    }
+
+    /** @return the caller's requested size in bytes */
+    public long requestedBytes() {
+        return requestedBytes;
+    }
+
+    /** @return the segment size in bytes that could not be obtained (PyTorch's {@code alloc_size}) */
+    public long allocationBytes() {
+        return allocationBytes;
+    }
+}

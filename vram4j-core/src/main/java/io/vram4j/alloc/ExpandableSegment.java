@@ -1,0 +1,115 @@
+package io.vram4j.alloc;
+
+import io.vram4j.device.DeviceBackend;
+import io.vram4j.device.Stream;
+
+/**
+ * One growable virtual-address range of an expandable segment (spec section 6): a reservation of
+ * {@code pageSize × ceil(1.125 · capacity / pageSize)} bytes, backed page by page (2 MiB pages for the small
+ * pool, 20 MiB for the large pool) through the device's map/unmap calls. Guarded by the allocator's lock.
+ */
+final class ExpandableSegment {
+    final DeviceBackend device;
+    final Stream stream;
+    final long base;
+    final long pageSize;
+    final int pageCount;
+    private final boolean[] mapped;
+
+    private ExpandableSegment(DeviceBackend device, Stream stream, long base, long pageSize, int pageCount) {
+        this.device = device;
+        this.stream = stream;
+        this.base = base;
+        this.pageSize = pageSize;
+        this.pageCount = pageCount;
+        this.mapped = new boolean[pageCount];
+    }
+
+    /**
+     * Reserves the address range.
+     *
+     * @return the segment, or null when the device has no address range left
+     */
+    static ExpandableSegment reserve(DeviceBackend device, Stream stream, long pageSize, long addressHint) {
+        long capacity = device.totalMemory();
+        long pages = Math.max(1, ceilDiv(capacity + capacity / 8, pageSize));
+        long size = pages * pageSize;
+        long base = device.reserveAddressRange(size, addressHint);
+        if (base == 0) {
+            return null;
+        }
+        return new ExpandableSegment(device, stream, base, pageSize, (int) pages);
+    }
+
+    long size() {
+        return pageSize * pageCount;
+    }
+
+    boolean contains(long ptr) {
+        return ptr >= base && ptr < base + size();
+    }
+
+    /**
+     * Maps the pages covering [ptr, ptr + size): the first page is the one holding {@code ptr}, the last the
+     * one holding the last byte.
+     *
+     * @return the length of the mapped range starting at the first page, or 0 when the device had no room
+     *     (nothing mapped then)
+     */
+    long map(long ptr, long size) {
+        if (size == 0) {
+            return 0;
+        }
+        int begin = (int) ((ptr - base) / pageSize);
+        int end = (int) ((ptr + size - 1 - base) / pageSize) + 1;
+        long start = base + begin * pageSize;
+        long length = (end - begin) * pageSize;
+        if (!device.map(start, length)) {
+            return 0;
+        }
+        for (int i = begin; i < end; i++) {
+            mapped[i] = true;
+        }
+        return length;
+    }
+
+    /**
+     * Unmaps every page lying entirely inside [ptr, ptr + size), after synchronizing the segment's stream.
+     *
+     * @return {start, length} of the unmapped range; length 0 when no whole page lies inside
+     */
+    long[] unmap(long ptr, long size) {
+        long beginOff = ceilDiv(ptr - base, pageSize);
+        long endOff = (ptr + size - base) / pageSize;
+        if (beginOff >= endOff) {
+            return new long[] {ptr, 0};
+        }
+        stream.synchronize();
+        long start = base + beginOff * pageSize;
+        long length = (endOff - beginOff) * pageSize;
+        device.unmap(start, length);
+        for (long i = beginOff; i < endOff; i++) {
+            mapped[(int) i] = false;
+        }
+        return new long[] {start, length};
+    }
+
+    /** Unmaps every page still mapped (closing the allocator). */
+    void unmapAll() {
+        for (int i = 0; i < pageCount; i++) {
+            if (mapped[i]) {
+                device.unmap(base + i * pageSize, pageSize);
+                mapped[i] = false;
+            }
+        }
+    }
+
+    /** Releases the reservation; all pages must be unmapped. */
+    void release() {
+        device.releaseAddressRange(base, size());
+    }
+
+    private static long ceilDiv(long a, long b) {
+        return (a + b - 1) / b;
+    }
+}

@@ -1,0 +1,105 @@
+package io.vram4j.alloc;
+
+import io.vram4j.alloc.config.AllocatorConfig;
+import io.vram4j.memory.snapshot.BlockInfo;
+import io.vram4j.memory.snapshot.BlockState;
+import io.vram4j.memory.snapshot.Frame;
+import io.vram4j.memory.snapshot.MemorySnapshot;
+import io.vram4j.memory.snapshot.PoolId;
+import io.vram4j.memory.snapshot.SegmentInfo;
+import io.vram4j.memory.snapshot.TraceAction;
+import io.vram4j.memory.snapshot.TraceEntry;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Builds PyTorch's {@code torch.cuda.memory._snapshot()} structure (spec 10.2) from the engine's state and
+ * history. Runs under the engine's lock.
+ */
+final class SnapshotBuilder {
+    private SnapshotBuilder() {
+    }
+
+    static MemorySnapshot build(DeviceCachingAllocator engine) {
+        return engine.locked(() -> {
+            int device = engine.device().index();
+            List<SegmentInfo> segments = new ArrayList<>();
+            for (List<Block> seg : engine.segments()) {
+                Block head = seg.get(0);
+                List<BlockInfo> blocks = new ArrayList<>(seg.size());
+                long total = 0, allocated = 0, active = 0, requested = 0;
+                for (Block b : seg) {
+                    BlockState state = b.allocated ? BlockState.ACTIVE_ALLOCATED
+                            : b.isPending() ? BlockState.ACTIVE_PENDING_FREE : BlockState.INACTIVE;
+                    boolean isActive = state != BlockState.INACTIVE;
+                    blocks.add(new BlockInfo(b.ptr, b.size, isActive ? b.requestedSize : 0, state,
+                            isActive ? frames(b.context) : List.of()));
+                    total += b.size;
+                    if (b.allocated) {
+                        allocated += b.size;
+                    }
+                    if (isActive) {
+                        active += b.size;
+                        requested += b.requestedSize;
+                    }
+                }
+                Object segCtx = head.expandableSegment == null ? engine.segmentContext(head.ptr) : null;
+                segments.add(new SegmentInfo(device, head.ptr, total, allocated, active, requested, head.streamKey,
+                        head.pool.isSmall ? SegmentInfo.SMALL : SegmentInfo.LARGE, PoolId.DEFAULT,
+                        head.expandableSegment != null, frames(segCtx), blocks));
+            }
+            List<List<TraceEntry>> traces = new ArrayList<>();
+            HistoryRecorder h = engine.history();
+            List<TraceEntry> trace = new ArrayList<>();
+            if (h != null) {
+                h.snapshotTaken(engine.activeBytes(), engine.device().defaultStream());
+                for (HistoryRecorder.Entry e : h.entries()) {
+                    TraceAction action = TraceAction.fromPytorchName(e.action());
+                    List<Frame> fr = e.frames() == null ? List.of() : frames(e.frames());
+                    trace.add(action == TraceAction.OOM
+                            ? TraceEntry.oom(e.size(), e.stream(), e.timeUs(), e.deviceFree(), fr)
+                            : TraceEntry.of(action, e.addr(), e.size(), e.stream(), e.timeUs(), fr));
+                }
+            }
+            for (int d = 0; d < device; d++) {
+                traces.add(List.of());
+            }
+            traces.add(trace);
+            return new MemorySnapshot(segments, traces, settings(engine.config()), List.of());
+        });
+    }
+
+    private static List<Frame> frames(Object ctx) {
+        if (!(ctx instanceof List<?> list)) {
+            return List.of();
+        }
+        List<Frame> out = new ArrayList<>(list.size());
+        for (Object o : list) {
+            if (o instanceof StackCapture.JavaFrame f) {
+                out.add(new Frame(f.name(), f.filename(), f.line()));
+            }
+        }
+        return out;
+    }
+
+    /** PyTorch's {@code allocator_settings} dict (spec 10.2). */
+    static Map<String, Object> settings(AllocatorConfig c) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("PYTORCH_CUDA_ALLOC_CONF", c.confString());
+        m.put("max_split_size", c.maxSplitSize() == AllocatorConfig.UNLIMITED ? -1L : c.maxSplitSize());
+        m.put("garbage_collection_threshold", c.garbageCollectionThreshold());
+        m.put("expandable_segments", c.expandableSegments());
+        m.put("pinned_num_register_threads", (long) c.pinnedNumRegisterThreads());
+        m.put("release_lock_on_cudamalloc", c.releaseLockOnCudaMalloc());
+        m.put("pinned_use_cuda_host_register", c.pinnedUseCudaHostRegister());
+        Map<String, Object> div = new LinkedHashMap<>();
+        for (int i = 0; i < AllocatorConfig.ROUNDUP_INTERVALS; i++) {
+            div.put(Long.toString(1L << i), (long) c.roundupPower2Divisions(i));
+        }
+        m.put("roundup_power2_divisions", div);
+        return m;
+    }
+}

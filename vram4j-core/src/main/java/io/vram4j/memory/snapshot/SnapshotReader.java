@@ -1,0 +1,275 @@
+package io.vram4j.memory.snapshot;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonParseException;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.json.JsonReadFeature;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import net.razorvine.pickle.Unpickler;
+
+/**
+ * Reads PyTorch memory snapshots: the pickles written by {@code torch.cuda.memory._dump_snapshot()} (any protocol
+ * from 2 to 5) and JSON documents with the same structure (such as {@link SnapshotWriter#writeJson} writes).
+ *
+ * <p>Every generation of the format is accepted: a bare list of segments ({@code torch.cuda.memory_snapshot()}),
+ * {@code {segments, device_traces}} (with or without {@code allocator_settings} and {@code external_annotations}),
+ * trace entries with or without {@code time_us}, {@code compile_context}, {@code user_metadata} and
+ * {@code frames}, segments without {@code requested_size}, {@code segment_pool_id} or {@code is_expandable}, and
+ * PyTorch 2.0's blocks that keep their stack and request in {@code history}. Integers may arrive as Python's
+ * signed or unsigned 64-bit values; stream handles and pool ids keep their 64 bits either way. Keys this model has
+ * no field for are ignored.
+ *
+ * <p>Malformed input raises {@link SnapshotFormatException} whose message names the source and the location
+ * ({@code x.pickle: device_traces[0][12]: field 'size' must be an integer, got str 'abc'}); I/O failures raise
+ * {@link IOException}. A pickle is never allowed to import or call Python objects: opcodes such as
+ * {@code GLOBAL} and {@code REDUCE} are rejected before decoding. Stateless and thread-safe.
+ */
+public final class SnapshotReader {
+    private static final JsonFactory JSON = JsonFactory.builder()
+            .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS) // Python's json writes NaN and Infinity
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .build();
+
+    private SnapshotReader() {
+    }
+
+    /**
+     * Reads a snapshot file, telling pickle from JSON by content: a pickle starts with the {@code PROTO} opcode
+     * (byte 0x80), JSON with {@code {} or {@code [} after optional whitespace or a byte-order mark.
+     *
+     * @param file the file; messages name it by its file name
+     * @return the snapshot
+     * @throws IOException              if the file cannot be read
+     * @throws SnapshotFormatException if the content is not a valid snapshot
+     */
+    public static MemorySnapshot read(Path file) throws IOException {
+        Path name = file.getFileName();
+        return read(Files.readAllBytes(file), name != null ? name.toString() : file.toString());
+    }
+
+    /**
+     * Reads a snapshot held in memory, telling pickle from JSON by content.
+     *
+     * @param data       the bytes
+     * @param sourceName the name used in messages, such as the file name
+     * @return the snapshot
+     * @throws SnapshotFormatException if the content is not a valid snapshot
+     */
+    public static MemorySnapshot read(byte[] data, String sourceName) {
+        Objects.requireNonNull(sourceName, "sourceName");
+        if (data.length > 0 && (data[0] & 0xff) == 0x80) {
+            return decodePickle(data, sourceName);
+        }
+        int i = skipBomAndWhitespace(data);
+        if (i < data.length && (data[i] == '{' || data[i] == '[')) {
+            return decodeJson(data, sourceName);
+        }
+        if (data.length == 0) {
+            throw new SnapshotFormatException(sourceName + ": empty input, not a pickle or JSON snapshot");
+        }
+        throw new SnapshotFormatException(sourceName + ": not a pickle or JSON snapshot (starts with bytes "
+                + hex(data, 4) + ")");
+    }
+
+    /**
+     * Reads a pickled snapshot.
+     *
+     * @param in         the stream, read to its end and not closed
+     * @param sourceName the name used in messages, such as the file name
+     * @return the snapshot
+     * @throws IOException              if the stream cannot be read
+     * @throws SnapshotFormatException if the content is not a valid pickled snapshot
+     */
+    public static MemorySnapshot readPickle(InputStream in, String sourceName) throws IOException {
+        Objects.requireNonNull(sourceName, "sourceName");
+        byte[] data = in.readAllBytes();
+        if (data.length == 0 || (data[0] & 0xff) != 0x80) {
+            throw new SnapshotFormatException(sourceName + ": not a pickle of protocol 2 or later (starts with "
+                    + (data.length == 0 ? "no bytes" : "bytes " + hex(data, 4)) + ")");
+        }
+        return decodePickle(data, sourceName);
+    }
+
+    /**
+     * Reads a snapshot stored as JSON with PyTorch's keys (tuples as arrays).
+     *
+     * @param in         the stream (UTF-8), read to its end and not closed
+     * @param sourceName the name used in messages, such as the file name
+     * @return the snapshot
+     * @throws IOException              if the stream cannot be read
+     * @throws SnapshotFormatException if the content is not a valid JSON snapshot
+     */
+    public static MemorySnapshot readJson(InputStream in, String sourceName) throws IOException {
+        Objects.requireNonNull(sourceName, "sourceName");
+        return decodeJson(in.readAllBytes(), sourceName);
+    }
+
+    // ---- pickle ----------------------------------------------------------------------------------------------
+
+    private static MemorySnapshot decodePickle(byte[] data, String source) {
+        try {
+            PickleScanner.check(data);
+        } catch (IllegalArgumentException e) {
+            throw new SnapshotFormatException(source + ": " + e.getMessage());
+        }
+        Object root;
+        try (OrderedUnpickler u = new OrderedUnpickler()) {
+            root = u.load(new ByteArrayInputStream(data));
+        } catch (IOException | RuntimeException e) {
+            throw new SnapshotFormatException(source + ": invalid pickle: " + describe(e), e);
+        }
+        return new SnapshotDecoder(source).decode(root);
+    }
+
+    private static String describe(Throwable e) {
+        String m = e.getMessage();
+        return e.getClass().getSimpleName() + (m == null || m.isEmpty() ? "" : ": " + m);
+    }
+
+    /** razorvine's unpickler with dicts that keep Python's key order ({@code LinkedHashMap}). */
+    private static final class OrderedUnpickler extends Unpickler implements AutoCloseable {
+        @Override
+        protected Object dispatch(short key) throws IOException {
+            if (key == '}') { // EMPTY_DICT
+                stack.add(new LinkedHashMap<Object, Object>());
+                return NO_RETURN_VALUE;
+            }
+            if (key == 'd') { // DICT
+                List<Object> items = stack.pop_all_since_marker();
+                if (items.size() % 2 != 0) {
+                    throw new IOException("DICT with an odd number of items");
+                }
+                Map<Object, Object> m = new LinkedHashMap<>();
+                for (int i = 0; i < items.size(); i += 2) {
+                    m.put(items.get(i), items.get(i + 1));
+                }
+                stack.add(m);
+                return NO_RETURN_VALUE;
+            }
+            if (key == 'u') { // SETITEMS: razorvine's own goes through a HashMap and loses the order
+                List<Object> items = stack.pop_all_since_marker();
+                if (items.size() % 2 != 0) {
+                    throw new IOException("SETITEMS with an odd number of items");
+                }
+                if (!(stack.size() > 0 && stack.peek() instanceof Map<?, ?> target)) {
+                    throw new IOException("SETITEMS without a dict");
+                }
+                @SuppressWarnings("unchecked")
+                Map<Object, Object> dict = (Map<Object, Object>) target;
+                for (int i = 0; i < items.size(); i += 2) {
+                    dict.put(items.get(i), items.get(i + 1));
+                }
+                return NO_RETURN_VALUE;
+            }
+            return super.dispatch(key);
+        }
+    }
+
+    // ---- JSON ------------------------------------------------------------------------------------------------
+
+    private static MemorySnapshot decodeJson(byte[] data, String source) {
+        Object root;
+        try (JsonParser p = JSON.createParser(data)) {
+            JsonToken t = p.nextToken();
+            if (t == null) {
+                throw new SnapshotFormatException(source + ": empty JSON document");
+            }
+            root = jsonValue(p, t);
+            if (p.nextToken() != null) {
+                throw new SnapshotFormatException(source + ": invalid JSON at " + where(p.currentTokenLocation())
+                        + ": data after the end of the document");
+            }
+        } catch (JsonProcessingException e) {
+            JsonLocation loc = e.getLocation();
+            String at = loc != null ? " at " + where(loc) : "";
+            throw new SnapshotFormatException(source + ": invalid JSON" + at + ": " + e.getOriginalMessage(), e);
+        } catch (IOException e) {
+            throw new SnapshotFormatException(source + ": invalid JSON: " + describe(e), e);
+        }
+        return new SnapshotDecoder(source).decode(root);
+    }
+
+    private static String where(JsonLocation loc) {
+        return "line " + loc.getLineNr() + ", column " + loc.getColumnNr();
+    }
+
+    private static Object jsonValue(JsonParser p, JsonToken t) throws IOException {
+        if (t == null) {
+            throw new JsonParseException(p, "unexpected end of input");
+        }
+        switch (t) {
+            case START_OBJECT -> {
+                Map<Object, Object> m = new LinkedHashMap<>();
+                String key;
+                while ((key = p.nextFieldName()) != null) {
+                    m.put(key, jsonValue(p, p.nextToken()));
+                }
+                return m;
+            }
+            case START_ARRAY -> {
+                List<Object> l = new ArrayList<>();
+                JsonToken e;
+                while ((e = p.nextToken()) != JsonToken.END_ARRAY) {
+                    l.add(jsonValue(p, e));
+                }
+                return l;
+            }
+            case VALUE_STRING -> {
+                return p.getText();
+            }
+            case VALUE_NUMBER_INT -> {
+                return p.getNumberValue(); // Integer, Long or BigInteger
+            }
+            case VALUE_NUMBER_FLOAT -> {
+                return p.getDoubleValue();
+            }
+            case VALUE_TRUE -> {
+                return Boolean.TRUE;
+            }
+            case VALUE_FALSE -> {
+                return Boolean.FALSE;
+            }
+            case VALUE_NULL -> {
+                return null;
+            }
+            default -> throw new JsonParseException(p, "unexpected token " + t);
+        }
+    }
+
+    // ---- helpers ---------------------------------------------------------------------------------------------
+
+    private static int skipBomAndWhitespace(byte[] data) {
+        int i = 0;
+        if (data.length >= 3 && (data[0] & 0xff) == 0xef && (data[1] & 0xff) == 0xbb && (data[2] & 0xff) == 0xbf) {
+            i = 3;
+        }
+        while (i < data.length && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r')) {
+            i++;
+        }
+        return i;
+    }
+
+    private static String hex(byte[] data, int max) {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < Math.min(max, data.length); i++) {
+            if (i > 0) {
+                b.append(' ');
+            }
+            b.append(String.format("%02x", data[i] & 0xff));
+        }
+        return b.toString();
+    }
+}

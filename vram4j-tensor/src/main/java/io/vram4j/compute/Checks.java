@@ -1,0 +1,83 @@
+package io.vram4j.compute;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+
+/** Argument checks shared by every kernel implementation, done before any memory is written. */
+final class Checks {
+
+    private Checks() {
+    }
+
+    static void nonNegative(long v, String name) {
+        if (v < 0) {
+            throw new IllegalArgumentException(name + " must be >= 0, got " + v);
+        }
+    }
+
+    /** Checks that floats {@code [off, off + n)} lie inside {@code seg}. */
+    static void range(MemorySegment seg, long off, long n, String name) {
+        Objects.requireNonNull(seg, name);
+        if (off < 0 || n < 0 || n > (Long.MAX_VALUE >> 3) || off > (Long.MAX_VALUE >> 3) - n
+                || (off + n) * Float.BYTES > seg.byteSize()) {
+            throw new IndexOutOfBoundsException(name + ": floats [" + off + ", " + off + " + " + n
+                    + ") do not fit a segment of " + seg.byteSize() + " bytes");
+        }
+    }
+
+    /** Checks a range of {@code n} floats unless {@code seg} is null (an optional argument). */
+    static void optionalRange(MemorySegment seg, long off, long n, String name) {
+        if (seg != null) {
+            range(seg, off, n, name);
+        }
+    }
+
+    /** Checks a row-major matrix of {@code rows x cols} with row stride {@code ld}. */
+    static void matrix(MemorySegment seg, long off, int rows, int cols, int ld, String name) {
+        if (ld < Math.max(1, cols)) {
+            throw new IllegalArgumentException("ld" + name.toLowerCase() + " = " + ld + " < max(1, " + cols + ")");
+        }
+        if (rows == 0 || cols == 0) {
+            Objects.requireNonNull(seg, name);
+            return;
+        }
+        range(seg, off, (long) (rows - 1) * ld + cols, name);
+    }
+
+    /** Validates sgemm arguments; returns normally when they are consistent and in range. */
+    static void gemm(boolean transA, boolean transB, int m, int n, int k,
+                     MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
+                     MemorySegment c, long cOff, int ldc) {
+        nonNegative(m, "m");
+        nonNegative(n, "n");
+        nonNegative(k, "k");
+        matrix(a, aOff, transA ? k : m, transA ? m : k, lda, "A");
+        matrix(b, bOff, transB ? n : k, transB ? k : n, ldb, "B");
+        matrix(c, cOff, m, n, ldc, "C");
+    }
+
+    /** Validates sgemmBatched arguments (the first and last matrix of each batch operand). */
+    static void gemmBatched(int batch, boolean transA, boolean transB, int m, int n, int k,
+                            MemorySegment a, long aOff, int lda, long strideA,
+                            MemorySegment b, long bOff, int ldb, long strideB,
+                            MemorySegment c, long cOff, int ldc, long strideC) {
+        nonNegative(batch, "batch");
+        nonNegative(strideA, "strideA");
+        nonNegative(strideB, "strideB");
+        nonNegative(strideC, "strideC");
+        gemm(transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, c, cOff, ldc);
+        if (batch > 1) {
+            if (strideC == 0 && m > 0 && n > 0) {
+                throw new IllegalArgumentException("strideC must be > 0 when batch > 1");
+            }
+            long last = batch - 1L;
+            gemm(transA, transB, m, n, k, a, aOff + last * strideA, lda, b, bOff + last * strideB, ldb,
+                    c, cOff + last * strideC, ldc);
+        }
+    }
+
+    static void rows(int rows, int cols) {
+        nonNegative(rows, "rows");
+        nonNegative(cols, "cols");
+    }
+}

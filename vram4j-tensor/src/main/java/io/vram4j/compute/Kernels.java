@@ -1,0 +1,293 @@
+package io.vram4j.compute;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The float32 compute kernels of the tensor runtime, over off-heap (or heap) {@link MemorySegment}s.
+ *
+ * <p>Two implementations exist: {@link #scalar()} (plain loops, the reference every other implementation
+ * is tested against, always present) and {@link #vector()} (the {@code jdk.incubator.vector} API, with a
+ * packed, blocked and multi-threaded sgemm). {@link #best()} returns the vector one when the incubator
+ * module is usable, unless {@code -Dvram4j.compute=scalar} is set.
+ *
+ * <h2>Conventions</h2>
+ * <ul>
+ *   <li>Every value is a float32 in native byte order; matrices are row-major.</li>
+ *   <li>Every offset, length, stride and leading dimension is counted in <em>elements</em> (floats), never
+ *       in bytes. An argument pair {@code (seg, off)} names the float at byte {@code 4 * off} of
+ *       {@code seg}. Offsets need not be aligned to anything but a float.</li>
+ *   <li>Range kernels take the element count {@code n} first, then their inputs, then their outputs.
+ *       Row kernels take {@code rows, cols} first and work on {@code rows} contiguous rows of
+ *       {@code cols} floats each.</li>
+ *   <li>Element-wise and row kernels allow an output to be <em>exactly</em> the same range as an input
+ *       (in-place, e.g. {@code relu(n, x, 0, x, 0)}); partially overlapping ranges give undefined results.
+ *       In {@link #sgemm} the output must not overlap either input.</li>
+ *   <li>Results agree with the scalar reference to within float rounding: vector kernels may sum in a
+ *       different order and use vectorised transcendental functions accurate to a few ulps.</li>
+ * </ul>
+ *
+ * <h2>Thread-safety</h2>
+ * Implementations are stateless and thread-safe: any number of threads may call any kernel at once, as
+ * long as no thread writes memory another is reading or writing.
+ *
+ * <h2>Exceptions</h2>
+ * {@link IllegalArgumentException} for negative sizes or bad leading dimensions;
+ * {@link IndexOutOfBoundsException} when a range does not fit its segment (checked before anything is
+ * written); and whatever the segment itself throws on access ({@link IllegalStateException} when its arena
+ * is closed or it is confined to another thread, {@link UnsupportedOperationException} when writing a
+ * read-only segment).
+ */
+public interface Kernels {
+
+    /** @return the name of this implementation: {@code "scalar"} or {@code "vector"} */
+    String name();
+
+    /**
+     * @return how many threads large sgemm calls are split over (1 for the scalar kernels)
+     */
+    int threads();
+
+    /**
+     * Returns kernels like these whose sgemm splits large problems over {@code threads} threads.
+     *
+     * @param threads at least 1
+     * @return kernels with that parallelism (the scalar kernels return themselves)
+     * @throws IllegalArgumentException if {@code threads < 1}
+     */
+    Kernels withThreads(int threads);
+
+    // ------------------------------------------------------------------------------------------------ selection
+
+    /** @return the scalar reference kernels (always available) */
+    static Kernels scalar() {
+        return ScalarKernels.INSTANCE;
+    }
+
+    /**
+     * @return the Vector API kernels, with the default thread count
+     * @throws UnsupportedOperationException if {@code jdk.incubator.vector} is not usable (module not added)
+     */
+    static Kernels vector() {
+        return KernelSelector.vector();
+    }
+
+    /** @return true when {@link #vector()} is usable in this JVM */
+    static boolean vectorAvailable() {
+        return KernelSelector.vectorAvailable();
+    }
+
+    /**
+     * @return the kernels to use: {@link #vector()} when available, else {@link #scalar()}; the system property
+     *     {@code vram4j.compute} ({@code scalar} or {@code vector}) overrides the choice
+     */
+    static Kernels best() {
+        return KernelSelector.best();
+    }
+
+    // ------------------------------------------------------------------------------------------------ gemm
+
+    /**
+     * Single-precision general matrix multiply with BLAS semantics on row-major matrices:
+     * {@code C = alpha * op(A) * op(B) + beta * C}, where {@code op(A)} is {@code m x k}, {@code op(B)} is
+     * {@code k x n} and {@code C} is {@code m x n}.
+     *
+     * <p>{@code op(X)} is {@code X} or its transpose. Without transpose {@code A} is stored as {@code m}
+     * rows of stride {@code lda}; with it, as {@code k} rows of stride {@code lda} (so {@code A} is
+     * {@code k x m}). Likewise {@code B} is {@code k x n} or, transposed, {@code n x k}.
+     * When {@code beta == 0}, {@code C} is not read, so NaN or garbage in it does not propagate.
+     * When {@code k == 0} or {@code alpha == 0}, {@code A} and {@code B} are not read.
+     *
+     * @param transA whether to use the transpose of {@code A}
+     * @param transB whether to use the transpose of {@code B}
+     * @param m rows of {@code op(A)} and {@code C}, at least 0
+     * @param n columns of {@code op(B)} and {@code C}, at least 0
+     * @param k columns of {@code op(A)} and rows of {@code op(B)}, at least 0
+     * @param alpha multiplier of the product
+     * @param a the segment holding {@code A}
+     * @param aOff element offset of {@code A[0][0]}
+     * @param lda row stride of {@code A} as stored: at least {@code k} (not transposed) or {@code m}
+     *     (transposed), and at least 1
+     * @param b the segment holding {@code B}
+     * @param bOff element offset of {@code B[0][0]}
+     * @param ldb row stride of {@code B} as stored: at least {@code n} (not transposed) or {@code k}
+     *     (transposed), and at least 1
+     * @param beta multiplier of the old {@code C}
+     * @param c the segment holding {@code C}; must not overlap {@code A} or {@code B}
+     * @param cOff element offset of {@code C[0][0]}
+     * @param ldc row stride of {@code C}, at least {@code max(1, n)}
+     */
+    void sgemm(boolean transA, boolean transB, int m, int n, int k, float alpha,
+               MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
+               float beta, MemorySegment c, long cOff, int ldc);
+
+    /**
+     * A batch of independent {@link #sgemm} calls with the same shapes: for {@code i} in
+     * {@code [0, batch)}, {@code C_i = alpha * op(A_i) * op(B_i) + beta * C_i}, where {@code A_i} starts at
+     * {@code aOff + i * strideA}, and likewise for {@code B_i} and {@code C_i}. A stride of 0 reuses one
+     * matrix for the whole batch (allowed for {@code A} and {@code B}, not for {@code C} when
+     * {@code batch > 1}). The {@code C_i} must not overlap each other or any {@code A_i}, {@code B_i}.
+     *
+     * @param batch number of products, at least 0
+     * @param strideA element distance between consecutive {@code A_i}, at least 0
+     * @param strideB element distance between consecutive {@code B_i}, at least 0
+     * @param strideC element distance between consecutive {@code C_i}, at least 0
+     * @see #sgemm
+     */
+    void sgemmBatched(int batch, boolean transA, boolean transB, int m, int n, int k, float alpha,
+                      MemorySegment a, long aOff, int lda, long strideA,
+                      MemorySegment b, long bOff, int ldb, long strideB,
+                      float beta, MemorySegment c, long cOff, int ldc, long strideC);
+
+    // ------------------------------------------------------------------------------------------------ binary
+
+    /** {@code out[i] = a[i] + b[i]} for {@code i < n}. */
+    void add(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff);
+
+    /** {@code out[i] = a[i] - b[i]} for {@code i < n}. */
+    void sub(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff);
+
+    /** {@code out[i] = a[i] * b[i]} for {@code i < n}. */
+    void mul(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff);
+
+    /** {@code out[i] = a[i] / b[i]} for {@code i < n} (IEEE division: x/0 is ±Inf or NaN). */
+    void div(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff);
+
+    // ------------------------------------------------------------------------------------------------ with a scalar
+
+    /** {@code y[i] += alpha * x[i]} for {@code i < n} (BLAS saxpy with unit strides). */
+    void axpy(long n, float alpha, MemorySegment x, long xOff, MemorySegment y, long yOff);
+
+    /** {@code out[i] = s * x[i]} for {@code i < n}. */
+    void scale(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /** {@code out[i] = x[i] + s} for {@code i < n}. */
+    void addScalar(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /** {@code out[i] = v} for {@code i < n}. */
+    void fill(long n, float v, MemorySegment out, long outOff);
+
+    /** {@code dst[i] = src[i]} for {@code i < n}; the ranges may overlap (as {@code memmove}). */
+    void copy(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
+
+    // ------------------------------------------------------------------------------------------------ unary
+
+    /** {@code out[i] = -x[i]}. */
+    void neg(long n, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /** {@code out[i] = exp(x[i])}. */
+    void exp(long n, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /** {@code out[i] = ln(x[i])} (NaN for negative inputs, -Inf for ±0). */
+    void log(long n, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /** {@code out[i] = sqrt(x[i])} (correctly rounded; NaN for negative inputs). */
+    void sqrt(long n, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /** {@code out[i] = tanh(x[i])}. */
+    void tanh(long n, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /** {@code out[i] = 1 / (1 + exp(-x[i]))}. */
+    void sigmoid(long n, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /** {@code out[i] = max(x[i], 0)}; NaN stays NaN (as PyTorch's relu). */
+    void relu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /**
+     * ReLU backward: {@code dx[i] = x[i] > 0 ? dy[i] : 0}.
+     *
+     * @param x the forward input (or its output: the sign test gives the same mask)
+     */
+    void reluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff, MemorySegment dx, long dxOff);
+
+    /**
+     * GELU with the tanh approximation (PyTorch {@code gelu(x, approximate='tanh')}):
+     * {@code out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))}.
+     */
+    void gelu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /** GELU (tanh approximation) backward: {@code dx[i] = dy[i] * gelu'(x[i])}. */
+    void geluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff, MemorySegment dx, long dxOff);
+
+    // ------------------------------------------------------------------------------------------------ reductions
+
+    /** @return the sum of {@code x[0..n)}, 0 when {@code n == 0} */
+    float sum(long n, MemorySegment x, long xOff);
+
+    /** @return the largest of {@code x[0..n)}; NaN if any is NaN; -Inf when {@code n == 0} */
+    float max(long n, MemorySegment x, long xOff);
+
+    /** @return the sum of squares of {@code x[0..n)}, 0 when {@code n == 0} */
+    float sumOfSquares(long n, MemorySegment x, long xOff);
+
+    /** @return the dot product of {@code x[0..n)} and {@code y[0..n)}, 0 when {@code n == 0} */
+    float dot(long n, MemorySegment x, long xOff, MemorySegment y, long yOff);
+
+    /**
+     * @return true if any of {@code x[0..n)} is infinite or NaN (what a GradScaler checks after
+     *     unscaling gradients)
+     */
+    boolean anyNonFinite(long n, MemorySegment x, long xOff);
+
+    // ------------------------------------------------------------------------------------------------ rows
+
+    /**
+     * Softmax over the last dimension of a {@code rows x cols} matrix, numerically stable:
+     * {@code out[r][j] = exp(x[r][j] - max_r) / sum_j exp(x[r][j] - max_r)}.
+     * A row containing +Inf or NaN gives NaN in that row.
+     */
+    void softmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /**
+     * Log-softmax over the last dimension: {@code out[r][j] = x[r][j] - max_r - log(sum_j exp(x[r][j] - max_r))}.
+     */
+    void logSoftmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /**
+     * Softmax backward given the forward output {@code y}:
+     * {@code dx[r][j] = y[r][j] * (dy[r][j] - sum_i dy[r][i] y[r][i])}.
+     */
+    void softmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
+                             MemorySegment dx, long dxOff);
+
+    /**
+     * Log-softmax backward given the forward output {@code y = logSoftmax(x)}:
+     * {@code dx[r][j] = dy[r][j] - exp(y[r][j]) * sum_i dy[r][i]}.
+     */
+    void logSoftmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
+                                MemorySegment dx, long dxOff);
+
+    /**
+     * Layer normalisation over the last dimension (PyTorch {@code layer_norm} with
+     * {@code normalized_shape = [cols]}): {@code out = (x - mean) * rstd * gamma + beta} per row, with the
+     * biased variance and {@code rstd = 1 / sqrt(var + eps)}.
+     *
+     * @param gamma per-column scale ({@code cols} floats), or null for 1
+     * @param beta per-column shift ({@code cols} floats), or null for 0
+     * @param eps added to the variance, e.g. {@code 1e-5f}
+     * @param mean receives the {@code rows} row means (for the backward pass), or null
+     * @param rstd receives the {@code rows} reciprocal standard deviations, or null
+     */
+    void layerNormRows(int rows, int cols, MemorySegment x, long xOff,
+                       MemorySegment gamma, long gammaOff, MemorySegment beta, long betaOff, float eps,
+                       MemorySegment out, long outOff, MemorySegment mean, long meanOff,
+                       MemorySegment rstd, long rstdOff);
+
+    /**
+     * Layer normalisation backward. With {@code xhat = (x - mean) * rstd} and {@code g = dy * gamma}:
+     * {@code dx = rstd * (g - mean_j(g) - xhat * mean_j(g * xhat))},
+     * {@code dgamma[j] = sum_r dy[r][j] * xhat[r][j]}, {@code dbeta[j] = sum_r dy[r][j]}.
+     * {@code dgamma} and {@code dbeta} are overwritten, not accumulated into.
+     *
+     * @param mean the row means from {@link #layerNormRows}
+     * @param rstd the reciprocal standard deviations from {@link #layerNormRows}
+     * @param gamma the scale used in the forward pass, or null for 1
+     * @param dx receives the input gradient ({@code rows x cols}), or null to skip it
+     * @param dgamma receives the gradient of {@code gamma} ({@code cols} floats), or null to skip it
+     * @param dbeta receives the gradient of {@code beta} ({@code cols} floats), or null to skip it
+     */
+    void layerNormBackwardRows(int rows, int cols, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
+                               MemorySegment mean, long meanOff, MemorySegment rstd, long rstdOff,
+                               MemorySegment gamma, long gammaOff,
+                               MemorySegment dx, long dxOff, MemorySegment dgamma, long dgammaOff,
+                               MemorySegment dbeta, long dbetaOff);
+}

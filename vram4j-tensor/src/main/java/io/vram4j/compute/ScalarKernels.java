@@ -1,0 +1,530 @@
+package io.vram4j.compute;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The reference kernels: one plain loop per kernel, written to be obviously correct rather than fast.
+ * Sums and transcendental functions are evaluated in double and rounded once to float, so these results
+ * are at least as accurate as any other implementation's; the tests compare every other implementation
+ * against them. Also the fallback when {@code jdk.incubator.vector} is not available.
+ */
+final class ScalarKernels implements Kernels {
+
+    static final ScalarKernels INSTANCE = new ScalarKernels();
+
+    private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
+
+    /** sqrt(2 / pi), the GELU tanh-approximation constant. */
+    static final double GELU_C = 0.7978845608028654;
+    static final double GELU_K = 0.044715;
+
+    private ScalarKernels() {
+    }
+
+    private static float get(MemorySegment s, long i) {
+        return s.getAtIndex(F, i);
+    }
+
+    private static void set(MemorySegment s, long i, float v) {
+        s.setAtIndex(F, i, v);
+    }
+
+    @Override
+    public String name() {
+        return "scalar";
+    }
+
+    @Override
+    public int threads() {
+        return 1;
+    }
+
+    @Override
+    public Kernels withThreads(int threads) {
+        if (threads < 1) {
+            throw new IllegalArgumentException("threads must be >= 1, got " + threads);
+        }
+        return this;
+    }
+
+    @Override
+    public String toString() {
+        return "Kernels[scalar]";
+    }
+
+    // ------------------------------------------------------------------------------------------------ gemm
+
+    @Override
+    public void sgemm(boolean transA, boolean transB, int m, int n, int k, float alpha,
+                      MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
+                      float beta, MemorySegment c, long cOff, int ldc) {
+        Checks.gemm(transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, c, cOff, ldc);
+        gemm(transA, transB, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc);
+    }
+
+    private static void gemm(boolean transA, boolean transB, int m, int n, int k, float alpha,
+                             MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
+                             float beta, MemorySegment c, long cOff, int ldc) {
+        boolean product = k > 0 && alpha != 0f;
+        for (int i = 0; i < m; i++) {
+            for (int j = 0; j < n; j++) {
+                double sum = 0;
+                if (product) {
+                    for (int p = 0; p < k; p++) {
+                        float av = get(a, aOff + (transA ? (long) p * lda + i : (long) i * lda + p));
+                        float bv = get(b, bOff + (transB ? (long) j * ldb + p : (long) p * ldb + j));
+                        sum += (double) av * bv;
+                    }
+                }
+                long ci = cOff + (long) i * ldc + j;
+                double r = alpha * sum;
+                if (beta != 0f) {
+                    r += (double) beta * get(c, ci);
+                }
+                set(c, ci, (float) r);
+            }
+        }
+    }
+
+    @Override
+    public void sgemmBatched(int batch, boolean transA, boolean transB, int m, int n, int k, float alpha,
+                             MemorySegment a, long aOff, int lda, long strideA,
+                             MemorySegment b, long bOff, int ldb, long strideB,
+                             float beta, MemorySegment c, long cOff, int ldc, long strideC) {
+        Checks.gemmBatched(batch, transA, transB, m, n, k, a, aOff, lda, strideA, b, bOff, ldb, strideB,
+                c, cOff, ldc, strideC);
+        for (int i = 0; i < batch; i++) {
+            gemm(transA, transB, m, n, k, alpha, a, aOff + i * strideA, lda, b, bOff + i * strideB, ldb,
+                    beta, c, cOff + i * strideC, ldc);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ binary
+
+    private static void check3(long n, MemorySegment a, long aOff, MemorySegment b, long bOff,
+                               MemorySegment out, long outOff) {
+        Checks.nonNegative(n, "n");
+        Checks.range(a, aOff, n, "a");
+        Checks.range(b, bOff, n, "b");
+        Checks.range(out, outOff, n, "out");
+    }
+
+    private static void check2(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        Checks.nonNegative(n, "n");
+        Checks.range(x, xOff, n, "x");
+        Checks.range(out, outOff, n, "out");
+    }
+
+    @Override
+    public void add(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+        check3(n, a, aOff, b, bOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, get(a, aOff + i) + get(b, bOff + i));
+        }
+    }
+
+    @Override
+    public void sub(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+        check3(n, a, aOff, b, bOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, get(a, aOff + i) - get(b, bOff + i));
+        }
+    }
+
+    @Override
+    public void mul(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+        check3(n, a, aOff, b, bOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, get(a, aOff + i) * get(b, bOff + i));
+        }
+    }
+
+    @Override
+    public void div(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+        check3(n, a, aOff, b, bOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, get(a, aOff + i) / get(b, bOff + i));
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ with a scalar
+
+    @Override
+    public void axpy(long n, float alpha, MemorySegment x, long xOff, MemorySegment y, long yOff) {
+        check2(n, x, xOff, y, yOff);
+        for (long i = 0; i < n; i++) {
+            set(y, yOff + i, get(y, yOff + i) + alpha * get(x, xOff + i));
+        }
+    }
+
+    @Override
+    public void scale(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        check2(n, x, xOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, s * get(x, xOff + i));
+        }
+    }
+
+    @Override
+    public void addScalar(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        check2(n, x, xOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, get(x, xOff + i) + s);
+        }
+    }
+
+    @Override
+    public void fill(long n, float v, MemorySegment out, long outOff) {
+        Checks.nonNegative(n, "n");
+        Checks.range(out, outOff, n, "out");
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, v);
+        }
+    }
+
+    @Override
+    public void copy(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
+        check2(n, src, srcOff, dst, dstOff);
+        MemorySegment.copy(src, srcOff * Float.BYTES, dst, dstOff * Float.BYTES, n * Float.BYTES);
+    }
+
+    // ------------------------------------------------------------------------------------------------ unary
+
+    @Override
+    public void neg(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        check2(n, x, xOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, -get(x, xOff + i));
+        }
+    }
+
+    @Override
+    public void exp(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        check2(n, x, xOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, (float) Math.exp(get(x, xOff + i)));
+        }
+    }
+
+    @Override
+    public void log(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        check2(n, x, xOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, (float) Math.log(get(x, xOff + i)));
+        }
+    }
+
+    @Override
+    public void sqrt(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        check2(n, x, xOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, (float) Math.sqrt(get(x, xOff + i)));
+        }
+    }
+
+    @Override
+    public void tanh(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        check2(n, x, xOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, (float) Math.tanh(get(x, xOff + i)));
+        }
+    }
+
+    @Override
+    public void sigmoid(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        check2(n, x, xOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, (float) (1.0 / (1.0 + Math.exp(-(double) get(x, xOff + i)))));
+        }
+    }
+
+    @Override
+    public void relu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        check2(n, x, xOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, Math.max(get(x, xOff + i), 0f));
+        }
+    }
+
+    @Override
+    public void reluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
+                             MemorySegment dx, long dxOff) {
+        check3(n, dy, dyOff, x, xOff, dx, dxOff);
+        for (long i = 0; i < n; i++) {
+            set(dx, dxOff + i, get(x, xOff + i) > 0f ? get(dy, dyOff + i) : 0f);
+        }
+    }
+
+    /** GELU (tanh approximation) of one value, in double. */
+    static double gelu(double x) {
+        double t = Math.tanh(GELU_C * (x + GELU_K * x * x * x));
+        return 0.5 * x * (1 + t);
+    }
+
+    /** The derivative of {@link #gelu(double)}. */
+    static double geluDerivative(double x) {
+        double x2 = x * x;
+        double t = Math.tanh(GELU_C * (x + GELU_K * x2 * x));
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_C * (1 + 3 * GELU_K * x2);
+    }
+
+    @Override
+    public void gelu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        check2(n, x, xOff, out, outOff);
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, (float) gelu(get(x, xOff + i)));
+        }
+    }
+
+    @Override
+    public void geluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
+                             MemorySegment dx, long dxOff) {
+        check3(n, dy, dyOff, x, xOff, dx, dxOff);
+        for (long i = 0; i < n; i++) {
+            set(dx, dxOff + i, (float) (get(dy, dyOff + i) * geluDerivative(get(x, xOff + i))));
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ reductions
+
+    private static void check1(long n, MemorySegment x, long xOff) {
+        Checks.nonNegative(n, "n");
+        Checks.range(x, xOff, n, "x");
+    }
+
+    @Override
+    public float sum(long n, MemorySegment x, long xOff) {
+        check1(n, x, xOff);
+        double s = 0;
+        for (long i = 0; i < n; i++) {
+            s += get(x, xOff + i);
+        }
+        return (float) s;
+    }
+
+    @Override
+    public float max(long n, MemorySegment x, long xOff) {
+        check1(n, x, xOff);
+        float m = Float.NEGATIVE_INFINITY;
+        for (long i = 0; i < n; i++) {
+            m = Math.max(m, get(x, xOff + i));
+        }
+        return m;
+    }
+
+    @Override
+    public float sumOfSquares(long n, MemorySegment x, long xOff) {
+        check1(n, x, xOff);
+        double s = 0;
+        for (long i = 0; i < n; i++) {
+            double v = get(x, xOff + i);
+            s += v * v;
+        }
+        return (float) s;
+    }
+
+    @Override
+    public float dot(long n, MemorySegment x, long xOff, MemorySegment y, long yOff) {
+        check2(n, x, xOff, y, yOff);
+        double s = 0;
+        for (long i = 0; i < n; i++) {
+            s += (double) get(x, xOff + i) * get(y, yOff + i);
+        }
+        return (float) s;
+    }
+
+    @Override
+    public boolean anyNonFinite(long n, MemorySegment x, long xOff) {
+        check1(n, x, xOff);
+        for (long i = 0; i < n; i++) {
+            if (!Float.isFinite(get(x, xOff + i))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // ------------------------------------------------------------------------------------------------ rows
+
+    private static void checkRows(int rows, int cols, MemorySegment x, long xOff, String xName,
+                                  MemorySegment out, long outOff, String outName) {
+        Checks.rows(rows, cols);
+        long n = (long) rows * cols;
+        Checks.range(x, xOff, n, xName);
+        Checks.range(out, outOff, n, outName);
+    }
+
+    @Override
+    public void softmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        checkRows(rows, cols, x, xOff, "x", out, outOff, "out");
+        for (int r = 0; r < rows; r++) {
+            long xr = xOff + (long) r * cols;
+            long or = outOff + (long) r * cols;
+            float max = Float.NEGATIVE_INFINITY;
+            for (int j = 0; j < cols; j++) {
+                max = Math.max(max, get(x, xr + j));
+            }
+            double sum = 0;
+            for (int j = 0; j < cols; j++) {
+                sum += Math.exp((double) get(x, xr + j) - max);
+            }
+            for (int j = 0; j < cols; j++) {
+                set(out, or + j, (float) (Math.exp((double) get(x, xr + j) - max) / sum));
+            }
+        }
+    }
+
+    @Override
+    public void logSoftmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        checkRows(rows, cols, x, xOff, "x", out, outOff, "out");
+        for (int r = 0; r < rows; r++) {
+            long xr = xOff + (long) r * cols;
+            long or = outOff + (long) r * cols;
+            float max = Float.NEGATIVE_INFINITY;
+            for (int j = 0; j < cols; j++) {
+                max = Math.max(max, get(x, xr + j));
+            }
+            double sum = 0;
+            for (int j = 0; j < cols; j++) {
+                sum += Math.exp((double) get(x, xr + j) - max);
+            }
+            double shift = max + Math.log(sum);
+            for (int j = 0; j < cols; j++) {
+                set(out, or + j, (float) (get(x, xr + j) - shift));
+            }
+        }
+    }
+
+    @Override
+    public void softmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
+                                    MemorySegment dx, long dxOff) {
+        checkRows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
+        Checks.range(dx, dxOff, (long) rows * cols, "dx");
+        for (int r = 0; r < rows; r++) {
+            long base = (long) r * cols;
+            double dot = 0;
+            for (int j = 0; j < cols; j++) {
+                dot += (double) get(dy, dyOff + base + j) * get(y, yOff + base + j);
+            }
+            for (int j = 0; j < cols; j++) {
+                double yv = get(y, yOff + base + j);
+                set(dx, dxOff + base + j, (float) (yv * (get(dy, dyOff + base + j) - dot)));
+            }
+        }
+    }
+
+    @Override
+    public void logSoftmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
+                                       MemorySegment dx, long dxOff) {
+        checkRows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
+        Checks.range(dx, dxOff, (long) rows * cols, "dx");
+        for (int r = 0; r < rows; r++) {
+            long base = (long) r * cols;
+            double sum = 0;
+            for (int j = 0; j < cols; j++) {
+                sum += get(dy, dyOff + base + j);
+            }
+            for (int j = 0; j < cols; j++) {
+                double p = Math.exp(get(y, yOff + base + j));
+                set(dx, dxOff + base + j, (float) (get(dy, dyOff + base + j) - p * sum));
+            }
+        }
+    }
+
+    @Override
+    public void layerNormRows(int rows, int cols, MemorySegment x, long xOff,
+                              MemorySegment gamma, long gammaOff, MemorySegment beta, long betaOff, float eps,
+                              MemorySegment out, long outOff, MemorySegment mean, long meanOff,
+                              MemorySegment rstd, long rstdOff) {
+        checkRows(rows, cols, x, xOff, "x", out, outOff, "out");
+        Checks.optionalRange(gamma, gammaOff, cols, "gamma");
+        Checks.optionalRange(beta, betaOff, cols, "beta");
+        Checks.optionalRange(mean, meanOff, rows, "mean");
+        Checks.optionalRange(rstd, rstdOff, rows, "rstd");
+        for (int r = 0; r < rows; r++) {
+            long xr = xOff + (long) r * cols;
+            long or = outOff + (long) r * cols;
+            double mu = 0;
+            for (int j = 0; j < cols; j++) {
+                mu += get(x, xr + j);
+            }
+            mu = cols == 0 ? 0 : mu / cols;
+            double var = 0;
+            for (int j = 0; j < cols; j++) {
+                double d = get(x, xr + j) - mu;
+                var += d * d;
+            }
+            var = cols == 0 ? 0 : var / cols;
+            double rs = 1.0 / Math.sqrt(var + eps);
+            for (int j = 0; j < cols; j++) {
+                double v = (get(x, xr + j) - mu) * rs;
+                if (gamma != null) {
+                    v *= get(gamma, gammaOff + j);
+                }
+                if (beta != null) {
+                    v += get(beta, betaOff + j);
+                }
+                set(out, or + j, (float) v);
+            }
+            if (mean != null) {
+                set(mean, meanOff + r, (float) mu);
+            }
+            if (rstd != null) {
+                set(rstd, rstdOff + r, (float) rs);
+            }
+        }
+    }
+
+    @Override
+    public void layerNormBackwardRows(int rows, int cols, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
+                                      MemorySegment mean, long meanOff, MemorySegment rstd, long rstdOff,
+                                      MemorySegment gamma, long gammaOff,
+                                      MemorySegment dx, long dxOff, MemorySegment dgamma, long dgammaOff,
+                                      MemorySegment dbeta, long dbetaOff) {
+        checkRows(rows, cols, dy, dyOff, "dy", x, xOff, "x");
+        Checks.range(mean, meanOff, rows, "mean");
+        Checks.range(rstd, rstdOff, rows, "rstd");
+        Checks.optionalRange(gamma, gammaOff, cols, "gamma");
+        Checks.optionalRange(dx, dxOff, (long) rows * cols, "dx");
+        Checks.optionalRange(dgamma, dgammaOff, cols, "dgamma");
+        Checks.optionalRange(dbeta, dbetaOff, cols, "dbeta");
+        double[] dg = new double[cols];
+        double[] db = new double[cols];
+        for (int r = 0; r < rows; r++) {
+            long base = (long) r * cols;
+            double mu = get(mean, meanOff + r);
+            double rs = get(rstd, rstdOff + r);
+            double sumG = 0;
+            double sumGx = 0;
+            for (int j = 0; j < cols; j++) {
+                double d = get(dy, dyOff + base + j);
+                double xhat = (get(x, xOff + base + j) - mu) * rs;
+                double g = gamma == null ? d : d * get(gamma, gammaOff + j);
+                sumG += g;
+                sumGx += g * xhat;
+                dg[j] += d * xhat;
+                db[j] += d;
+            }
+            if (dx == null || cols == 0) {
+                continue;
+            }
+            double meanG = sumG / cols;
+            double meanGx = sumGx / cols;
+            for (int j = 0; j < cols; j++) {
+                double d = get(dy, dyOff + base + j);
+                double xhat = (get(x, xOff + base + j) - mu) * rs;
+                double g = gamma == null ? d : d * get(gamma, gammaOff + j);
+                set(dx, dxOff + base + j, (float) (rs * (g - meanG - xhat * meanGx)));
+            }
+        }
+        for (int j = 0; j < cols; j++) {
+            if (dgamma != null) {
+                set(dgamma, dgammaOff + j, (float) dg[j]);
+            }
+            if (dbeta != null) {
+                set(dbeta, dbetaOff + j, (float) db[j]);
+            }
+        }
+    }
+}
