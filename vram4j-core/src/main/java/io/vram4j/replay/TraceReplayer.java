@@ -164,6 +164,20 @@ final class TraceReplayer implements AllocatorListener {
         for (Map.Entry<Long, long[]> o : analysis.orphanFrees.entrySet()) {
             live.put(o.getKey(), new long[] {0, o.getValue()[0]});
         }
+        // Every block start the recording knows of: a block's true end is the next known start when the gap
+        // could only be an unsplit remainder (Note [Initial state]).
+        java.util.TreeSet<Long> starts = new java.util.TreeSet<>(Long::compareUnsigned);
+        for (SegmentInfo s : analysis.dump) {
+            for (BlockInfo b : s.blocks()) {
+                starts.add(b.address());
+            }
+        }
+        for (TraceEntry e : analysis.trace) {
+            if (e.action() == io.vram4j.memory.snapshot.TraceAction.ALLOC) {
+                starts.add(e.addr());
+            }
+        }
+        starts.addAll(live.keySet());
         int count = 0;
         for (Map.Entry<Long, long[]> seg : segments.entrySet()) {
             long base = seg.getKey();
@@ -177,7 +191,10 @@ final class TraceReplayer implements AllocatorListener {
                 long blockSize = v[0];
                 if (blockSize == 0) {
                     long rounded = SizeRules.roundSize(v[1], config);
-                    long nextStart = k + 1 < inside.size() ? inside.get(k + 1).getKey() : base + size;
+                    Long next = starts.higher(addr);
+                    long nextStart = next == null || next >= base + size ? base + size : next;
+                    long limit = k + 1 < inside.size() ? inside.get(k + 1).getKey() : base + size;
+                    nextStart = Math.min(nextStart, limit);
                     long gap = nextStart - (addr + rounded);
                     long tolerance = rounded >= config.maxSplitSize() ? config.maxNonSplitRounding() - 1 : SizeRules.SMALL_SIZE;
                     blockSize = !small && gap > 0 && gap <= tolerance ? rounded + gap : rounded;
