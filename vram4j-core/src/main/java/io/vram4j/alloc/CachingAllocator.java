@@ -344,6 +344,23 @@ public final class CachingAllocator implements AutoCloseable {
     }
 
     /**
+     * Recreates a segment with live blocks at recorded places (replays of traces that start mid-run, and
+     * checkpoint restores). The gaps between live blocks become free cached blocks; statistics change as if
+     * the segment had been obtained and the blocks allocated.
+     *
+     * @param address where the segment must be placed (the device must have that range free)
+     * @param size the segment size in bytes
+     * @param stream its allocation stream
+     * @param small true for a small-pool segment
+     * @param live {address, size, requestedSize} of each live block, sorted by address
+     * @throws IllegalArgumentException when the layout is inconsistent or the address is taken; nothing changes
+     */
+    public void restoreSegment(long address, long size, Stream stream, boolean small, List<long[]> live) {
+        ensureOpen();
+        engine.restoreSegment(address, size, stream, small, live);
+    }
+
+    /**
      * @param listener receives trace events; null for none
      */
     public void setListener(AllocatorListener listener) {

@@ -970,6 +970,91 @@ final class DeviceCachingAllocator {
     }
 
     // ------------------------------------------------------------------------------------------------
+    // Restoring a recorded state (replays of traces that start mid-run)
+    // ------------------------------------------------------------------------------------------------
+
+    /**
+     * Recreates a segment at a given address with live blocks at given places; the gaps become free blocks.
+     * Statistics change as if the segment had been obtained and the blocks allocated.
+     *
+     * @param live {address, size, requestedSize} triples, sorted by address, inside the segment
+     * @throws IllegalArgumentException when the layout is inconsistent or the device cannot place the
+     *     segment at {@code address}; nothing changes then
+     */
+    void restoreSegment(long address, long size, Stream stream, boolean small, List<long[]> live) {
+        lock.lock();
+        try {
+            long cursor = address;
+            for (long[] b : live) {
+                if (b[0] < cursor || b[1] <= 0 || b[0] + b[1] > address + size) {
+                    throw new IllegalArgumentException("restoreSegment: block at 0x" + Long.toHexString(b[0]) + " of "
+                            + b[1] + " bytes does not fit segment 0x" + Long.toHexString(address) + "+" + size
+                            + " after the previous block");
+                }
+                cursor = b[0] + b[1];
+            }
+            long ptr = device.malloc(size, address);
+            if (ptr != address) {
+                if (ptr != 0) {
+                    device.free(ptr);
+                }
+                throw new IllegalArgumentException("restoreSegment: the device cannot place " + size
+                        + " bytes at 0x" + Long.toHexString(address));
+            }
+            BlockPool pool = small ? smallBlocks : largeBlocks;
+            int poolType = poolType(pool);
+            totalAllocatedMemory += size;
+            stats.segment.increase(poolType, 1);
+            stats.reservedBytes.increase(poolType, size);
+            if (size >= config.maxSplitSize()) {
+                stats.oversizeSegments.increase(1);
+            }
+            stats.numDeviceAlloc++;
+            List<Block> blocks = new ArrayList<>();
+            cursor = address;
+            for (long[] b : live) {
+                if (b[0] > cursor) {
+                    blocks.add(new Block(stream, pool, b[0] - cursor, cursor));
+                }
+                Block lb = new Block(stream, pool, b[1], b[0]);
+                lb.allocated = true;
+                lb.requestedSize = b[2];
+                blocks.add(lb);
+                cursor = b[0] + b[1];
+            }
+            if (cursor < address + size) {
+                blocks.add(new Block(stream, pool, address + size - cursor, cursor));
+            }
+            for (int i = 0; i < blocks.size(); i++) {
+                blocks.get(i).prev = i > 0 ? blocks.get(i - 1) : null;
+                blocks.get(i).next = i + 1 < blocks.size() ? blocks.get(i + 1) : null;
+            }
+            boolean split = blocks.size() > 1;
+            for (Block b : blocks) {
+                if (b.allocated) {
+                    allocatedBlocks.put(b.ptr, b);
+                    stats.allocation.increase(poolType, 1);
+                    stats.allocatedBytes.increase(poolType, b.size);
+                    stats.active.increase(poolType, 1);
+                    stats.activeBytes.increase(poolType, b.size);
+                    stats.requestedBytes.increase(poolType, b.requestedSize);
+                    if (b.size >= config.maxSplitSize()) {
+                        stats.oversizeAllocations.increase(1);
+                    }
+                } else {
+                    pool.insertIntoBlocks(b);
+                    if (split) {
+                        stats.inactiveSplit.increase(poolType, 1);
+                        stats.inactiveSplitBytes.increase(poolType, b.size);
+                    }
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------
     // State walk (snapshots, invariants, close)
     // ------------------------------------------------------------------------------------------------
 

@@ -1,6 +1,5 @@
 package io.vram4j.alloc;
 
-import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.memory.snapshot.BlockInfo;
 import io.vram4j.memory.snapshot.BlockState;
 import io.vram4j.memory.snapshot.Frame;
@@ -11,9 +10,7 @@ import io.vram4j.memory.snapshot.TraceAction;
 import io.vram4j.memory.snapshot.TraceEntry;
 
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Builds PyTorch's {@code torch.cuda.memory._snapshot()} structure (spec 10.2) from the engine's state and
@@ -68,7 +65,7 @@ final class SnapshotBuilder {
                 traces.add(List.of());
             }
             traces.add(trace);
-            return new MemorySnapshot(segments, traces, settings(engine.config()), List.of());
+            return new MemorySnapshot(segments, traces, engine.config().toSettingsMap(), List.of());
         });
     }
 
@@ -85,21 +82,4 @@ final class SnapshotBuilder {
         return out;
     }
 
-    /** PyTorch's {@code allocator_settings} dict (spec 10.2). */
-    static Map<String, Object> settings(AllocatorConfig c) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("PYTORCH_CUDA_ALLOC_CONF", c.confString());
-        m.put("max_split_size", c.maxSplitSize() == AllocatorConfig.UNLIMITED ? -1L : c.maxSplitSize());
-        m.put("garbage_collection_threshold", c.garbageCollectionThreshold());
-        m.put("expandable_segments", c.expandableSegments());
-        m.put("pinned_num_register_threads", (long) c.pinnedNumRegisterThreads());
-        m.put("release_lock_on_cudamalloc", c.releaseLockOnCudaMalloc());
-        m.put("pinned_use_cuda_host_register", c.pinnedUseCudaHostRegister());
-        Map<String, Object> div = new LinkedHashMap<>();
-        for (int i = 0; i < AllocatorConfig.ROUNDUP_INTERVALS; i++) {
-            div.put(Long.toString(1L << i), (long) c.roundupPower2Divisions(i));
-        }
-        m.put("roundup_power2_divisions", div);
-        return m;
-    }
 }

@@ -1,6 +1,7 @@
 package io.vram4j.alloc.config;
 
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 
@@ -55,9 +56,14 @@ public final class AllocatorConfig {
     }
 
     /**
-     * Applies a {@code PYTORCH_CUDA_ALLOC_CONF}-format string on top of this config.
+     * Applies a {@code PYTORCH_CUDA_ALLOC_CONF}-format string on top of this config, as PyTorch 2.4 – 2.8's
+     * {@code CUDAAllocatorConfig::parseArgs} (grammar, options, the {@code >} rule of roundup lists and the
+     * few places where vram4j is stricter are described on the package-private {@code AllocConfParser}).
+     * {@code max_split_size}, {@code roundup_power2_divisions} and {@code garbage_collection_threshold} are reset
+     * to their defaults first; the result's {@link #confString()} is {@code conf}.
      *
-     * @param conf e.g. {@code "max_split_size_mb:128,roundup_power2_divisions:[256:1,>:4]"}; spaces are ignored
+     * @param conf e.g. {@code "max_split_size_mb:128,roundup_power2_divisions:[256:1,>:4]"}; spaces are ignored;
+     *     {@code null} or {@code ""} only reset the three options above ({@code null} keeps the conf string)
      * @return the new config (this one is unchanged)
      * @throws AllocatorConfigException naming the option and what it accepts, when the string is invalid
      */
@@ -151,6 +157,35 @@ public final class AllocatorConfig {
     /** @return {@code per_process_memory_fraction} in [0, 1], or NaN when not given */
     public double perProcessMemoryFraction() {
         return perProcessMemoryFraction;
+    }
+
+    /**
+     * The {@code allocator_settings} dict of a memory snapshot, as PyTorch's {@code _snapshot()} builds it
+     * (spec 10.2), in this key order:
+     * {@code PYTORCH_CUDA_ALLOC_CONF} (String, the last parsed string), {@code max_split_size} (Long bytes,
+     * -1 when unlimited), {@code garbage_collection_threshold} (Double), {@code expandable_segments} (Boolean),
+     * {@code pinned_num_register_threads} (Long), {@code release_lock_on_cudamalloc} (Boolean),
+     * {@code pinned_use_cuda_host_register} (Boolean) and {@code roundup_power2_divisions} (a map from the
+     * class's lower bound in MiB as a string, "1", "2", "4", ... "32768", to its divisions as Long).
+     * Integral values are Longs because PyTorch stores them as int64.
+     *
+     * @return a new, modifiable {@link LinkedHashMap}
+     */
+    public Map<String, Object> toSettingsMap() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("PYTORCH_CUDA_ALLOC_CONF", confString);
+        m.put("max_split_size", maxSplitSize == UNLIMITED ? -1L : maxSplitSize);
+        m.put("garbage_collection_threshold", garbageCollectionThreshold);
+        m.put("expandable_segments", expandableSegments);
+        m.put("pinned_num_register_threads", (long) pinnedNumRegisterThreads);
+        m.put("release_lock_on_cudamalloc", releaseLockOnCudaMalloc);
+        m.put("pinned_use_cuda_host_register", pinnedUseCudaHostRegister);
+        Map<String, Object> roundup = new LinkedHashMap<>();
+        for (int i = 0; i < ROUNDUP_INTERVALS; i++) {
+            roundup.put(Long.toString(1L << i), (long) roundupPower2Divisions[i]);
+        }
+        m.put("roundup_power2_divisions", roundup);
+        return m;
     }
 
     /** @return a builder holding this config's values */

@@ -173,7 +173,7 @@ final class SnapshotDecoder {
             for (TraceAction a : TraceAction.values()) {
                 known.append(known.isEmpty() ? "" : ", ").append(a.pytorchName());
             }
-            throw error(path, "unknown action " + describe(rawAction) + " (expected one of " + known + ")");
+            throw error(path, "unknown action " + PyValues.quote(rawAction) + " (expected one of " + known + ")");
         }
         long addr = 0;
         long deviceFree = 0;
@@ -305,11 +305,8 @@ final class SnapshotDecoder {
     /** A raw 64-bit handle: signed (−2^63 …) or unsigned (… 2^64 − 1) in Python, kept as the same 64 bits. */
     private long raw64(Object v, String key, String path) {
         if (v instanceof BigInteger b) {
-            if (b.signum() >= 0 && b.compareTo(TWO_64) < 0) {
-                return b.longValue();
-            }
-            if (b.compareTo(LONG_MIN) >= 0) {
-                return b.longValue();
+            if (b.compareTo(LONG_MIN) >= 0 && b.compareTo(TWO_64) < 0) {
+                return b.longValue(); // the low 64 bits: 2^64 - 1 and -1 are the same handle
             }
             throw error(path, "field '" + key + "' must be a 64-bit integer, got " + describe(v));
         }

@@ -48,7 +48,7 @@ public final class SnapshotReader {
 
     /**
      * Reads a snapshot file, telling pickle from JSON by content: a pickle starts with the {@code PROTO} opcode
-     * (byte 0x80), JSON with {@code {} or {@code [} after optional whitespace or a byte-order mark.
+     * (byte 0x80), JSON with <code>&#123;</code> or <code>[</code> after optional whitespace or a byte-order mark.
      *
      * @param file the file; messages name it by its file name
      * @return the snapshot

@@ -1,25 +1,64 @@
 package io.vram4j.memory.stats;
 
-import java.util.Locale;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
 
-/** PyTorch's C++ {@code format_size}, used in out-of-memory messages (spec 4.5). */
+/**
+ * PyTorch's C++ {@code format_size} (c10/cuda/CUDACachingAllocator.cpp), used in the out-of-memory message
+ * (spec 4.5). Unlike {@link MemorySummary}, it switches unit once the value exceeds 1024 of the current unit
+ * and prints two decimals:
+ * <ul>
+ *   <li>n ≤ 1024 → {@code "<n> bytes"}</li>
+ *   <li>n ≤ 1 048 576 → {@code "<n/1024> KiB"}</li>
+ *   <li>n ≤ 1 073 741 824 → {@code "<n/2^20> MiB"}</li>
+ *   <li>otherwise {@code "<n/2^30> GiB"} (no larger unit)</li>
+ * </ul>
+ * The decimals reproduce C++'s {@code std::fixed << setprecision(2)}: the quotient is computed in
+ * {@code double} and its exact binary value is rounded to two decimals, ties to even. This is not
+ * {@code String.format("%.2f")}, which rounds ties up: 1152 bytes is 1.125 KiB exactly and C++ prints
+ * {@code "1.12 KiB"} where {@code String.format} would print {@code "1.13 KiB"}. No locale is involved
+ * (always {@code '.'}). Stateless and thread-safe.
+ */
 public final class FormatSize {
+    private static final long KIB = 1024L;
+    private static final long MIB = 1048576L;
+    private static final long GIB = 1073741824L;
+
     private FormatSize() {
     }
 
     /**
-     * @param bytes a byte count
-     * @return {@code "<n> bytes"} up to 1024, else KiB/MiB/GiB with two decimals
+     * As PyTorch's {@code format_size(uint64_t)}.
+     *
+     * @param bytes the size in bytes, read as an <em>unsigned</em> 64-bit value like C++'s {@code uint64_t}
+     *     (so -1 formats as 18446744073709551615 bytes, i.e. {@code "17179869184.00 GiB"})
+     * @return e.g. {@code "512 bytes"}, {@code "1.00 KiB"}, {@code "20.00 MiB"}, {@code "800000000.00 GiB"}
      */
     public static String formatSize(long bytes) {
-        if (bytes <= 1024) {
-            return bytes + " bytes";
-        } else if (bytes <= 1048576) {
-            return String.format(Locale.ROOT, "%.2f KiB", bytes / 1024.0);
-        } else if (bytes <= 1073741824) {
-            return String.format(Locale.ROOT, "%.2f MiB", bytes / 1048576.0);
-        } else {
-            return String.format(Locale.ROOT, "%.2f GiB", bytes / 1073741824.0);
+        if (Long.compareUnsigned(bytes, KIB) <= 0) {
+            return Long.toUnsignedString(bytes) + " bytes";
         }
+        double v = unsignedToDouble(bytes);
+        if (Long.compareUnsigned(bytes, MIB) <= 0) {
+            return fixed2(v / 1024.0) + " KiB";
+        }
+        if (Long.compareUnsigned(bytes, GIB) <= 0) {
+            return fixed2(v / 1048576.0) + " MiB";
+        }
+        return fixed2(v / 1073741824.0) + " GiB";
+    }
+
+    /** C++ {@code static_cast<double>(uint64_t)}: round to nearest. */
+    private static double unsignedToDouble(long v) {
+        if (v >= 0) {
+            return v;
+        }
+        // keep the lowest bit as a sticky bit so that halving then doubling rounds exactly once
+        return ((double) ((v >>> 1) | (v & 1))) * 2.0;
+    }
+
+    /** {@code printf("%.2f")} semantics: exact binary value, round half to even. */
+    private static String fixed2(double d) {
+        return new BigDecimal(d).setScale(2, RoundingMode.HALF_EVEN).toPlainString();
     }
 }

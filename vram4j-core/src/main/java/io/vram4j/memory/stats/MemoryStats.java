@@ -26,6 +26,55 @@ public final class MemoryStats {
             "num_alloc_retries", "num_ooms", "num_sync_all_streams", "num_device_alloc", "num_device_free",
             "max_split_size");
 
+    /** The two oversize stats, which have the four metrics but no pools. */
+    public static final List<String> OVERSIZE_STATS = List.of("oversize_allocations", "oversize_segments");
+
+    /**
+     * All 122 flat keys of {@code torch.cuda.memory_stats()} (spec 8.2), sorted by string as PyTorch's
+     * OrderedDict: 9 stat arrays × 3 pools × 4 metrics, 2 oversize stats × 4 metrics and 6 scalars.
+     */
+    public static final List<String> KEYS = buildKeys();
+
+    private static List<String> buildKeys() {
+        TreeMap<String, Boolean> keys = new TreeMap<>();
+        for (String stat : STAT_ARRAYS) {
+            for (String pool : POOLS) {
+                for (String metric : METRICS) {
+                    keys.put(stat + "." + pool + "." + metric, true);
+                }
+            }
+        }
+        for (String stat : OVERSIZE_STATS) {
+            for (String metric : METRICS) {
+                keys.put(stat + "." + metric, true);
+            }
+        }
+        for (String scalar : SCALARS) {
+            keys.put(scalar, true);
+        }
+        return List.copyOf(keys.keySet());
+    }
+
+    /**
+     * A fresh, modifiable map holding every one of the 122 {@link #KEYS} with value 0 (including
+     * {@code max_split_size}, which a live allocator reports as -1 when unlimited). Handy for building stats by
+     * hand: fill in the non-zero values, then pass it to {@link #MemoryStats(Map)}.
+     *
+     * @return a new sorted map; the caller owns it
+     */
+    public static SortedMap<String, Long> zeroValues() {
+        SortedMap<String, Long> m = new TreeMap<>();
+        for (String k : KEYS) {
+            m.put(k, 0L);
+        }
+        return m;
+    }
+
+    /** @return stats with all 122 {@link #KEYS} at 0 (see {@link #zeroValues()}) */
+    public static MemoryStats zeros() {
+        return new MemoryStats(zeroValues());
+    }
+
     private final SortedMap<String, Long> values;
 
     /**

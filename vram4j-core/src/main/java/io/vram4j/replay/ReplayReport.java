@@ -1,0 +1,72 @@
+package io.vram4j.replay;
+
+import io.vram4j.memory.stats.MemoryStats;
+
+import java.util.List;
+
+/**
+ * What a replay of one device's trace found. Bytes throughout.
+ *
+ * @param device device index
+ * @param conf the allocator settings used ({@code PYTORCH_CUDA_ALLOC_CONF} format)
+ * @param capacity the simulated device's capacity
+ * @param capacitySource where the capacity came from ("--capacity", "oom event", "inferred from N release
+ *     bursts", "unbounded")
+ * @param recordedAddresses whether new segments were placed at the recorded addresses
+ * @param events trace entries replayed
+ * @param eventsPerSecond replay speed
+ * @param fromEmpty true when the trace starts from an empty allocator
+ * @param initialReserved reserved bytes rebuilt before the first entry
+ * @param initialLiveBlocks live blocks rebuilt before the first entry
+ * @param recordedPeakReserved peak of the recorded reserved bytes
+ * @param replayedPeakReserved {@code reserved_bytes.all.peak} of the replay
+ * @param recordedPeakRequested peak of the recorded Σ requested bytes of live blocks
+ * @param replayedPeakRequested {@code requested_bytes.all.peak} of the replay
+ * @param replayedPeakAllocated {@code allocated_bytes.all.peak} of the replay
+ * @param recordedSegmentSizes sizes of the recorded new segments / mapped ranges, in order
+ * @param replayedSegmentSizes sizes of the replay's new segments / mapped ranges, in order
+ * @param allocs allocations replayed
+ * @param allocsAtOtherAddress allocations that landed at another address than recorded (only counted
+ *     when segments are placed at recorded addresses)
+ * @param finalStateEqual whether the final segments and blocks equal the dump (by address when placed at
+ *     recorded addresses, else by sizes and states)
+ * @param finalStateDifferences the first differences found, empty when equal
+ * @param recordedOoms {@code oom} entries in the recording
+ * @param predictedOoms allocations that ran out of memory in the replay
+ * @param firstPredictedOomEntry entry index of the first predicted OOM, -1 if none
+ * @param bursts release bursts of the recording with their explanation
+ * @param skipped entries skipped in lenient mode
+ * @param atPeak fragmentation at the moment of the replay's peak reserved
+ * @param statsAtPeak {@code memory_stats} at that moment
+ * @param finalStats {@code memory_stats} at the end
+ */
+public record ReplayReport(int device, String conf, long capacity, String capacitySource, boolean recordedAddresses,
+                           int events, double eventsPerSecond, boolean fromEmpty, long initialReserved,
+                           int initialLiveBlocks, long recordedPeakReserved, long replayedPeakReserved,
+                           long recordedPeakRequested, long replayedPeakRequested, long replayedPeakAllocated,
+                           List<Long> recordedSegmentSizes, List<Long> replayedSegmentSizes, long allocs,
+                           long allocsAtOtherAddress, boolean finalStateEqual, List<String> finalStateDifferences,
+                           int recordedOoms, int predictedOoms, int firstPredictedOomEntry, List<ReleaseBurst> bursts,
+                           int skipped, Fragmentation atPeak, MemoryStats statsAtPeak, MemoryStats finalStats) {
+
+    /** @return true when the replayed new-segment sizes equal the recorded ones, in order */
+    public boolean segmentSequenceEqual() {
+        return recordedSegmentSizes.equals(replayedSegmentSizes);
+    }
+
+    /** @return how many leading new segments agree in size between recording and replay */
+    public int segmentSequencePrefix() {
+        int n = Math.min(recordedSegmentSizes.size(), replayedSegmentSizes.size());
+        int i = 0;
+        while (i < n && recordedSegmentSizes.get(i).equals(replayedSegmentSizes.get(i))) {
+            i++;
+        }
+        return i;
+    }
+
+    /** @return true when the replay reproduced the recording exactly (segments, addresses, peak, final state) */
+    public boolean exact() {
+        return segmentSequenceEqual() && allocsAtOtherAddress == 0 && recordedPeakReserved == replayedPeakReserved
+                && finalStateEqual && skipped == 0;
+    }
+}

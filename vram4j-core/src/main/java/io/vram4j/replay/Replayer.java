@@ -1,0 +1,68 @@
+package io.vram4j.replay;
+
+import io.vram4j.alloc.config.AllocatorConfig;
+import io.vram4j.alloc.config.AllocatorConfigException;
+import io.vram4j.memory.snapshot.MemorySnapshot;
+import io.vram4j.memory.snapshot.SegmentInfo;
+import io.vram4j.memory.snapshot.TraceEntry;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Replays the traces of a PyTorch (or vram4j) memory snapshot through vram4j's caching allocator on a
+ * simulated device, one device at a time: exactly as recorded (to check that the allocator reproduces
+ * PyTorch's decisions), or under other settings and capacities (what-if). See {@link TraceReplayer} notes
+ * for how the initial state, segment placement and release bursts are handled. Stateless and thread-safe.
+ */
+public final class Replayer {
+    private Replayer() {
+    }
+
+    /**
+     * @param snapshot a snapshot with {@code device_traces}
+     * @param options how to replay
+     * @return one report per device that has a trace, in device order
+     * @throws ReplayException when a trace is inconsistent and the options are not lenient
+     * @throws AllocatorConfigException when the recorded or given settings are invalid
+     */
+    public static List<ReplayReport> replay(MemorySnapshot snapshot, ReplayOptions options) {
+        List<ReplayReport> reports = new ArrayList<>();
+        for (int d = 0; d < snapshot.deviceTraces().size(); d++) {
+            List<TraceEntry> trace = snapshot.deviceTraces().get(d);
+            List<SegmentInfo> dump = snapshot.segments(d);
+            if (trace.isEmpty()) {
+                continue;
+            }
+            reports.add(replayDevice(d, trace, dump, config(snapshot, options), options));
+        }
+        return reports;
+    }
+
+    /**
+     * @param snapshot the snapshot
+     * @param options the options
+     * @return the settings a replay uses: {@code options.conf()} if given, else the recorded
+     *     {@code PYTORCH_CUDA_ALLOC_CONF}, else defaults
+     */
+    public static AllocatorConfig config(MemorySnapshot snapshot, ReplayOptions options) {
+        if (options.conf() != null) {
+            return AllocatorConfig.DEFAULT.parse(options.conf());
+        }
+        Object recorded = snapshot.allocatorSettings().get("PYTORCH_CUDA_ALLOC_CONF");
+        if (recorded instanceof String s && !s.isBlank()) {
+            try {
+                return AllocatorConfig.DEFAULT.parse(s);
+            } catch (AllocatorConfigException e) {
+                throw new AllocatorConfigException("recorded allocator_settings: " + e.getMessage(), e);
+            }
+        }
+        return AllocatorConfig.DEFAULT;
+    }
+
+    static ReplayReport replayDevice(int device, List<TraceEntry> trace, List<SegmentInfo> dump, AllocatorConfig config,
+                                     ReplayOptions options) {
+        TraceAnalysis analysis = new TraceAnalysis(trace, dump);
+        return new TraceReplayer(device, analysis, options, config).run();
+    }
+}

@@ -1,0 +1,166 @@
+package io.vram4j.replay;
+
+import io.vram4j.memory.snapshot.BlockInfo;
+import io.vram4j.memory.snapshot.BlockState;
+import io.vram4j.memory.snapshot.SegmentInfo;
+import io.vram4j.memory.snapshot.TraceAction;
+import io.vram4j.memory.snapshot.TraceEntry;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * A pre-pass over one device's recorded trace: the recorded reserved/requested timeline and peaks, the
+ * segment sequence, the release bursts and their explanation, the capacity an {@code oom} entry or the
+ * out-of-memory bursts imply, and what existed before the first entry (the state at dump minus the net
+ * effect of the trace, as PyTorch's own viewer rebuilds it).
+ */
+final class TraceAnalysis {
+    final List<TraceEntry> trace;
+    final List<SegmentInfo> dump;
+    long initialReserved;
+    long recordedPeakReserved;
+    long recordedPeakRequested;
+    final List<Long> segmentSizes = new ArrayList<>();
+    final List<ReleaseBurst> bursts = new ArrayList<>();
+    /** Burst by its first entry index. */
+    final Map<Integer, ReleaseBurst> burstAt = new HashMap<>();
+    int ooms;
+    /** Capacity implied by the first {@code oom} entry (reserved then + device_free), or 0. */
+    long oomCapacity;
+    /** Lower and upper bounds on the capacity implied by out-of-memory-path bursts; 0 / MAX when none. */
+    long inferredLower;
+    long inferredUpper = Long.MAX_VALUE;
+    /** Live blocks before the first entry, freed during the trace: address → {requested, stream}. */
+    final Map<Long, long[]> orphanFrees = new HashMap<>();
+    /** Segments released during the trace that were created before it: address → {size, stream}. */
+    final Map<Long, long[]> orphanSegments = new HashMap<>();
+    /** Segment addresses created during the trace. */
+    final Set<Long> createdSegments = new HashSet<>();
+    /** Addresses allocated during the trace and still live at its end. */
+    final Set<Long> liveAtEnd = new HashSet<>();
+    boolean expandable;
+
+    TraceAnalysis(List<TraceEntry> trace, List<SegmentInfo> dump) {
+        this.trace = trace;
+        this.dump = dump;
+        analyse();
+    }
+
+    private void analyse() {
+        long net = 0;
+        for (TraceEntry e : trace) {
+            switch (e.action()) {
+                case SEGMENT_ALLOC, SEGMENT_MAP -> net += e.size();
+                case SEGMENT_FREE, SEGMENT_UNMAP -> net -= e.size();
+                default -> { }
+            }
+        }
+        long dumpReserved = dump.stream().mapToLong(SegmentInfo::totalSize).sum();
+        initialReserved = dumpReserved - net;
+        expandable = dump.stream().anyMatch(SegmentInfo::isExpandable)
+                || trace.stream().anyMatch(e -> e.action() == TraceAction.SEGMENT_MAP);
+
+        Set<Long> allocatedInTrace = new HashSet<>();
+        for (TraceEntry e : trace) {
+            switch (e.action()) {
+                case ALLOC -> {
+                    allocatedInTrace.add(e.addr());
+                    liveAtEnd.add(e.addr());
+                }
+                case FREE_COMPLETED -> {
+                    if (!allocatedInTrace.contains(e.addr()) && !orphanFrees.containsKey(e.addr())) {
+                        orphanFrees.put(e.addr(), new long[] {e.size(), e.stream()});
+                    }
+                    liveAtEnd.remove(e.addr());
+                }
+                case SEGMENT_ALLOC -> createdSegments.add(e.addr());
+                case SEGMENT_FREE -> {
+                    if (!createdSegments.contains(e.addr()) && !orphanSegments.containsKey(e.addr())) {
+                        orphanSegments.put(e.addr(), new long[] {e.size(), e.stream()});
+                    }
+                }
+                default -> { }
+            }
+        }
+        long initialRequested = 0;
+        for (long[] o : orphanFrees.values()) {
+            initialRequested += o[0];
+        }
+        for (SegmentInfo s : dump) {
+            for (BlockInfo b : s.blocks()) {
+                if (b.state() == BlockState.ACTIVE_ALLOCATED && !liveAtEnd.contains(b.address())
+                        && !orphanFrees.containsKey(b.address())) {
+                    initialRequested += b.requestedSize();
+                }
+            }
+        }
+
+        long reserved = initialReserved;
+        long requested = initialRequested;
+        recordedPeakReserved = reserved;
+        recordedPeakRequested = requested;
+        for (int i = 0; i < trace.size(); i++) {
+            TraceEntry e = trace.get(i);
+            switch (e.action()) {
+                case SEGMENT_ALLOC, SEGMENT_MAP -> {
+                    reserved += e.size();
+                    segmentSizes.add(e.size());
+                    recordedPeakReserved = Math.max(recordedPeakReserved, reserved);
+                }
+                case SEGMENT_FREE, SEGMENT_UNMAP -> {
+                    int j = i;
+                    long bytes = 0;
+                    long before = reserved;
+                    while (j < trace.size() && (trace.get(j).action() == TraceAction.SEGMENT_FREE
+                            || trace.get(j).action() == TraceAction.SEGMENT_UNMAP)) {
+                        bytes += trace.get(j).size();
+                        j++;
+                    }
+                    boolean oomPath = j + 1 < trace.size()
+                            && (trace.get(j).action() == TraceAction.SEGMENT_ALLOC || trace.get(j).action() == TraceAction.SEGMENT_MAP)
+                            && trace.get(j + 1).action() == TraceAction.ALLOC;
+                    long next = oomPath ? trace.get(j).size() : 0;
+                    ReleaseBurst b = new ReleaseBurst(i, j - i, bytes,
+                            oomPath ? ReleaseBurst.Kind.OOM_PATH : ReleaseBurst.Kind.EMPTY_CACHE, before, next);
+                    bursts.add(b);
+                    burstAt.put(i, b);
+                    if (oomPath) {
+                        // the malloc could not get `next` bytes with `before` reserved, and could after releasing
+                        inferredUpper = Math.min(inferredUpper, before + next);
+                        inferredLower = Math.max(inferredLower, before - bytes + next);
+                    }
+                    reserved -= bytes;
+                    i = j - 1;
+                }
+                case ALLOC -> {
+                    requested += e.size();
+                    recordedPeakRequested = Math.max(recordedPeakRequested, requested);
+                }
+                case FREE_COMPLETED -> requested -= e.size();
+                case OOM -> {
+                    ooms++;
+                    if (oomCapacity == 0) {
+                        oomCapacity = reserved + e.deviceFree();
+                    }
+                }
+                default -> { }
+            }
+        }
+        if (!bursts.isEmpty()) {
+            inferredLower = Math.max(inferredLower, recordedPeakReserved);
+        }
+    }
+
+    boolean hasOomPathBursts() {
+        return bursts.stream().anyMatch(b -> b.kind() == ReleaseBurst.Kind.OOM_PATH);
+    }
+
+    boolean fromEmpty() {
+        return initialReserved == 0 && orphanFrees.isEmpty();
+    }
+}

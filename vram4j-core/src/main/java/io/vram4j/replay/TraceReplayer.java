@@ -1,0 +1,417 @@
+package io.vram4j.replay;
+
+import io.vram4j.alloc.AllocatorListener;
+import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.alloc.DeviceOutOfMemoryException;
+import io.vram4j.alloc.SegmentState;
+import io.vram4j.alloc.SizeRules;
+import io.vram4j.alloc.config.AllocatorConfig;
+import io.vram4j.device.AbstractDevice;
+import io.vram4j.device.DeviceBackend;
+import io.vram4j.device.Stream;
+import io.vram4j.device.sim.SimDevice;
+import io.vram4j.memory.snapshot.BlockInfo;
+import io.vram4j.memory.snapshot.BlockState;
+import io.vram4j.memory.snapshot.SegmentInfo;
+import io.vram4j.memory.snapshot.TraceEntry;
+import io.vram4j.memory.stats.MemoryStats;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/*
+ * Replays one device's recorded trace through vram4j's allocator on a simulated device.
+ *
+ * Note [Initial state]
+ *   A trace that starts mid-run begins with memory already reserved and blocks already live. They are
+ *   rebuilt as the state at dump minus the net effect of the trace: segments present at dump but not
+ *   created by the trace, plus segments the trace frees without having created them; live blocks present
+ *   at dump and not allocated by the trace, plus blocks the trace frees without having allocated them. A
+ *   block's true size may exceed round_size(requested): in the large pool an unsplit remainder of at most
+ *   1 MiB stays inside the block, so a gap of at most 1 MiB before the next live block belongs to it.
+ *
+ * Note [Placement]
+ *   Best fit breaks ties by address, so where segments sit decides where later blocks go. With
+ *   recordedAddresses, each new segment is placed where the recording's segment_alloc / segment_map put it.
+ *
+ * Note [Release bursts]
+ *   A run of segment_free entries is either an explicit empty_cache() or the out-of-memory path of one
+ *   malloc. empty_cache bursts are replayed as emptyCache(). OOM-path bursts happen by themselves when the
+ *   simulated device has the recorded capacity (from an oom entry, --capacity, or inferred from the bursts);
+ *   without a capacity they are emulated with emptyCache(), which releases the same segments.
+ */
+final class TraceReplayer implements AllocatorListener {
+    private final int deviceIndex;
+    private final TraceAnalysis analysis;
+    private final ReplayOptions options;
+    private final AllocatorConfig config;
+    private final long capacity;
+    private final String capacitySource;
+    private final boolean nativeOom;
+
+    private DeviceBackend device;
+    private CachingAllocator alloc;
+    private final LongLongMap recordedToOurs = new LongLongMap();
+    private final Set<Long> failedAllocs = new HashSet<>();
+    private final Map<Long, Stream> streams = new HashMap<>();
+    /** Pending recorded new segments of the malloc being replayed: {address, size}. */
+    private final List<long[]> pendingSegments = new ArrayList<>();
+    private final Set<Long> ourSegments = new HashSet<>();
+    private final Map<Long, Long> segmentRecordedToOurs = new HashMap<>();
+    private final List<Long> replayedSegmentSizes = new ArrayList<>();
+    private long allocs;
+    private long otherAddress;
+    private int predictedOoms;
+    private int firstPredictedOom = -1;
+    private int skipped;
+    private long peakSeen;
+    private Fragmentation atPeak;
+    private MemoryStats statsAtPeak;
+
+    TraceReplayer(int deviceIndex, TraceAnalysis analysis, ReplayOptions options, AllocatorConfig config) {
+        this.deviceIndex = deviceIndex;
+        this.analysis = analysis;
+        this.options = options;
+        this.config = config;
+        if (options.capacity() > 0) {
+            capacity = options.capacity();
+            capacitySource = "--capacity";
+        } else if (analysis.oomCapacity > 0) {
+            capacity = analysis.oomCapacity;
+            capacitySource = "oom event (reserved + device_free)";
+        } else if (analysis.hasOomPathBursts() && analysis.inferredLower < analysis.inferredUpper) {
+            capacity = analysis.inferredLower;
+            capacitySource = "inferred from " + analysis.bursts.size() + " release burst(s): in ["
+                    + analysis.inferredLower + ", " + analysis.inferredUpper + ")";
+        } else {
+            capacity = AbstractDevice.MAX_CAPACITY;
+            capacitySource = "unbounded";
+        }
+        nativeOom = !capacitySource.equals("unbounded");
+    }
+
+    ReplayReport run() {
+        device = new SimDevice(deviceIndex, capacity, "sim:replay");
+        try {
+            alloc = CachingAllocator.create(device, config);
+            alloc.setListener(this);
+            if (options.recordedAddresses()) {
+                alloc.setSegmentPlacement(this::placement);
+            }
+            int initialLive = rebuildInitialState();
+            alloc.resetPeakMemoryStats();
+            alloc.resetAccumulatedMemoryStats();
+            peakSeen = alloc.memoryReserved();
+            capturePeak();
+            long start = System.nanoTime();
+            List<TraceEntry> trace = analysis.trace;
+            for (int i = 0; i < trace.size(); i++) {
+                step(i, trace.get(i));
+            }
+            double seconds = Math.max(1e-9, (System.nanoTime() - start) / 1e9);
+            MemoryStats finalStats = alloc.memoryStats();
+            List<String> diffs = compareFinalState();
+            ReplayReport report = new ReplayReport(deviceIndex, config.confString(), capacity, capacitySource,
+                    options.recordedAddresses(), trace.size(), trace.size() / seconds, analysis.fromEmpty(),
+                    analysis.initialReserved, initialLive, analysis.recordedPeakReserved,
+                    finalStats.maxReservedBytes(), analysis.recordedPeakRequested,
+                    finalStats.get("requested_bytes.all.peak"), finalStats.maxAllocatedBytes(),
+                    List.copyOf(analysis.segmentSizes), List.copyOf(replayedSegmentSizes), allocs, otherAddress,
+                    diffs.isEmpty(), diffs, analysis.ooms, predictedOoms, firstPredictedOom, List.copyOf(analysis.bursts),
+                    skipped, atPeak, statsAtPeak, finalStats);
+            return report;
+        } finally {
+            device.close();
+        }
+    }
+
+    // ---- initial state (Note [Initial state]) ----
+
+    private int rebuildInitialState() {
+        if (analysis.fromEmpty()) {
+            return 0;
+        }
+        if (analysis.expandable) {
+            throw new ReplayException("device " + deviceIndex + ": the trace starts mid-run with expandable segments;"
+                    + " rebuilding that state is not supported", -1);
+        }
+        // segment address -> {size, stream, small}
+        TreeMap<Long, long[]> segments = new TreeMap<>(Long::compareUnsigned);
+        for (SegmentInfo s : analysis.dump) {
+            if (!analysis.createdSegments.contains(s.address())) {
+                segments.put(s.address(), new long[] {s.totalSize(), s.stream(), s.isLarge() ? 0 : 1});
+            }
+        }
+        for (Map.Entry<Long, long[]> o : analysis.orphanSegments.entrySet()) {
+            long size = o.getValue()[0];
+            segments.put(o.getKey(), new long[] {size, o.getValue()[1], size == SizeRules.SMALL_BUFFER ? 1 : 0});
+        }
+        // live block address -> {size or 0 (infer), requested}
+        TreeMap<Long, long[]> live = new TreeMap<>(Long::compareUnsigned);
+        for (SegmentInfo s : analysis.dump) {
+            for (BlockInfo b : s.blocks()) {
+                if (b.state() == BlockState.ACTIVE_ALLOCATED && !analysis.liveAtEnd.contains(b.address())
+                        && !analysis.orphanFrees.containsKey(b.address())) {
+                    live.put(b.address(), new long[] {b.size(), b.requestedSize()});
+                }
+            }
+        }
+        for (Map.Entry<Long, long[]> o : analysis.orphanFrees.entrySet()) {
+            live.put(o.getKey(), new long[] {0, o.getValue()[0]});
+        }
+        // Every block start the recording knows of: a block's true end is the next known start when the gap
+        // could only be an unsplit remainder (Note [Initial state]).
+        java.util.TreeSet<Long> starts = new java.util.TreeSet<>(Long::compareUnsigned);
+        for (SegmentInfo s : analysis.dump) {
+            for (BlockInfo b : s.blocks()) {
+                starts.add(b.address());
+            }
+        }
+        for (TraceEntry e : analysis.trace) {
+            if (e.action() == io.vram4j.memory.snapshot.TraceAction.ALLOC) {
+                starts.add(e.addr());
+            }
+        }
+        starts.addAll(live.keySet());
+        int count = 0;
+        for (Map.Entry<Long, long[]> seg : segments.entrySet()) {
+            long base = seg.getKey();
+            long size = seg.getValue()[0];
+            boolean small = seg.getValue()[2] == 1;
+            List<long[]> blocks = new ArrayList<>();
+            List<Map.Entry<Long, long[]>> inside = new ArrayList<>(live.subMap(base, true, base + size, false).entrySet());
+            for (int k = 0; k < inside.size(); k++) {
+                long addr = inside.get(k).getKey();
+                long[] v = inside.get(k).getValue();
+                long blockSize = v[0];
+                if (blockSize == 0) {
+                    long rounded = SizeRules.roundSize(v[1], config);
+                    Long next = starts.higher(addr);
+                    long nextStart = next == null || next >= base + size ? base + size : next;
+                    long limit = k + 1 < inside.size() ? inside.get(k + 1).getKey() : base + size;
+                    nextStart = Math.min(nextStart, limit);
+                    long gap = nextStart - (addr + rounded);
+                    long tolerance = rounded >= config.maxSplitSize() ? config.maxNonSplitRounding() - 1 : SizeRules.SMALL_SIZE;
+                    blockSize = !small && gap > 0 && gap <= tolerance ? rounded + gap : rounded;
+                }
+                blocks.add(new long[] {addr, blockSize, v[1]});
+                recordedToOurs.put(addr, addr);
+                count++;
+            }
+            for (Map.Entry<Long, long[]> e : inside) {
+                live.remove(e.getKey());
+            }
+            try {
+                alloc.restoreSegment(base, size, stream(seg.getValue()[1]), small, blocks);
+            } catch (IllegalArgumentException e) {
+                throw new ReplayException("device " + deviceIndex + ": cannot rebuild the state before the trace: "
+                        + e.getMessage(), -1);
+            }
+            ourSegments.add(base);
+            segmentRecordedToOurs.put(base, base);
+        }
+        if (!live.isEmpty() && !options.lenient()) {
+            throw new ReplayException("device " + deviceIndex + ": " + live.size() + " block(s) live before the trace lie"
+                    + " in no rebuilt segment (first at 0x" + Long.toHexString(live.firstKey()) + ")", -1);
+        }
+        skipped += live.size();
+        return count;
+    }
+
+    // ---- the entries ----
+
+    private void step(int i, TraceEntry e) {
+        switch (e.action()) {
+            case ALLOC -> alloc(i, e);
+            case FREE_COMPLETED -> free(i, e);
+            case SEGMENT_ALLOC, SEGMENT_MAP -> pendingSegments.add(new long[] {e.addr(), e.size()});
+            case SEGMENT_FREE, SEGMENT_UNMAP -> release(i, e);
+            case OOM -> recordedOom(i, e);
+            default -> { }
+        }
+    }
+
+    private void alloc(int i, TraceEntry e) {
+        long ours;
+        try {
+            ours = alloc.malloc(e.size(), stream(e.stream()));
+        } catch (DeviceOutOfMemoryException oom) {
+            predictedOoms++;
+            if (firstPredictedOom < 0) {
+                firstPredictedOom = i;
+            }
+            if (!options.lenient()) {
+                throw new ReplayException("device " + deviceIndex + ": entry " + i + ": alloc of " + e.size()
+                        + " bytes ran out of memory in the replay: " + oom.getMessage(), i);
+            }
+            failedAllocs.add(e.addr());
+            skipped++;
+            pendingSegments.clear();
+            return;
+        }
+        pendingSegments.clear();
+        allocs++;
+        if (options.recordedAddresses() && ours != e.addr()) {
+            otherAddress++;
+        }
+        recordedToOurs.put(e.addr(), ours);
+        long reserved = alloc.memoryReserved();
+        if (reserved > peakSeen) {
+            peakSeen = reserved;
+            capturePeak();
+        }
+    }
+
+    private void capturePeak() {
+        atPeak = Fragmentation.ofState(alloc.segments());
+        statsAtPeak = alloc.memoryStats();
+    }
+
+    private void free(int i, TraceEntry e) {
+        long ours = recordedToOurs.remove(e.addr());
+        if (ours == 0) {
+            if (failedAllocs.remove(e.addr())) {
+                return;
+            }
+            if (!options.lenient()) {
+                throw new ReplayException("device " + deviceIndex + ": entry " + i + ": free_completed of unknown address 0x"
+                        + Long.toHexString(e.addr()), i);
+            }
+            skipped++;
+            return;
+        }
+        alloc.free(ours);
+    }
+
+    private void release(int i, TraceEntry e) {
+        ReleaseBurst burst = analysis.burstAt.get(i);
+        if (burst != null && (burst.kind() == ReleaseBurst.Kind.EMPTY_CACHE || !nativeOom)) {
+            alloc.emptyCache();
+        }
+    }
+
+    private void recordedOom(int i, TraceEntry e) {
+        try {
+            long p = alloc.malloc(e.size(), stream(e.stream()));
+            alloc.free(p); // the recorded program never got this memory
+        } catch (DeviceOutOfMemoryException oom) {
+            predictedOoms++;
+            if (firstPredictedOom < 0) {
+                firstPredictedOom = i;
+            }
+        }
+    }
+
+    private Stream stream(long handle) {
+        return streams.computeIfAbsent(handle, device::stream);
+    }
+
+    private long placement(long size, boolean expandable) {
+        for (long[] p : pendingSegments) {
+            if (expandable || p[1] == size) {
+                return p[0];
+            }
+        }
+        return 0;
+    }
+
+    // ---- our segments (listener) ----
+
+    @Override
+    public void segmentAlloc(long addr, long size, Stream stream, boolean small, Object context) {
+        ourSegments.add(addr);
+        replayedSegmentSizes.add(size);
+        for (long[] p : pendingSegments) {
+            if (p[1] == size) {
+                segmentRecordedToOurs.put(p[0], addr);
+                break;
+            }
+        }
+    }
+
+    @Override
+    public void segmentFree(long addr, long size, Stream stream, boolean small) {
+        ourSegments.remove(addr);
+    }
+
+    @Override
+    public void segmentMap(long addr, long size, Stream stream, boolean small, Object context) {
+        replayedSegmentSizes.add(size);
+    }
+
+    // ---- final state ----
+
+    private List<String> compareFinalState() {
+        List<String> diffs = new ArrayList<>();
+        List<SegmentState> ours = alloc.segments();
+        List<SegmentInfo> recorded = analysis.dump;
+        if (options.recordedAddresses()) {
+            Map<Long, SegmentState> byAddr = new HashMap<>();
+            for (SegmentState s : ours) {
+                byAddr.put(s.address(), s);
+            }
+            for (SegmentInfo r : recorded) {
+                SegmentState s = byAddr.remove(r.address());
+                if (s == null) {
+                    diffs.add("segment 0x" + Long.toHexString(r.address()) + " (" + r.totalSize() + " B) is missing");
+                } else if (!sameLayout(r, s, true)) {
+                    diffs.add("segment 0x" + Long.toHexString(r.address()) + ": blocks differ: recorded "
+                            + layout(r) + ", replayed " + layout(s));
+                }
+                if (diffs.size() >= 10) {
+                    return diffs;
+                }
+            }
+            for (SegmentState s : byAddr.values()) {
+                diffs.add("extra segment 0x" + Long.toHexString(s.address()) + " (" + s.totalSize() + " B)");
+                if (diffs.size() >= 10) {
+                    break;
+                }
+            }
+        } else {
+            List<String> a = recorded.stream().map(TraceReplayer::layout).sorted().toList();
+            List<String> b = ours.stream().map(TraceReplayer::layout).sorted().toList();
+            if (!a.equals(b)) {
+                diffs.add("segment layouts differ (compared without addresses): recorded " + a.size()
+                        + " segments, replayed " + b.size());
+            }
+        }
+        return diffs;
+    }
+
+    private static boolean sameLayout(SegmentInfo r, SegmentState s, boolean addresses) {
+        if (r.totalSize() != s.totalSize() || r.blocks().size() != s.blocks().size()) {
+            return false;
+        }
+        for (int k = 0; k < r.blocks().size(); k++) {
+            BlockInfo rb = r.blocks().get(k);
+            SegmentState.BlockState sb = s.blocks().get(k);
+            if (rb.size() != sb.size() || (addresses && rb.address() != sb.address())
+                    || !rb.state().pytorchName().equals(sb.state())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static String layout(SegmentInfo r) {
+        StringBuilder sb = new StringBuilder().append(r.totalSize()).append(':');
+        for (BlockInfo b : r.blocks()) {
+            sb.append(b.size()).append(b.state() == BlockState.INACTIVE ? "f" : "a").append(',');
+        }
+        return sb.toString();
+    }
+
+    private static String layout(SegmentState s) {
+        StringBuilder sb = new StringBuilder().append(s.totalSize()).append(':');
+        for (SegmentState.BlockState b : s.blocks()) {
+            sb.append(b.size()).append(b.active() ? "a" : "f").append(',');
+        }
+        return sb.toString();
+    }
+}

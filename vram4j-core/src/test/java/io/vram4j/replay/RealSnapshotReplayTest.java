@@ -1,0 +1,71 @@
+package io.vram4j.replay;
+
+import io.vram4j.memory.snapshot.MemorySnapshot;
+import io.vram4j.memory.snapshot.SnapshotReader;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/** Replays of the real PyTorch snapshots in {@code shared/data/snapshots} (skipped when absent). */
+class RealSnapshotReplayTest {
+
+    static Path snapshots() {
+        Path dir = Path.of("").toAbsolutePath();
+        for (Path p = dir; p != null; p = p.getParent()) {
+            Path candidate = p.resolve("shared/data/snapshots");
+            if (Files.isDirectory(candidate)) {
+                return candidate;
+            }
+        }
+        return null;
+    }
+
+    private static MemorySnapshot load(String name) throws Exception {
+        Path dir = snapshots();
+        assumeTrue(dir != null && Files.exists(dir.resolve(name)), "shared/data/snapshots not present");
+        return SnapshotReader.read(dir.resolve(name));
+    }
+
+    @Test
+    void decomflReplaysExactly() throws Exception {
+        MemorySnapshot s = load("decomfl-opt-zo-finetune_from-empty.pickle");
+        ReplayReport r = Replayer.replay(s, ReplayOptions.EXACT).get(0);
+        assertTrue(r.fromEmpty());
+        assertEquals(61, r.recordedSegmentSizes().size());
+        assertEquals(r.recordedSegmentSizes(), r.replayedSegmentSizes(), "same 61 segment sizes in order");
+        assertEquals(0, r.allocsAtOtherAddress(), "every alloc at its recorded address");
+        assertEquals(1_897_922_560L, r.recordedPeakReserved());
+        assertEquals(1_897_922_560L, r.replayedPeakReserved());
+        assertTrue(r.finalStateEqual(), String.join("\n", r.finalStateDifferences()));
+        assertTrue(r.exact());
+    }
+
+    @Test
+    void cs336ReplaysExactlyFromRebuiltState() throws Exception {
+        MemorySnapshot s = load("cs336-medium-ctx512_train-step_steady-state.pickle");
+        ReplayReport r = Replayer.replay(s, ReplayOptions.EXACT).get(0);
+        assertTrue(!r.fromEmpty());
+        assertEquals(12_593_397_760L, r.initialReserved());
+        assertEquals(r.recordedSegmentSizes(), r.replayedSegmentSizes());
+        assertEquals(0, r.allocsAtOtherAddress());
+        assertEquals(12_660_506_624L, r.recordedPeakReserved());
+        assertEquals(12_660_506_624L, r.replayedPeakReserved());
+        assertTrue(r.finalStateEqual(), String.join("\n", r.finalStateDifferences()));
+    }
+
+    @Test
+    void ownAddressesGiveSameSegmentsAndPeak() throws Exception {
+        for (String f : List.of("decomfl-opt-zo-finetune_from-empty.pickle", "cs336-medium-ctx512_train-step_steady-state.pickle")) {
+            MemorySnapshot s = load(f);
+            ReplayReport r = Replayer.replay(s, new ReplayOptions(null, 0, false, false)).get(0);
+            assertEquals(r.recordedSegmentSizes(), r.replayedSegmentSizes(), f);
+            assertEquals(r.recordedPeakReserved(), r.replayedPeakReserved(), f);
+        }
+    }
+}
