@@ -35,7 +35,18 @@ public final class Main implements Runnable {
     public static int run(String... args) {
         CommandLine cl = new CommandLine(new Main());
         cl.setExecutionExceptionHandler(Main::handleExecutionException);
+        cl.setParameterExceptionHandler(Main::handleParameterException);
         return cl.execute(args);
+    }
+
+    /** Bad options: one line naming the option and where help is, exit code 2 (no usage dump). */
+    private static int handleParameterException(CommandLine.ParameterException e, String[] args) {
+        CommandLine cl = e.getCommandLine();
+        PrintWriter err = cl.getErr();
+        String command = cl.getCommandSpec().qualifiedName();
+        err.println(command + ": error: " + e.getMessage() + " (see '" + command + " --help')");
+        err.flush();
+        return USAGE_ERROR;
     }
 
     private static int handleExecutionException(Exception e, CommandLine cl, CommandLine.ParseResult parseResult) {

@@ -73,6 +73,9 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--optimizer", defaultValue = "sgd", description = "sgd (with momentum) or adamw (default: ${DEFAULT-VALUE})")
     String optimizer;
 
+    @Option(names = "--schedule", defaultValue = "cosine", description = "learning-rate schedule: cosine (to 0 over the run) or constant (default: ${DEFAULT-VALUE})")
+    String schedule;
+
     @Option(names = "--momentum", defaultValue = "0.9", description = "SGD momentum (default: ${DEFAULT-VALUE})")
     double momentum;
 
@@ -348,7 +351,7 @@ final class TrainCommand implements Callable<Integer> {
             double rate = lr != null ? lr : adamw ? TrainOptions.DEFAULT_ADAMW_LR : TrainOptions.DEFAULT_SGD_LR;
             double decay = weightDecay != null ? weightDecay : adamw ? 0.01 : 0.0;
             return TrainOptions.defaults().withLayers(layers).withHidden(hidden).withEpochs(epochs).withBatchSize(batchSize)
-                    .withOptimizer(optimizer).withLr(rate).withMomentum(momentum).withWeightDecay(decay).withSeed(seed)
+                    .withOptimizer(optimizer).withSchedule(schedule).withLr(rate).withMomentum(momentum).withWeightDecay(decay).withSeed(seed)
                     .withLimit(limit).withHistorySteps(historySteps)
                     .withModel(model);
         } catch (IllegalArgumentException e) {

@@ -58,7 +58,6 @@ final class TrainProgress implements TrainListener {
             bar = new ProgressBarBuilder()
                     .setTaskName(String.format(Locale.ROOT, "epoch %d/%d", epoch, epochs))
                     .setInitialMax(steps)
-                    .setUnit(" steps", 1)
                     .setStyle(ProgressBarStyle.UNICODE_BLOCK)
                     .setUpdateIntervalMillis(200)
                     .setMaxRenderedLength(160)
@@ -74,7 +73,7 @@ final class TrainProgress implements TrainListener {
             case BAR -> {
                 if (bar != null) {
                     bar.stepTo(s.step());
-                    bar.setExtraMessage(String.format(Locale.ROOT, "loss %.4f acc %.2f%% %,.0f samples/s alloc %s reserved %s",
+                    bar.setExtraMessage(String.format(Locale.ROOT, "loss %.4f acc %.1f%% %,.0f samples/s alloc %s res %s",
                             s.loss(), 100 * s.accuracy(), s.samplesPerSec(), FormatSize.formatSize(s.allocated()),
                             FormatSize.formatSize(s.reserved())));
                 }

@@ -33,6 +33,7 @@ final class KernelMlp implements Network {
     private final long[] state1; // momentum buffers, or AdamW exp_avg; [2*l] weight, [2*l+1] bias
     private final long[] state2; // AdamW exp_avg_sq
     private int step;
+    private double lr;
     private boolean closed;
 
     KernelMlp(CachingAllocator alloc, Kernels kernels, TrainOptions options, int features, int classes) {
@@ -41,6 +42,7 @@ final class KernelMlp implements Network {
         this.compute = alloc.device().hasStorage();
         this.options = options;
         this.widths = options.widths(features, classes);
+        this.lr = options.lr();
         int layers = widths.length - 1;
         weights = new long[layers];
         biases = new long[layers];
@@ -68,6 +70,11 @@ final class KernelMlp implements Network {
     @Override
     public String description() {
         return options.describe(widths[0], widths[widths.length - 1]);
+    }
+
+    @Override
+    public void setLearningRate(double lr) {
+        this.lr = lr;
     }
 
     @Override
@@ -306,7 +313,7 @@ final class KernelMlp implements Network {
     }
 
     private void update(long param, long grad, int slot, long n) {
-        float lr = (float) options.lr();
+        float lr = (float) this.lr;
         float wd = (float) options.weightDecay();
         if (options.optimizer().equals("sgd")) {
             float m = (float) options.momentum();

@@ -15,6 +15,13 @@ interface Network extends AutoCloseable {
     long parameters();
 
     /**
+     * Sets the learning rate of the following steps (for schedules).
+     *
+     * @param lr the learning rate
+     */
+    void setLearningRate(double lr);
+
+    /**
      * Forward, backward and optimizer step on one batch.
      *
      * @param batch the samples

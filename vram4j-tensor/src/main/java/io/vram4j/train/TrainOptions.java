@@ -18,6 +18,8 @@ import java.util.Objects;
  * @param batchSize    samples per step
  * @param lr           learning rate
  * @param optimizer    {@code "sgd"} (with momentum) or {@code "adamw"}
+ * @param schedule     learning-rate schedule: {@code "cosine"} (from {@code lr} down to 0 over all steps, per
+ *                     step, as {@code CosineAnnealingLR} with {@code T_max} = total steps) or {@code "constant"}
  * @param momentum     SGD momentum (ignored by AdamW)
  * @param weightDecay  weight decay (decoupled for AdamW, L2 for SGD)
  * @param seed         seed of the weight initialization and the shuffling
@@ -29,7 +31,7 @@ import java.util.Objects;
  * @param maxSteps     stop after this many steps in all (0: no limit); for quick runs and tests
  */
 public record TrainOptions(String model, int hidden, int layers, int epochs, int batchSize, double lr,
-                           String optimizer, double momentum, double weightDecay, long seed, int limit,
+                           String optimizer, String schedule, double momentum, double weightDecay, long seed, int limit,
                            int testLimit, int prefetch, int historySteps, int maxSteps) {
     /** Default hidden width. */
     public static final int DEFAULT_HIDDEN = 512;
@@ -52,6 +54,11 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
         Objects.requireNonNull(optimizer, "optimizer");
         model = model.toLowerCase(Locale.ROOT);
         optimizer = optimizer.toLowerCase(Locale.ROOT);
+        Objects.requireNonNull(schedule, "schedule");
+        schedule = schedule.toLowerCase(Locale.ROOT);
+        if (!schedule.equals("cosine") && !schedule.equals("constant")) {
+            throw new IllegalArgumentException("--schedule: unknown schedule '" + schedule + "'; expected cosine or constant");
+        }
         if (!model.equals("mlp")) {
             throw new IllegalArgumentException("--model: unknown model '" + model + "'; expected mlp");
         }
@@ -83,7 +90,7 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
     /** @return the defaults: MLP 784-512-512-10, 3 epochs, batch 128, SGD lr 0.05 momentum 0.9, seed 42 */
     public static TrainOptions defaults() {
         return new TrainOptions("mlp", DEFAULT_HIDDEN, DEFAULT_LAYERS, DEFAULT_EPOCHS, DEFAULT_BATCH_SIZE,
-                DEFAULT_SGD_LR, "sgd", 0.9, 0.0, 42, 0, 0, 2, DEFAULT_HISTORY_STEPS, 0);
+                DEFAULT_SGD_LR, "sgd", "cosine", 0.9, 0.0, 42, 0, 0, 2, DEFAULT_HISTORY_STEPS, 0);
     }
 
     private static void positive(String name, long v) {
@@ -100,32 +107,32 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
 
     /** @param v the model, {@code mlp} @return a copy with it */
     public TrainOptions withModel(String v) {
-        return new TrainOptions(v, hidden, layers, epochs, batchSize, lr, optimizer, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(v, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
     }
 
     /** @param v hidden width @return a copy with it */
     public TrainOptions withHidden(int v) {
-        return new TrainOptions(model, v, layers, epochs, batchSize, lr, optimizer, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, v, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
     }
 
     /** @param v hidden layers @return a copy with it */
     public TrainOptions withLayers(int v) {
-        return new TrainOptions(model, hidden, v, epochs, batchSize, lr, optimizer, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, v, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
     }
 
     /** @param v epochs @return a copy with it */
     public TrainOptions withEpochs(int v) {
-        return new TrainOptions(model, hidden, layers, v, batchSize, lr, optimizer, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, v, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
     }
 
     /** @param v batch size @return a copy with it */
     public TrainOptions withBatchSize(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, v, lr, optimizer, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, v, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
     }
 
     /** @param v learning rate @return a copy with it */
     public TrainOptions withLr(double v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, v, optimizer, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, v, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
     }
 
     /**
@@ -133,47 +140,67 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
      * @return a copy with it (the learning rate unchanged)
      */
     public TrainOptions withOptimizer(String v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, v, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, v, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+    }
+
+    /** @param v {@code cosine} or {@code constant} @return a copy with it */
+    public TrainOptions withSchedule(String v) {
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, v, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
     }
 
     /** @param v SGD momentum @return a copy with it */
     public TrainOptions withMomentum(double v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, v, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, v, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
     }
 
     /** @param v weight decay @return a copy with it */
     public TrainOptions withWeightDecay(double v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, momentum, v, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, v, seed, limit, testLimit, prefetch, historySteps, maxSteps);
     }
 
     /** @param v seed @return a copy with it */
     public TrainOptions withSeed(long v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, momentum, weightDecay, v, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, v, limit, testLimit, prefetch, historySteps, maxSteps);
     }
 
     /** @param v training samples to use (0: all) @return a copy with it */
     public TrainOptions withLimit(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, momentum, weightDecay, seed, v, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, v, testLimit, prefetch, historySteps, maxSteps);
     }
 
     /** @param v test samples to use (0: all) @return a copy with it */
     public TrainOptions withTestLimit(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, momentum, weightDecay, seed, limit, v, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, v, prefetch, historySteps, maxSteps);
     }
 
     /** @param v batches prefetched (0: no loader thread) @return a copy with it */
     public TrainOptions withPrefetch(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, momentum, weightDecay, seed, limit, testLimit, v, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, v, historySteps, maxSteps);
     }
 
     /** @param v first steps whose memory history is recorded (0: none) @return a copy with it */
     public TrainOptions withHistorySteps(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, momentum, weightDecay, seed, limit, testLimit, prefetch, v, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, v, maxSteps);
     }
 
     /** @param v steps after which training stops (0: no limit) @return a copy with it */
     public TrainOptions withMaxSteps(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, v);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, v);
+    }
+
+    /**
+     * The learning rate of a step under the schedule.
+     *
+     * @param step the step, from 0
+     * @param totalSteps steps in the whole run, at least 1
+     * @return the learning rate for that step
+     */
+    public double learningRate(long step, long totalSteps) {
+        if (schedule.equals("constant") || totalSteps <= 1) {
+            return lr;
+        }
+        double t = Math.min(1.0, (double) step / totalSteps);
+        return lr * 0.5 * (1 + Math.cos(Math.PI * t));
     }
 
     /**
@@ -205,6 +232,7 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
         if (weightDecay > 0) {
             sb.append(" weight decay ").append(fmt(weightDecay));
         }
+        sb.append(schedule.equals("cosine") ? ", cosine schedule" : "");
         sb.append(", batch ").append(batchSize).append(", ").append(epochs).append(epochs == 1 ? " epoch" : " epochs")
                 .append(", seed ").append(seed);
         return sb.toString();

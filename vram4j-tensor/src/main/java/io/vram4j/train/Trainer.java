@@ -122,6 +122,10 @@ public final class Trainer implements AutoCloseable {
         long trainSamples = 0;
         long globalStep = 0;
         boolean stop = false;
+        long totalSteps = (long) options.epochs() * trainLoader.numBatches();
+        if (options.maxSteps() > 0) {
+            totalSteps = Math.min(totalSteps, options.maxSteps());
+        }
         Evaluation last = null;
         for (int epoch = 1; epoch <= options.epochs() && !stop; epoch++) {
             int steps = trainLoader.numBatches();
@@ -134,6 +138,7 @@ public final class Trainer implements AutoCloseable {
             try (DataLoader.Epoch batches = trainLoader.epoch(epoch - 1)) {
                 while (batches.hasNext()) {
                     Batch batch = batches.next();
+                    net.setLearningRate(options.learningRate(globalStep, totalSteps));
                     Network.StepStats s = net.trainStep(batch);
                     step++;
                     globalStep++;

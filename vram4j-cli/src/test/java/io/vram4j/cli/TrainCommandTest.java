@@ -1,0 +1,124 @@
+package io.vram4j.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class TrainCommandTest {
+    /** The bundled subset's folder in the source tree, so the test does not depend on the machine's data. */
+    static final Path BUNDLED = Path.of("../vram4j-tensor/src/main/resources/io/vram4j/data/fashion-mnist");
+
+    record Run(int code, String out, String err) {
+    }
+
+    static synchronized Run run(String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int code = Main.run(args);
+            return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+
+    @Test
+    void shortRunPrintsJsonAndWritesTheRunFolder(@TempDir Path tmp) throws Exception {
+        Path runDir = tmp.resolve("run");
+        Run r = run("train", "--epochs", "1", "--limit", "2000", "--json", "--hidden", "128", "--history-steps", "2",
+                "--data", BUNDLED.toString(), "--out", runDir.toString(), "--progress", "lines", "--device", "host:1GiB");
+        assertEquals(0, r.code(), r.err());
+        JsonNode json = new ObjectMapper().readTree(r.out()); // stdout is only the JSON
+        for (String key : List.of("accuracy", "loss", "train_loss", "train_accuracy", "samples_per_sec",
+                "peak_allocated_bytes", "peak_reserved_bytes", "allocated_bytes", "reserved_bytes", "memory_stats",
+                "run_dir", "epochs", "model", "parameters", "device", "data", "files")) {
+            assertTrue(json.has(key), "missing " + key);
+        }
+        assertEquals("ok", json.get("status").asText());
+        assertTrue(json.get("accuracy").asDouble() > 0.3, "accuracy well above chance (0.1) after 16 steps: " + json.get("accuracy"));
+        assertEquals(2000, json.get("data").get("train_samples").asInt());
+        assertEquals(2000, json.get("data").get("test_samples").asInt());
+        assertEquals(1, json.get("epochs").size());
+        JsonNode stats = json.get("memory_stats");
+        assertEquals(json.get("peak_allocated_bytes").asLong(), stats.get("allocated_bytes.all.peak").asLong());
+        assertEquals(json.get("peak_reserved_bytes").asLong(), stats.get("reserved_bytes.all.peak").asLong());
+        assertTrue(stats.has("num_alloc_retries"));
+        assertEquals(runDir.toString(), json.get("run_dir").asText());
+        for (String f : List.of("memory_summary.txt", "memory_stats.json", "memory_snapshot.pickle", "result.json")) {
+            assertTrue(Files.size(runDir.resolve(f)) > 0, f);
+        }
+        assertTrue(Files.readString(runDir.resolve("memory_summary.txt")).contains("Allocated memory"));
+        // the snapshot is a pickle (protocol 2)
+        byte[] pickle = Files.readAllBytes(runDir.resolve("memory_snapshot.pickle"));
+        assertEquals((byte) 0x80, pickle[0]);
+        // human output went to stderr
+        assertTrue(r.err().contains("data: Fashion-MNIST from"), r.err());
+        assertTrue(r.err().contains("epoch 1: allocated "), r.err());
+        assertTrue(r.err().contains("peak reserved "), r.err());
+        assertTrue(r.err().contains("epoch 1/1 [16/16] loss "), r.err());
+    }
+
+    @Test
+    void dryRunOnASimulatedDevice(@TempDir Path tmp) throws Exception {
+        Run r = run("train", "--dry-run", "--device", "sim:A100-80GB", "--batch-size", "256", "--data", BUNDLED.toString(),
+                "--out", tmp.toString(), "--json");
+        assertEquals(0, r.code(), r.err());
+        JsonNode json = new ObjectMapper().readTree(r.out());
+        assertTrue(json.get("dry_run").asBoolean());
+        assertEquals(256, json.get("batch_size").asInt());
+        assertTrue(json.get("peak_allocated_bytes").asLong() > 3 * 4 * 669_706L);
+        assertTrue(r.err().contains("dry run: one step of 256 samples needs"), r.err());
+    }
+
+    @Test
+    void badOptionsExitWithCode2AndOneLine(@TempDir Path tmp) {
+        String out = tmp.resolve("never").toString();
+        String[][] cases = {
+                {"--batch-size", "0"},
+                {"--device", "gpu"},
+                {"--alloc-conf", "foo:1"},
+                {"--data", "/nonexistent"},
+                {"--epochs", "-1"},
+                {"--optimizer", "adam"},
+                {"--batch-size", "x"},
+                {"--progress", "fancy"},
+                {"--device", "sim:1GiB"},
+        };
+        String[] expected = {"--batch-size", "--device", "--alloc-conf", "--data", "--epochs", "--optimizer",
+                "--batch-size", "--progress", "--dry-run"};
+        for (int i = 0; i < cases.length; i++) {
+            String[] args = new String[cases[i].length + 3];
+            args[0] = "train";
+            System.arraycopy(cases[i], 0, args, 1, cases[i].length);
+            args[args.length - 2] = "--out";
+            args[args.length - 1] = out;
+            Run r = run(args);
+            String what = String.join(" ", cases[i]);
+            assertEquals(2, r.code(), what + ": " + r.err());
+            assertEquals("", r.out(), what);
+            List<String> lines = r.err().lines().filter(l -> !l.startsWith("WARNING")).toList();
+            assertEquals(1, lines.size(), what + ": " + r.err());
+            assertTrue(lines.getFirst().contains(expected[i]), what + ": " + lines.getFirst());
+            assertTrue(lines.getFirst().startsWith("vram4j train: error: "), what + ": " + lines.getFirst());
+            assertFalse(r.err().contains("\tat "), what + ": no stack trace");
+        }
+        assertFalse(Files.exists(tmp.resolve("never")), "no run folder for a failed run");
+    }
+}
