@@ -1,0 +1,169 @@
+package io.vram4j.autograd;
+
+import io.vram4j.tensor.MemoryScope;
+import io.vram4j.tensor.Tensor;
+
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.IdentityHashMap;
+import java.util.Map;
+
+/**
+ * Runs a backward pass: collects the nodes reachable from the root, counts for each how many consumers
+ * will send it a gradient, then processes nodes once all their consumers are done (Kahn's topological
+ * order). Each node's incoming gradients are summed, its rule from {@link GradientRules} produces its input
+ * gradients, and (unless the graph is retained) its saved tensors are released at once, so activation memory
+ * drops while backward proceeds. Leaf gradients are added into {@link Tensor#grad()}: the first one is
+ * taken over without a copy when nothing else shares its storage (as PyTorch's {@code AccumulateGrad}).
+ * Rules run with recording disabled, inside a memory scope that closes their temporaries.
+ */
+final class Engine {
+    private Engine() {
+    }
+
+    static void backward(Tensor root, Tensor gradient, boolean retainGraph) {
+        if (!root.requiresGrad()) {
+            throw new IllegalStateException("element 0 of tensors does not require grad and does not have a grad_fn");
+        }
+        Map<Node, Tensor> pending = new IdentityHashMap<>();
+        try (NoGrad ng = NoGrad.enter(); MemoryScope scope = MemoryScope.open()) {
+            Tensor g;
+            if (gradient == null) {
+                if (root.numel() != 1) {
+                    throw new IllegalStateException("grad can be implicitly created only for scalar outputs, not shape "
+                            + Arrays.toString(root.shape()));
+                }
+                g = root.device().full(root.dtype(), 1f, root.shape());
+            } else {
+                if (!Arrays.equals(gradient.shape(), root.shape())) {
+                    throw new IllegalArgumentException("gradient shape " + Arrays.toString(gradient.shape())
+                            + " does not match the tensor's shape " + Arrays.toString(root.shape()));
+                }
+                g = gradient.dtype() == root.dtype() ? gradient.detach() : gradient.to(root.dtype());
+            }
+            scope.detach(g);
+            Node rootNode = root.gradFn();
+            if (rootNode == null) {
+                accumulate(root, g);
+                return;
+            }
+            Map<Node, Integer> deps = countDependencies(rootNode);
+            pending.put(rootNode, g);
+            ArrayDeque<Node> ready = new ArrayDeque<>();
+            ready.add(rootNode);
+            while (!ready.isEmpty()) {
+                Node node = ready.poll();
+                Tensor gout = pending.remove(node);
+                Tensor[] gin = gout == null ? new Tensor[node.next.length] : apply(node, gout);
+                if (!retainGraph) {
+                    node.freeSaved();
+                }
+                for (int i = 0; i < node.next.length; i++) {
+                    Tensor gi = gin[i];
+                    if (gi != null && node.dtypes[i] != null && gi.dtype() != node.dtypes[i]) {
+                        Tensor c = scope.detach(gi.to(node.dtypes[i]));
+                        gi.close();
+                        gi = c;
+                    }
+                    Node nx = node.next[i];
+                    if (nx != null) {
+                        if (gi != null) {
+                            Tensor old = pending.get(nx);
+                            if (old == null) {
+                                pending.put(nx, gi);
+                            } else {
+                                Tensor sum = scope.detach(old.add(gi));
+                                old.close();
+                                gi.close();
+                                pending.put(nx, sum);
+                            }
+                        }
+                        int left = deps.merge(nx, -1, Integer::sum);
+                        if (left == 0) {
+                            ready.add(nx);
+                        }
+                    } else if (gi != null) {
+                        Tensor leaf = node.leaves[i];
+                        if (leaf != null) {
+                            accumulate(leaf, gi);
+                        } else {
+                            gi.close();
+                        }
+                    }
+                }
+            }
+        } finally {
+            for (Tensor t : pending.values()) {
+                t.close();
+            }
+        }
+    }
+
+    private static Tensor[] apply(Node node, Tensor gout) {
+        if (node.savedReleased()) {
+            gout.close();
+            node.saved(0); // throws the "backward through the graph a second time" error
+        }
+        Tensor[] gin;
+        try (MemoryScope s = MemoryScope.open()) {
+            gin = GradientRules.apply(node, gout);
+            for (int i = 0; i < gin.length; i++) {
+                if (gin[i] != null) {
+                    if (!node.needsGrad(i)) {
+                        gin[i] = null;
+                    } else {
+                        s.detach(gin[i]);
+                    }
+                }
+            }
+        } finally {
+            gout.close();
+        }
+        return gin;
+    }
+
+    private static Map<Node, Integer> countDependencies(Node root) {
+        Map<Node, Integer> deps = new IdentityHashMap<>();
+        ArrayDeque<Node> stack = new ArrayDeque<>();
+        deps.put(root, 0);
+        stack.push(root);
+        while (!stack.isEmpty()) {
+            Node n = stack.pop();
+            for (Node nx : n.next) {
+                if (nx != null) {
+                    Integer c = deps.get(nx);
+                    if (c == null) {
+                        stack.push(nx);
+                    }
+                    deps.put(nx, c == null ? 1 : c + 1);
+                }
+            }
+        }
+        return deps;
+    }
+
+    /** Adds {@code g} (owned, no scope) into the leaf's gradient. */
+    private static void accumulate(Tensor leaf, Tensor g) {
+        if (leaf.isClosed()) {
+            g.close();
+            return;
+        }
+        Tensor cur = leaf.grad();
+        if (cur == null) {
+            if (g.isContiguous() && g.storage().refCount() == 1 && g.storageOffset() == 0
+                    && g.storage().byteSize() == g.nbytes()) {
+                leaf.setGrad(g);
+            } else {
+                Tensor c = g.copy();
+                g.close();
+                leaf.setGrad(c);
+            }
+        } else {
+            try {
+                cur.addInPlace(g);
+            } finally {
+                g.close();
+            }
+        }
+    }
+}

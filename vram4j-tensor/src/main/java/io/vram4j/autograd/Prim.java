@@ -1,0 +1,74 @@
+package io.vram4j.autograd;
+
+/**
+ * The differentiable primitives: every op that records a graph node is one of these, and
+ * {@code GradientRules} holds one backward rule per primitive. Composite ops (mean, cross-entropy, attention,
+ * linear layers, ...) are built from them and get their gradients for free.
+ */
+public enum Prim {
+    /** {@code a + b}, broadcast. */
+    ADD,
+    /** {@code a - b}, broadcast. */
+    SUB,
+    /** {@code a * b}, broadcast. */
+    MUL,
+    /** {@code a / b}, broadcast. */
+    DIV,
+    /** {@code -x}. */
+    NEG,
+    /** {@code x * s} for a float {@code s}. */
+    MUL_SCALAR,
+    /** {@code x + s} for a float {@code s}. */
+    ADD_SCALAR,
+    /** {@code e^x}. */
+    EXP,
+    /** {@code ln x}. */
+    LOG,
+    /** {@code tanh x}. */
+    TANH,
+    /** {@code max(x, 0)}. */
+    RELU,
+    /** GELU, tanh approximation. */
+    GELU,
+    /** Scaled sum over some dimensions (sum, mean, sum-to-size). */
+    SUM,
+    /** Maximum over one dimension. */
+    MAX,
+    /** Batched matrix product. */
+    MATMUL,
+    /** Same elements, other shape (view, reshape, squeeze, unsqueeze, alias). */
+    VIEW,
+    /** Two dimensions swapped. */
+    TRANSPOSE,
+    /** A slice of one dimension. */
+    NARROW,
+    /** Broadcast to a larger shape. */
+    EXPAND,
+    /** A contiguous copy. */
+    COPY,
+    /** Conversion to another floating-point dtype. */
+    CAST,
+    /** Softmax over the last dimension. */
+    SOFTMAX,
+    /** Log-softmax over the last dimension. */
+    LOG_SOFTMAX,
+    /** Layer normalisation over the last dimension, with optional weight and bias. */
+    LAYER_NORM,
+    /** Row gather from an embedding table. */
+    EMBEDDING,
+    /** Multiplication by a saved Bernoulli mask and 1/(1-p). */
+    DROPOUT,
+    /** Fill of the strictly upper triangle of the last two dimensions with -inf. */
+    CAUSAL_MASK,
+    /** Mean negative log-likelihood of target classes. */
+    NLL_LOSS;
+
+    /** @return the node name in PyTorch style, e.g. {@code MulBackward} */
+    public String backwardName() {
+        StringBuilder sb = new StringBuilder();
+        for (String part : name().split("_")) {
+            sb.append(part.charAt(0)).append(part.substring(1).toLowerCase(java.util.Locale.ROOT));
+        }
+        return sb.append("Backward").toString();
+    }
+}

@@ -1,0 +1,258 @@
+package io.vram4j.tensor;
+
+import io.vram4j.compute.Kernels;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+
+/**
+ * The backward primitives the autograd rule table calls for ops whose gradient is not itself a composition
+ * of forward ops. Each allocates its result from the caching allocator (as on {@code sim}, where nothing is
+ * computed) and records nothing: higher-order gradients are not supported. Arguments are the forward op's
+ * saved values; {@code g} is the gradient of the forward output. Results have the dtype of {@code g}.
+ */
+public final class BackwardOps {
+    private BackwardOps() {
+    }
+
+    private static Tensor like(Tensor g, int[] shape) {
+        return Tensor.allocate(g.device, g.dtype, shape.clone());
+    }
+
+    private static Tensor run(Tensor out, Runnable body) {
+        if (out.device.hasStorage()) {
+            try {
+                body.run();
+            } catch (RuntimeException | Error e) {
+                out.close();
+                throw e;
+            }
+        }
+        return out;
+    }
+
+    private interface PointwiseKernel {
+        void apply(Kernels k, long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff, MemorySegment dx, long dxOff);
+    }
+
+    private static Tensor pointwise(Tensor g, Tensor x, PointwiseKernel kernel) {
+        Ops.open(g, x);
+        Tensor out = like(g, g.shape);
+        return run(out, () -> {
+            try (Scratch sc = new Scratch()) {
+                Host.F32View dy = Host.readContiguous(g, sc);
+                Host.F32View xv = Host.readContiguous(x, sc);
+                Host.F32View w = Host.write(out, sc);
+                kernel.apply(out.device.kernels(), out.numel(), dy.seg(), dy.off(), xv.seg(), xv.off(), w.seg(), w.off());
+                Host.commit(out, w);
+            }
+        });
+    }
+
+    /** @return {@code g} where the ReLU output {@code y > 0}, else 0 */
+    public static Tensor reluBackward(Tensor g, Tensor y) {
+        return pointwise(g, y, Kernels::reluBackward);
+    }
+
+    /** @return {@code g * gelu'(x)} (tanh approximation) */
+    public static Tensor geluBackward(Tensor g, Tensor x) {
+        return pointwise(g, x, Kernels::geluBackward);
+    }
+
+    private static Tensor rows(Tensor g, Tensor y, boolean log) {
+        Ops.open(g, y);
+        int cols = Ops.lastDim(y, "softmaxBackward");
+        Tensor out = like(g, g.shape);
+        return run(out, () -> {
+            try (Scratch sc = new Scratch()) {
+                Host.F32View dy = Host.readContiguous(g, sc);
+                Host.F32View yv = Host.readContiguous(y, sc);
+                Host.F32View w = Host.write(out, sc);
+                int rows = Ops.rows(y, cols);
+                if (log) {
+                    out.device.kernels().logSoftmaxBackwardRows(rows, cols, yv.seg(), yv.off(), dy.seg(), dy.off(), w.seg(), w.off());
+                } else {
+                    out.device.kernels().softmaxBackwardRows(rows, cols, yv.seg(), yv.off(), dy.seg(), dy.off(), w.seg(), w.off());
+                }
+                Host.commit(out, w);
+            }
+        });
+    }
+
+    /** @return the softmax input gradient given the softmax output {@code y} */
+    public static Tensor softmaxBackward(Tensor g, Tensor y) {
+        return rows(g, y, false);
+    }
+
+    /** @return the log-softmax input gradient given the log-softmax output {@code y} */
+    public static Tensor logSoftmaxBackward(Tensor g, Tensor y) {
+        return rows(g, y, true);
+    }
+
+    /**
+     * Layer-norm gradients.
+     *
+     * @param weight the forward weight, or null
+     * @param mean the saved row means (float32, one per row)
+     * @param rstd the saved reciprocal standard deviations
+     * @return {@code {dx, dweight, dbias}}, each null unless requested
+     */
+    public static Tensor[] layerNormBackward(Tensor g, Tensor x, Tensor weight, Tensor mean, Tensor rstd,
+                                             boolean needX, boolean needWeight, boolean needBias) {
+        Ops.open(g, x, weight, mean, rstd);
+        int cols = Ops.lastDim(x, "layerNormBackward");
+        int rows = Ops.rows(x, cols);
+        Tensor dx = null;
+        Tensor dw = null;
+        Tensor db = null;
+        try {
+            dx = needX ? Tensor.allocate(g.device, x.dtype, x.shape.clone()) : null;
+            dw = needWeight ? Tensor.allocate(g.device, weight.dtype, new int[] {cols}) : null;
+            db = needBias ? Tensor.allocate(g.device, weight == null ? g.dtype : weight.dtype, new int[] {cols}) : null;
+            if (g.device.hasStorage()) {
+                try (Scratch sc = new Scratch()) {
+                    Host.F32View dy = Host.readContiguous(g, sc);
+                    Host.F32View xv = Host.readContiguous(x, sc);
+                    Host.F32View gm = weight == null ? null : Host.readContiguous(weight, sc);
+                    Host.F32View wx = dx == null ? null : Host.write(dx, sc);
+                    Host.F32View ww = dw == null ? null : Host.write(dw, sc);
+                    Host.F32View wb = db == null ? null : Host.write(db, sc);
+                    g.device.kernels().layerNormBackwardRows(rows, cols, dy.seg(), dy.off(), xv.seg(), xv.off(),
+                            mean.storage.segment(), mean.offset, rstd.storage.segment(), rstd.offset,
+                            gm == null ? null : gm.seg(), gm == null ? 0 : gm.off(),
+                            wx == null ? null : wx.seg(), wx == null ? 0 : wx.off(),
+                            ww == null ? null : ww.seg(), ww == null ? 0 : ww.off(),
+                            wb == null ? null : wb.seg(), wb == null ? 0 : wb.off());
+                    if (dx != null) {
+                        Host.commit(dx, wx);
+                    }
+                    if (dw != null) {
+                        Host.commit(dw, ww);
+                    }
+                    if (db != null) {
+                        Host.commit(db, wb);
+                    }
+                }
+            }
+            return new Tensor[] {dx, dw, db};
+        } catch (RuntimeException | Error e) {
+            for (Tensor t : new Tensor[] {dx, dw, db}) {
+                if (t != null) {
+                    t.close();
+                }
+            }
+            throw e;
+        }
+    }
+
+    /** @return the dense gradient {@code [rows, D]} of an embedding table: rows of {@code g} added at {@code indices} */
+    public static Tensor embeddingBackward(Tensor g, Tensor indices, int rows) {
+        Ops.open(g, indices);
+        int cols = Ops.lastDim(g, "embeddingBackward");
+        Tensor out = like(g, new int[] {rows, cols});
+        return run(out, () -> {
+            Kernels k = out.device.kernels();
+            long[] idx = indices.toLongArray();
+            try (Scratch sc = new Scratch()) {
+                Host.F32View dy = Host.readContiguous(g, sc);
+                Host.F32View w = Host.write(out, sc);
+                k.fill((long) rows * cols, 0f, w.seg(), w.off());
+                for (int i = 0; i < idx.length; i++) {
+                    k.axpy(cols, 1f, dy.seg(), dy.off() + (long) i * cols, w.seg(), w.off() + idx[i] * cols);
+                }
+                Host.commit(out, w);
+            }
+        });
+    }
+
+    /** @return zeros of {@code inputShape} with {@code g} placed at the maxima's {@code indices} along {@code dim} */
+    public static Tensor maxBackward(Tensor g, Tensor indices, int[] inputShape, int dim, boolean keepDim) {
+        Ops.open(g, indices);
+        Tensor out = like(g, inputShape);
+        return run(out, () -> {
+            long[] idx = indices.toLongArray();
+            try (Scratch sc = new Scratch()) {
+                Host.F32View dy = Host.readContiguous(g, sc);
+                Host.F32View w = Host.write(out, sc);
+                out.device.kernels().fill(out.numel(), 0f, w.seg(), w.off());
+                int n = inputShape[dim];
+                long outer = Shapes.numel(Arrays.copyOf(inputShape, dim));
+                long inner = Shapes.numel(Arrays.copyOfRange(inputShape, dim + 1, inputShape.length));
+                for (long o = 0; o < outer; o++) {
+                    for (long i = 0; i < inner; i++) {
+                        long oi = o * inner + i;
+                        w.set(w.off() + o * n * inner + idx[(int) oi] * inner + i, dy.get(dy.off() + oi));
+                    }
+                }
+                Host.commit(out, w);
+            }
+        });
+    }
+
+    /** @return zeros of {@code inputShape} with {@code g} copied into the slice {@code [start, start + g.size(dim))} of {@code dim} */
+    public static Tensor narrowBackward(Tensor g, int[] inputShape, int dim, int start) {
+        Ops.open(g);
+        Tensor out = like(g, inputShape);
+        Host.fill(out, 0f);
+        if (out.device.hasStorage()) {
+            long off = out.offset + start * out.strides[dim];
+            Host.copy(out.device.kernels(), g.shape, g.storage.segment(), g.dtype, g.offset, g.strides,
+                    out.storage.segment(), out.dtype, off, out.strides);
+        }
+        return out;
+    }
+
+    /**
+     * @param logpShape {@code [N, C]}
+     * @param count the number of targets not equal to {@code ignoreIndex}
+     * @return {@code [N, C]} zeros with {@code -g / count} at each target class
+     */
+    public static Tensor nllLossBackward(Tensor g, Tensor targets, int[] logpShape, int ignoreIndex, int count) {
+        Ops.open(g, targets);
+        Tensor out = like(g, logpShape);
+        Host.fill(out, 0f);
+        return run(out, () -> {
+            long[] t = targets.toLongArray();
+            float v = -g.item() / count;
+            MemorySegment s = out.storage.segment();
+            for (int i = 0; i < t.length; i++) {
+                if (t[i] != ignoreIndex) {
+                    Elements.setFloat(s, out.dtype, out.offset + (long) i * logpShape[1] + t[i], v);
+                }
+            }
+        });
+    }
+
+    /** @return {@code g * mask * scale} */
+    public static Tensor dropoutBackward(Tensor g, Tensor mask, float scale) {
+        Ops.open(g, mask);
+        Tensor out = like(g, g.shape);
+        return run(out, () -> {
+            MemorySegment ms = mask.storage.segment();
+            try (Scratch sc = new Scratch()) {
+                Host.F32View dy = Host.readContiguous(g, sc);
+                Host.F32View w = Host.write(out, sc);
+                long n = out.numel();
+                for (long i = 0; i < n; i++) {
+                    w.set(w.off() + i, ms.get(ValueLayout.JAVA_BYTE, mask.offset + i) != 0 ? dy.get(dy.off() + i) * scale : 0f);
+                }
+                Host.commit(out, w);
+            }
+        });
+    }
+
+    /** @return {@code g} with the causally masked positions (column > row) set to 0 */
+    public static Tensor causalMaskBackward(Tensor g) {
+        Ops.open(g);
+        Tensor out = like(g, g.shape);
+        return run(out, () -> {
+            try (Scratch sc = new Scratch()) {
+                Host.F32View dy = Host.readContiguous(g, sc);
+                Host.F32View w = Host.write(out, sc);
+                Ops.maskUpper(g.shape, dy, w, 0f);
+                Host.commit(out, w);
+            }
+        });
+    }
+}

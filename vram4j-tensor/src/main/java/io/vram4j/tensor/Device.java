@@ -1,0 +1,319 @@
+package io.vram4j.tensor;
+
+import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.alloc.config.AllocatorConfig;
+import io.vram4j.compute.Kernels;
+import io.vram4j.device.DeviceBackend;
+import io.vram4j.device.Devices;
+import io.vram4j.device.Stream;
+import io.vram4j.memory.stats.MemoryStats;
+
+import java.util.Objects;
+
+/**
+ * The tensor factory for one device: it holds the device's {@link CachingAllocator}, the stream tensors are
+ * allocated on, and the compute {@link Kernels}. Every tensor byte comes from {@link CachingAllocator#malloc}
+ * on {@link #stream()}.
+ *
+ * <pre>{@code
+ * try (Device dev = Device.open("host:1GiB");
+ *      Tensor x = dev.tensor(new float[] {1, 2, 3, 4}, 2, 2);
+ *      Tensor y = x.matmul(x)) {
+ *     System.out.println(Arrays.toString(y.toFloatArray()));   // [7, 10, 15, 22]
+ *     System.out.println(dev.memoryAllocated());               // 1024: two 512-byte blocks
+ * }
+ * }</pre>
+ *
+ * <p>On a device without storage ({@code sim}, {@link #hasStorage()} false) tensors have shapes and memory but
+ * no data: ops allocate their outputs exactly as on {@code host} and compute nothing, which predicts memory use
+ * without running. Reading values there throws {@link UnsupportedOperationException}.
+ *
+ * <p>Thread-safety: the allocator is thread-safe; tensors are not (use each tensor from one thread at a time).
+ */
+public final class Device implements AutoCloseable {
+    private final DeviceBackend backend;
+    private final CachingAllocator allocator;
+    private final Stream stream;
+    private final Kernels kernels;
+    private final boolean owned;
+
+    private Device(DeviceBackend backend, CachingAllocator allocator, Stream stream, Kernels kernels, boolean owned) {
+        this.backend = backend;
+        this.allocator = allocator;
+        this.stream = stream;
+        this.kernels = kernels;
+        this.owned = owned;
+    }
+
+    /**
+     * Opens a device and its caching allocator (configured from {@code VRAM4J_ALLOC_CONF} /
+     * {@code PYTORCH_CUDA_ALLOC_CONF}); {@link #close()} closes both.
+     *
+     * @param spec e.g. {@code "host:1GiB"}, {@code "sim:A100-80GB"} (see {@link Devices#open})
+     * @return the device
+     * @throws IllegalArgumentException for a malformed spec
+     */
+    public static Device open(String spec) {
+        DeviceBackend b = Devices.open(spec);
+        try {
+            return new Device(b, CachingAllocator.create(b), b.defaultStream(), Kernels.best(), true);
+        } catch (RuntimeException e) {
+            b.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Opens a device with explicit allocator settings; {@link #close()} closes both.
+     *
+     * @param spec the device spec
+     * @param config the allocator settings
+     * @return the device
+     */
+    public static Device open(String spec, AllocatorConfig config) {
+        DeviceBackend b = Devices.open(spec);
+        try {
+            return new Device(b, CachingAllocator.create(b, config), b.defaultStream(), Kernels.best(), true);
+        } catch (RuntimeException e) {
+            b.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Wraps an existing allocator (not owned: {@link #close()} leaves it open), allocating on its device's
+     * default stream.
+     *
+     * @param allocator the allocator
+     * @return the device
+     */
+    public static Device of(CachingAllocator allocator) {
+        return new Device(allocator.device(), allocator, allocator.device().defaultStream(), Kernels.best(), false);
+    }
+
+    /**
+     * @param newStream the stream later allocations go to (of the same device)
+     * @return a device sharing this one's allocator (not owning it) that allocates on {@code newStream}
+     */
+    public Device withStream(Stream newStream) {
+        if (newStream.deviceIndex() != backend.index()) {
+            throw new IllegalArgumentException(newStream + " does not belong to " + description());
+        }
+        return new Device(backend, allocator, newStream, kernels, false);
+    }
+
+    /**
+     * @param newKernels the kernels ops should use
+     * @return a device sharing this one's allocator (not owning it) that computes with {@code newKernels}
+     */
+    public Device withKernels(Kernels newKernels) {
+        return new Device(backend, allocator, stream, Objects.requireNonNull(newKernels), false);
+    }
+
+    /** @return the device backend */
+    public DeviceBackend backend() {
+        return backend;
+    }
+
+    /** @return the caching allocator every tensor byte comes from */
+    public CachingAllocator allocator() {
+        return allocator;
+    }
+
+    /** @return the stream tensors are allocated on */
+    public Stream stream() {
+        return stream;
+    }
+
+    /** @return the compute kernels */
+    public Kernels kernels() {
+        return kernels;
+    }
+
+    /** @return false on {@code sim}: tensors have no data and ops compute nothing */
+    public boolean hasStorage() {
+        return backend.hasStorage();
+    }
+
+    /** @return {@code "host"} or {@code "sim"} */
+    public String type() {
+        return backend.type();
+    }
+
+    /** @return e.g. {@code host:1GiB} */
+    public String description() {
+        return backend.description();
+    }
+
+    /** @return bytes in allocated blocks (as {@code torch.cuda.memory_allocated}) */
+    public long memoryAllocated() {
+        return allocator.memoryAllocated();
+    }
+
+    /** @return bytes reserved from the device (as {@code torch.cuda.memory_reserved}) */
+    public long memoryReserved() {
+        return allocator.memoryReserved();
+    }
+
+    /** @return the allocator's {@code memory_stats} */
+    public MemoryStats memoryStats() {
+        return allocator.memoryStats();
+    }
+
+    // ------------------------------------------------------------------------------------------------ factories
+
+    /**
+     * @param dtype the element type
+     * @param shape the extents
+     * @return a tensor whose values are unspecified (whatever the reused block held)
+     */
+    public Tensor empty(DType dtype, int... shape) {
+        return Tensor.allocate(this, dtype, Shapes.check(shape));
+    }
+
+    /** @return a float32 tensor of zeros */
+    public Tensor zeros(int... shape) {
+        return full(DType.FLOAT32, 0f, shape);
+    }
+
+    /** @return a tensor of zeros */
+    public Tensor zeros(DType dtype, int... shape) {
+        return full(dtype, 0f, shape);
+    }
+
+    /** @return a float32 tensor of ones */
+    public Tensor ones(int... shape) {
+        return full(DType.FLOAT32, 1f, shape);
+    }
+
+    /** @return a tensor of ones */
+    public Tensor ones(DType dtype, int... shape) {
+        return full(dtype, 1f, shape);
+    }
+
+    /**
+     * @param dtype the element type (integer types get the value truncated)
+     * @param value the fill value
+     * @param shape the extents
+     * @return a new tensor filled with {@code value}
+     */
+    public Tensor full(DType dtype, float value, int... shape) {
+        Tensor t = empty(dtype, shape);
+        t.fill(value);
+        return t;
+    }
+
+    /** @return a float32 scalar (rank 0) */
+    public Tensor scalar(float value) {
+        return full(DType.FLOAT32, value);
+    }
+
+    /**
+     * @param data row-major values, exactly numel(shape) of them
+     * @param shape the extents; none for a vector of {@code data.length}
+     * @return a float32 tensor holding a copy of {@code data} (ignored on {@code sim})
+     */
+    public Tensor tensor(float[] data, int... shape) {
+        int[] s = shape.length == 0 ? new int[] {data.length} : shape;
+        Tensor t = empty(DType.FLOAT32, s);
+        checkCount(data.length, t);
+        if (hasStorage()) {
+            Elements.write(t, data);
+        }
+        return t;
+    }
+
+    /**
+     * @param dtype the element type to store the values in (float types or, truncated, integer types)
+     * @param data row-major values
+     * @param shape the extents; none for a vector
+     * @return a new tensor
+     */
+    public Tensor tensor(DType dtype, float[] data, int... shape) {
+        int[] s = shape.length == 0 ? new int[] {data.length} : shape;
+        Tensor t = empty(dtype, s);
+        checkCount(data.length, t);
+        if (hasStorage()) {
+            Elements.write(t, data);
+        }
+        return t;
+    }
+
+    /** @return an int32 tensor holding a copy of {@code data} */
+    public Tensor tensor(int[] data, int... shape) {
+        int[] s = shape.length == 0 ? new int[] {data.length} : shape;
+        Tensor t = empty(DType.INT32, s);
+        checkCount(data.length, t);
+        if (hasStorage()) {
+            Elements.write(t, data);
+        }
+        return t;
+    }
+
+    /** @return an int64 tensor holding a copy of {@code data} */
+    public Tensor tensor(long[] data, int... shape) {
+        int[] s = shape.length == 0 ? new int[] {data.length} : shape;
+        Tensor t = empty(DType.INT64, s);
+        checkCount(data.length, t);
+        if (hasStorage()) {
+            Elements.write(t, data);
+        }
+        return t;
+    }
+
+    /** @return a float32 vector {@code [0, 1, ..., n-1]} */
+    public Tensor arange(int n) {
+        float[] v = new float[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = i;
+        }
+        return tensor(v, n);
+    }
+
+    /**
+     * @param gen the random source (not advanced on {@code sim}, where nothing is drawn)
+     * @return a float32 tensor of N(0, 1) samples
+     */
+    public Tensor randn(Generator gen, int... shape) {
+        Tensor t = empty(DType.FLOAT32, shape);
+        t.fillNormal(0, 1, gen);
+        return t;
+    }
+
+    /** @return a float32 tensor of U[0, 1) samples */
+    public Tensor rand(Generator gen, int... shape) {
+        Tensor t = empty(DType.FLOAT32, shape);
+        t.fillUniform(0, 1, gen);
+        return t;
+    }
+
+    private static void checkCount(int n, Tensor t) {
+        if (n != t.numel()) {
+            long numel = t.numel();
+            t.close();
+            throw new IllegalArgumentException(n + " values given for shape " + Shapes.str(t.shapeUnchecked())
+                    + " of " + numel + " elements");
+        }
+    }
+
+    /**
+     * Closes the allocator and backend when this device opened them ({@link #open}); otherwise does nothing.
+     *
+     * @throws IllegalStateException when tensors were still open (their blocks are released anyway, and listed)
+     */
+    @Override
+    public void close() {
+        if (owned) {
+            try {
+                allocator.close();
+            } finally {
+                backend.close();
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Device(" + description() + ", kernels=" + kernels.name() + ")";
+    }
+}

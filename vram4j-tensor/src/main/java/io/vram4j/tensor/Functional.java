@@ -1,0 +1,142 @@
+package io.vram4j.tensor;
+
+/**
+ * Differentiable ops beyond the {@link Tensor} methods (as {@code torch.nn.functional}). Every method returns a
+ * new tensor the caller owns; intermediates of composite ops are closed before returning (the autograd graph
+ * keeps what backward needs), so memory behaves as in PyTorch, where they would be dropped at once.
+ */
+public final class Functional {
+    /** PyTorch's default {@code ignore_index} for losses. */
+    public static final int IGNORE_INDEX = -100;
+
+    private Functional() {
+    }
+
+    /**
+     * {@code x @ weight^T + bias}, with {@code weight} stored {@code [out, in]} as PyTorch's {@code Linear}.
+     *
+     * @param x {@code [..., in]}
+     * @param weight {@code [out, in]}
+     * @param bias {@code [out]}, or null
+     * @return {@code [..., out]}
+     */
+    public static Tensor linear(Tensor x, Tensor weight, Tensor bias) {
+        try (Tensor wt = weight.t()) {
+            if (bias == null) {
+                return x.matmul(wt);
+            }
+            try (Tensor y = x.matmul(wt)) {
+                return y.add(bias);
+            }
+        }
+    }
+
+    /**
+     * Layer normalisation over the last dimension with the biased variance.
+     *
+     * @param x {@code [..., C]}
+     * @param weight {@code [C]} or null (1)
+     * @param bias {@code [C]} or null (0)
+     * @param eps added to the variance, e.g. 1e-5
+     * @return the normalised tensor, shape and dtype of {@code x}; the op saves {@code x} and float32 row
+     *     statistics (mean and reciprocal standard deviation) for backward, as PyTorch does
+     */
+    public static Tensor layerNorm(Tensor x, Tensor weight, Tensor bias, float eps) {
+        return Ops.layerNorm(x, weight, bias, eps);
+    }
+
+    /**
+     * @param weight the table {@code [rows, D]}
+     * @param indices int32 or int64 indices of any shape, each in {@code [0, rows)}
+     * @return {@code indices.shape + [D]}
+     * @throws IndexOutOfBoundsException for an index outside the table (host only; sim does not read indices)
+     */
+    public static Tensor embedding(Tensor weight, Tensor indices) {
+        return Ops.embedding(weight, indices);
+    }
+
+    /**
+     * Inverted dropout: zeroes each element with probability {@code p} and scales the rest by {@code 1/(1-p)}.
+     * The mask is drawn from one seed taken from {@code gen}, so restoring the generator's
+     * {@linkplain Generator#state() state} replays the same mask (for activation checkpointing). The mask is
+     * saved for backward as a bool tensor (1 byte per element), as in PyTorch.
+     *
+     * @param p the drop probability in [0, 1]
+     * @param training when false (or {@code p == 0}) returns a view of {@code x} and draws nothing
+     */
+    public static Tensor dropout(Tensor x, float p, boolean training, Generator gen) {
+        if (!training || p == 0f) {
+            return x.view(x.shapeUnchecked());
+        }
+        return Ops.dropout(x, p, gen.nextLong());
+    }
+
+    /** Dropout with an explicit mask seed (the same seed gives the same mask for the same shape). */
+    public static Tensor dropout(Tensor x, float p, long seed) {
+        return Ops.dropout(x, p, seed);
+    }
+
+    /** @return {@code x} with every position whose column exceeds its row (last two dims) set to -inf */
+    public static Tensor causalMask(Tensor x) {
+        return Ops.causalMask(x);
+    }
+
+    /**
+     * Scaled dot-product attention {@code softmax(q k^T / sqrt(d) [+ causal mask]) v} over the last two
+     * dimensions, batched over the leading ones. Saves the attention probabilities ({@code [..., T, S]}) for
+     * backward, as the unfused PyTorch formulation does.
+     *
+     * @param q {@code [..., T, d]}
+     * @param k {@code [..., S, d]}
+     * @param v {@code [..., S, dv]}
+     * @param causal whether position {@code i} may only attend to positions {@code j <= i}
+     * @return {@code [..., T, dv]}
+     */
+    public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, boolean causal) {
+        float scale = (float) (1.0 / Math.sqrt(q.size(-1)));
+        Tensor probs;
+        try (Tensor kt = k.transpose(-2, -1); Tensor scores = q.matmul(kt); Tensor scaled = scores.mul(scale)) {
+            if (causal) {
+                try (Tensor masked = causalMask(scaled)) {
+                    probs = masked.softmax();
+                }
+            } else {
+                probs = scaled.softmax();
+            }
+        }
+        try (probs) {
+            return probs.matmul(v);
+        }
+    }
+
+    /**
+     * Mean negative log-likelihood: {@code -mean_i logp[i, targets[i]]} over targets not equal to
+     * {@code ignoreIndex} (NaN when all are ignored).
+     *
+     * @param logp {@code [N, C]} log-probabilities
+     * @param targets {@code [N]} int32 or int64 class indices
+     * @return a scalar
+     */
+    public static Tensor nllLoss(Tensor logp, Tensor targets, int ignoreIndex) {
+        return Ops.nllLoss(logp, targets, ignoreIndex);
+    }
+
+    /**
+     * Cross-entropy from logits with mean reduction: {@code nllLoss(logSoftmax(logits), targets)}.
+     *
+     * @param logits {@code [N, C]} or {@code [..., C]} (flattened to {@code [N, C]})
+     * @param targets int32/int64 class indices with the leading shape of {@code logits}
+     * @return a scalar
+     */
+    public static Tensor crossEntropy(Tensor logits, Tensor targets) {
+        return crossEntropy(logits, targets, IGNORE_INDEX);
+    }
+
+    /** Cross-entropy with an {@code ignoreIndex} (targets equal to it do not count). */
+    public static Tensor crossEntropy(Tensor logits, Tensor targets, int ignoreIndex) {
+        int c = logits.size(-1);
+        try (Tensor l2 = logits.reshape(-1, c); Tensor t1 = targets.reshape(-1); Tensor logp = l2.logSoftmax()) {
+            return nllLoss(logp, t1, ignoreIndex);
+        }
+    }
+}

@@ -1,0 +1,90 @@
+package io.vram4j.tensor;
+
+import io.vram4j.compute.Kernels;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+
+/**
+ * Batched matrix products on the kernels' sgemm. Each operand's last two dimensions are passed as stored
+ * when they are row-major (unit last stride) or column-major (a transposed view: unit second-to-last stride);
+ * anything else, and float16/bfloat16 data, is first gathered into float32 scratch. Batch dimensions are
+ * walked with {@link StridedLoop}, the innermost one by {@code sgemmBatched}; a 2-D right operand shared by
+ * a contiguous batch becomes one tall sgemm.
+ */
+final class Gemm {
+    private Gemm() {
+    }
+
+    /** One operand as sgemm sees it. */
+    private record Mat(MemorySegment seg, long off, long[] batchStrides, boolean trans, int ld) {
+    }
+
+    private static Mat operand(Tensor t, int rows, int cols, Scratch sc) {
+        Host.F32View v = Host.read(t, sc);
+        int r = t.shape.length;
+        long rs = v.strides()[r - 2];
+        long cs = v.strides()[r - 1];
+        long[] batch = Arrays.copyOf(v.strides(), r - 2);
+        if ((cs == 1 || cols <= 1) && (rows <= 1 || rs >= Math.max(1, cols)) && fitsInt(rs)) {
+            return new Mat(v.seg(), v.off(), batch, false, rows <= 1 ? Math.max(1, cols) : (int) rs);
+        }
+        if ((rs == 1 || rows <= 1) && (cols <= 1 || cs >= Math.max(1, rows)) && fitsInt(cs)) {
+            return new Mat(v.seg(), v.off(), batch, true, cols <= 1 ? Math.max(1, rows) : (int) cs);
+        }
+        Host.F32View c = Host.readContiguous(t, sc);
+        if (c == v) {
+            throw new IllegalStateException("unexpected layout");
+        }
+        return new Mat(c.seg(), c.off(), Arrays.copyOf(c.strides(), r - 2), false, Math.max(1, cols));
+    }
+
+    private static boolean fitsInt(long v) {
+        return v >= 0 && v <= Integer.MAX_VALUE;
+    }
+
+    static void run(Tensor a, Tensor b, Tensor out, int[] batch, int m, int n, int k) {
+        Kernels kern = out.device.kernels();
+        try (Scratch sc = new Scratch()) {
+            Host.F32View w = Host.write(out, sc);
+            if (m == 0 || n == 0 || Shapes.numel(batch) == 0) {
+                return;
+            }
+            if (b.shape.length == 2 && a.shape.length > 2 && tall(a, m, k, sc, w, b, n, kern)) {
+                Host.commit(out, w);
+                return;
+            }
+            Mat ma = operand(a, m, k, sc);
+            Mat mb = operand(b, k, n, sc);
+            long[] sa = broadcastBatch(a.shape, ma.batchStrides(), batch);
+            long[] sb = broadcastBatch(b.shape, mb.batchStrides(), batch);
+            long[] sw = Arrays.copyOf(w.strides(), batch.length);
+            StridedLoop.run(batch, new long[][] {sw, sa, sb}, new long[] {w.off(), ma.off(), mb.off()}, (o, len, st) ->
+                    kern.sgemmBatched(Math.toIntExact(len), ma.trans(), mb.trans(), m, n, k, 1f,
+                            ma.seg(), o[1], ma.ld(), st[1], mb.seg(), o[2], mb.ld(), st[2],
+                            0f, w.seg(), o[0], n, st[0] == 0 ? (long) m * n : st[0]));
+            Host.commit(out, w);
+        }
+    }
+
+    /** [..., m, k] @ [k, n] with the left operand's rows evenly spaced: one sgemm of (batch*m) rows. */
+    private static boolean tall(Tensor a, int m, int k, Scratch sc, Host.F32View w, Tensor b, int n, Kernels kern) {
+        long rows = Shapes.numel(a.shape) / Math.max(1, k);
+        if (k == 0 || rows > Integer.MAX_VALUE) {
+            return false;
+        }
+        Host.F32View v = Host.read(a, sc);
+        long[] st = Shapes.viewStrides(a.shape, v.strides(), new int[] {(int) rows, k});
+        if (st == null || (st[1] != 1 && k > 1) || st[0] < k || st[0] > Integer.MAX_VALUE) {
+            return false;
+        }
+        Mat mb = operand(b, k, n, sc);
+        kern.sgemm(false, mb.trans(), (int) rows, n, k, 1f, v.seg(), v.off(), (int) Math.max(st[0], 1),
+                mb.seg(), mb.off(), mb.ld(), 0f, w.seg(), w.off(), n);
+        return true;
+    }
+
+    private static long[] broadcastBatch(int[] shape, long[] batchStrides, int[] batch) {
+        return Shapes.broadcastStrides(Arrays.copyOf(shape, shape.length - 2), batchStrides, batch);
+    }
+}

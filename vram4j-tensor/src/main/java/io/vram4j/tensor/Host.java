@@ -1,0 +1,228 @@
+package io.vram4j.tensor;
+
+import io.vram4j.compute.Half;
+import io.vram4j.compute.Kernels;
+
+import java.lang.foreign.MemorySegment;
+
+import static io.vram4j.tensor.Elements.F32;
+
+/**
+ * Host-side data movement shared by the ops: float32 views of operands (converting float16/bfloat16 or
+ * gathering strided data into {@link Scratch}), strided copies with dtype conversion, fills and in-place
+ * updates. Everything here touches data, so callers skip it on devices without storage; the in-place entry
+ * points check that themselves.
+ */
+final class Host {
+    private Host() {
+    }
+
+    /** A float32 operand: segment, element offset and strides (in floats) for the tensor's shape. */
+    record F32View(MemorySegment seg, long off, long[] strides) {
+        float get(long i) {
+            return seg.getAtIndex(F32, i);
+        }
+
+        void set(long i, float v) {
+            seg.setAtIndex(F32, i, v);
+        }
+    }
+
+    /** A float32 view of {@code t} with its own strides; float16/bfloat16/integer data is converted into scratch. */
+    static F32View read(Tensor t, Scratch sc) {
+        if (t.dtype == DType.FLOAT32) {
+            return new F32View(t.storage.segment(), t.offset, t.strides);
+        }
+        return gather(t, sc);
+    }
+
+    /** A contiguous float32 view of {@code t}: the tensor itself when it is contiguous float32, else a scratch copy. */
+    static F32View readContiguous(Tensor t, Scratch sc) {
+        if (t.dtype == DType.FLOAT32 && t.isContiguous()) {
+            return new F32View(t.storage.segment(), t.offset, Shapes.contiguousStrides(t.shape));
+        }
+        return gather(t, sc);
+    }
+
+    private static F32View gather(Tensor t, Scratch sc) {
+        MemorySegment m = sc.floats(t.numel());
+        long[] cs = Shapes.contiguousStrides(t.shape);
+        copy(t.device.kernels(), t.shape, t.storage.segment(), t.dtype, t.offset, t.strides, m, DType.FLOAT32, 0, cs);
+        return new F32View(m, 0, cs);
+    }
+
+    /** Where an op writes the float32 results for a fresh contiguous {@code out}: its memory, or scratch for 16-bit types. */
+    static F32View write(Tensor out, Scratch sc) {
+        long[] cs = Shapes.contiguousStrides(out.shape);
+        if (out.dtype == DType.FLOAT32) {
+            return new F32View(out.storage.segment(), out.offset, cs);
+        }
+        return new F32View(sc.floats(out.numel()), 0, cs);
+    }
+
+    /** Stores results written to a {@link #write} view into {@code out} (converting from scratch when needed). */
+    static void commit(Tensor out, F32View w) {
+        if (out.dtype != DType.FLOAT32) {
+            copy(out.device.kernels(), out.shape, w.seg, DType.FLOAT32, w.off, w.strides,
+                    out.storage.segment(), out.dtype, out.offset, out.strides);
+        }
+    }
+
+    /** Copies {@code shape} elements between strided layouts, converting dtypes. */
+    static void copy(Kernels k, int[] shape, MemorySegment s, DType st, long sOff, long[] sStr,
+                     MemorySegment d, DType dt, long dOff, long[] dStr) {
+        boolean exactInts = !st.isFloatingPoint() || !dt.isFloatingPoint();
+        StridedLoop.run(shape, new long[][] {dStr, sStr}, new long[] {dOff, sOff}, (o, len, str) -> {
+            if (str[0] == 1 && str[1] == 1) {
+                if (st == dt) {
+                    int es = st.byteSize();
+                    MemorySegment.copy(s, o[1] * es, d, o[0] * es, len * es);
+                    return;
+                }
+                if (st == DType.FLOAT32 && dt == DType.FLOAT16) {
+                    Half.floatToFp16(len, s, o[1], d, o[0]);
+                    return;
+                }
+                if (st == DType.FLOAT32 && dt == DType.BFLOAT16) {
+                    Half.floatToBf16(len, s, o[1], d, o[0]);
+                    return;
+                }
+                if (st == DType.FLOAT16 && dt == DType.FLOAT32) {
+                    Half.fp16ToFloat(len, s, o[1], d, o[0]);
+                    return;
+                }
+                if (st == DType.BFLOAT16 && dt == DType.FLOAT32) {
+                    Half.bf16ToFloat(len, s, o[1], d, o[0]);
+                    return;
+                }
+            }
+            long si = o[1];
+            long di = o[0];
+            for (long i = 0; i < len; i++, si += str[1], di += str[0]) {
+                if (exactInts) {
+                    Elements.setLong(d, dt, di, Elements.getLong(s, st, si));
+                } else {
+                    Elements.setFloat(d, dt, di, Elements.getFloat(s, st, si));
+                }
+            }
+        });
+    }
+
+    // ------------------------------------------------------------------------------------------------ reads
+
+    static float[] toFloatArray(Tensor t) {
+        MemorySegment seg = t.storage.segment();
+        float[] r = new float[Math.toIntExact(t.numel())];
+        if (t.dtype == DType.FLOAT32 && t.isContiguous()) {
+            MemorySegment.copy(seg, F32, t.offset * 4, r, 0, r.length);
+            return r;
+        }
+        int[] i = {0};
+        StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {t.offset}, (o, len, str) -> {
+            long si = o[0];
+            for (long j = 0; j < len; j++, si += str[0]) {
+                r[i[0]++] = Elements.getFloat(seg, t.dtype, si);
+            }
+        });
+        return r;
+    }
+
+    static long[] toLongArray(Tensor t) {
+        MemorySegment seg = t.storage.segment();
+        long[] r = new long[Math.toIntExact(t.numel())];
+        int[] i = {0};
+        StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {t.offset}, (o, len, str) -> {
+            long si = o[0];
+            for (long j = 0; j < len; j++, si += str[0]) {
+                r[i[0]++] = Elements.getLong(seg, t.dtype, si);
+            }
+        });
+        return r;
+    }
+
+    // ------------------------------------------------------------------------------------------------ in place
+
+    static void fill(Tensor t, float v) {
+        if (!t.device.hasStorage()) {
+            return;
+        }
+        MemorySegment seg = t.storage.segment();
+        Kernels k = t.device.kernels();
+        StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {t.offset}, (o, len, str) -> {
+            if (t.dtype == DType.FLOAT32 && str[0] == 1) {
+                k.fill(len, v, seg, o[0]);
+            } else {
+                long si = o[0];
+                for (long j = 0; j < len; j++, si += str[0]) {
+                    Elements.setFloat(seg, t.dtype, si, v);
+                }
+            }
+        });
+    }
+
+    static void fillRandom(Tensor t, Generator gen, boolean normal, double a, double b) {
+        if (!t.device.hasStorage()) {
+            return;
+        }
+        MemorySegment seg = t.storage.segment();
+        StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {t.offset}, (o, len, str) -> {
+            long si = o[0];
+            for (long j = 0; j < len; j++, si += str[0]) {
+                double r = normal ? a + b * gen.nextGaussian() : a + b * gen.nextDouble();
+                Elements.setFloat(seg, t.dtype, si, (float) r);
+            }
+        });
+    }
+
+    static void copyInto(Tensor src, Tensor dst) {
+        long[] ss = Shapes.broadcastStrides(src.shape, src.strides, dst.shape);
+        if (!dst.device.hasStorage() || !src.device.hasStorage()) {
+            return;
+        }
+        copy(dst.device.kernels(), dst.shape, src.storage.segment(), src.dtype, src.offset, ss,
+                dst.storage.segment(), dst.dtype, dst.offset, dst.strides);
+    }
+
+    /** {@code dst += alpha * src}, {@code src} broadcast to {@code dst}'s shape. */
+    static void axpyInto(float alpha, Tensor src, Tensor dst) {
+        Shapes.broadcastStrides(src.shape, src.strides, dst.shape);
+        if (!dst.device.hasStorage()) {
+            return;
+        }
+        Kernels k = dst.device.kernels();
+        MemorySegment d = dst.storage.segment();
+        try (Scratch sc = new Scratch()) {
+            F32View s = read(src, sc);
+            long[] ss = Shapes.broadcastStrides(src.shape, s.strides, dst.shape);
+            StridedLoop.run(dst.shape, new long[][] {dst.strides, ss}, new long[] {dst.offset, s.off}, (o, len, str) -> {
+                if (dst.dtype == DType.FLOAT32 && str[0] == 1 && str[1] == 1) {
+                    k.axpy(len, alpha, s.seg, o[1], d, o[0]);
+                } else {
+                    long di = o[0];
+                    long si = o[1];
+                    for (long j = 0; j < len; j++, di += str[0], si += str[1]) {
+                        Elements.setFloat(d, dst.dtype, di, Elements.getFloat(d, dst.dtype, di) + alpha * s.get(si));
+                    }
+                }
+            });
+        }
+    }
+
+    static void scaleInPlace(Tensor t, float s) {
+        if (!t.device.hasStorage()) {
+            return;
+        }
+        Kernels k = t.device.kernels();
+        MemorySegment seg = t.storage.segment();
+        StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {t.offset}, (o, len, str) -> {
+            if (t.dtype == DType.FLOAT32 && str[0] == 1) {
+                k.scale(len, s, seg, o[0], seg, o[0]);
+            } else {
+                long si = o[0];
+                for (long j = 0; j < len; j++, si += str[0]) {
+                    Elements.setFloat(seg, t.dtype, si, Elements.getFloat(seg, t.dtype, si) * s);
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,100 @@
+package io.vram4j.tensor;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One block of device memory from a {@link Device}'s caching allocator, shared by a tensor and its views and
+ * reference-counted: every tensor handle over it holds one reference, and the block is freed through
+ * {@link io.vram4j.alloc.CachingAllocator#free} when the last one is released. A storage of 0 bytes holds no
+ * block (address 0).
+ *
+ * <p>The reference count is thread-safe; everything else about tensors is not.
+ */
+public final class Storage {
+    private final Device device;
+    private final long address;
+    private final long bytes;
+    private final MemorySegment segment;
+    private final AtomicInteger refs = new AtomicInteger(1);
+    private final LeakDetector.Tracker tracker;
+
+    private Storage(Device device, long address, long bytes) {
+        this.device = device;
+        this.address = address;
+        this.bytes = bytes;
+        this.segment = address == 0 ? MemorySegment.NULL
+                : device.hasStorage() ? device.allocator().segment(address) : null;
+        this.tracker = address == 0 ? null : LeakDetector.track(this, device.description(), address, bytes);
+    }
+
+    /** Allocates {@code bytes} on the device's stream; the new storage has one reference. */
+    static Storage allocate(Device device, long bytes) {
+        long ptr = device.allocator().malloc(bytes, device.stream());
+        try {
+            return new Storage(device, ptr, bytes);
+        } catch (RuntimeException | Error e) {
+            device.allocator().free(ptr);
+            throw e;
+        }
+    }
+
+    void retain() {
+        int r = refs.getAndUpdate(v -> v == 0 ? 0 : v + 1);
+        if (r == 0) {
+            throw new IllegalStateException("storage at 0x" + Long.toHexString(address) + " was already freed");
+        }
+    }
+
+    void release() {
+        int r = refs.decrementAndGet();
+        if (r == 0) {
+            if (tracker != null) {
+                tracker.released();
+            }
+            device.allocator().free(address);
+        } else if (r < 0) {
+            refs.set(0);
+            throw new IllegalStateException("storage at 0x" + Long.toHexString(address) + " released more often than retained");
+        }
+    }
+
+    /** The bytes, host device only. */
+    MemorySegment segment() {
+        if (segment == null) {
+            throw new UnsupportedOperationException("device " + device.description()
+                    + " has no storage (sim): tensors there have shapes and memory but no data");
+        }
+        return segment;
+    }
+
+    /** @return the device the memory belongs to */
+    public Device device() {
+        return device;
+    }
+
+    /** @return the block's device address; 0 for an empty storage */
+    public long address() {
+        return address;
+    }
+
+    /** @return the size in bytes (exactly numel × element size of the tensor that allocated it) */
+    public long byteSize() {
+        return bytes;
+    }
+
+    /** @return the number of tensor handles (and saved autograd references) holding this storage; 0 once freed */
+    public int refCount() {
+        return refs.get();
+    }
+
+    /** @return true once the block went back to the allocator */
+    public boolean isFreed() {
+        return refs.get() == 0;
+    }
+
+    @Override
+    public String toString() {
+        return "Storage(0x" + Long.toHexString(address) + ", " + bytes + " bytes, refs=" + refs.get() + ", " + device.description() + ")";
+    }
+}
