@@ -154,15 +154,19 @@ final class TrainCommand implements Callable<Integer> {
             report.printf(Locale.ROOT, "      %,d training samples, %,d test samples%n", train.size(), test.size());
             report.println("device: " + dev.description());
             Path runDir = runFolder();
-            CachingAllocator alloc = CachingAllocator.create(dev, config);
-            try {
+            boolean done = false;
+            // closing the allocator throws, listing them, if a tensor was leaked
+            try (CachingAllocator alloc = CachingAllocator.create(dev, config)) {
                 if (dryRun) {
-                    dryRun(alloc, options, train, test, runDir, stdout, report);
+                    dryRun(alloc, options, train, runDir, stdout, report);
                 } else {
                     train(alloc, options, train, test, source, progressMode, runDir, stdout, report);
                 }
+                done = true;
             } finally {
-                alloc.close(); // throws, listing them, if a tensor was leaked
+                if (!done && createdRunDir) {
+                    deleteIfEmpty(runDir);
+                }
             }
         }
         return 0;
@@ -210,8 +214,8 @@ final class TrainCommand implements Callable<Integer> {
         finish(runDir, summary, stdout, report);
     }
 
-    private void dryRun(CachingAllocator alloc, TrainOptions options, ImageDataset train, ImageDataset test,
-                        Path runDir, PrintWriter stdout, PrintWriter report) {
+    private void dryRun(CachingAllocator alloc, TrainOptions options, ImageDataset train, Path runDir,
+                        PrintWriter stdout, PrintWriter report) {
         DryRunResult r;
         try (Trainer trainer = new Trainer(alloc, options, train.features(), train.numClasses())) {
             report.printf(Locale.ROOT, "model: %s (%,d parameters)%n", trainer.description(), trainer.parameters());
@@ -316,15 +320,29 @@ final class TrainCommand implements Callable<Integer> {
         }
     }
 
+    private boolean createdRunDir;
+
+    private static void deleteIfEmpty(Path dir) {
+        try (var entries = Files.list(dir)) {
+            if (entries.findAny().isEmpty()) {
+                Files.delete(dir);
+            }
+        } catch (IOException e) {
+            // leave it
+        }
+    }
+
     private Path runFolder() {
         try {
             if (out != null) {
                 if (Files.exists(out) && !Files.isDirectory(out)) {
                     throw new UserException("--out: '" + out + "' exists and is not a folder");
                 }
+                createdRunDir = !Files.exists(out);
                 Files.createDirectories(out);
                 return out;
             }
+            createdRunDir = true;
             Path runs = Path.of("runs");
             Files.createDirectories(runs);
             String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss", Locale.ROOT));

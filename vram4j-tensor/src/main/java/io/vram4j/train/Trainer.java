@@ -1,7 +1,6 @@
 package io.vram4j.train;
 
 import io.vram4j.alloc.CachingAllocator;
-import io.vram4j.compute.Kernels;
 import io.vram4j.data.Batch;
 import io.vram4j.data.DataLoader;
 import io.vram4j.data.Dataset;
@@ -75,7 +74,7 @@ public final class Trainer implements AutoCloseable {
             recording = true;
         }
         try {
-            this.net = new KernelMlp(alloc, Kernels.best(), options, features, classes);
+            this.net = new TensorMlp(alloc, options, features, classes);
         } catch (RuntimeException e) {
             stopRecording();
             throw e;
