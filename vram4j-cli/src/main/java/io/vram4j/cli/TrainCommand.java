@@ -52,44 +52,44 @@ final class TrainCommand implements Callable<Integer> {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    @Option(names = "--model", defaultValue = "mlp", description = "model: mlp (default: ${DEFAULT-VALUE})")
+    @Option(names = "--model", paramLabel = "NAME", defaultValue = "mlp", description = "model: mlp (default: ${DEFAULT-VALUE})")
     String model;
 
-    @Option(names = "--hidden", defaultValue = "" + TrainOptions.DEFAULT_HIDDEN, description = "width of each hidden layer (default: ${DEFAULT-VALUE})")
+    @Option(names = "--hidden", paramLabel = "N", defaultValue = "" + TrainOptions.DEFAULT_HIDDEN, description = "width of each hidden layer (default: ${DEFAULT-VALUE})")
     int hidden;
 
-    @Option(names = "--layers", defaultValue = "" + TrainOptions.DEFAULT_LAYERS, description = "number of hidden layers (default: ${DEFAULT-VALUE})")
+    @Option(names = "--layers", paramLabel = "N", defaultValue = "" + TrainOptions.DEFAULT_LAYERS, description = "number of hidden layers (default: ${DEFAULT-VALUE})")
     int layers;
 
-    @Option(names = "--epochs", defaultValue = "" + TrainOptions.DEFAULT_EPOCHS, description = "passes over the training set (default: ${DEFAULT-VALUE})")
+    @Option(names = "--epochs", paramLabel = "N", defaultValue = "" + TrainOptions.DEFAULT_EPOCHS, description = "passes over the training set (default: ${DEFAULT-VALUE})")
     int epochs;
 
-    @Option(names = "--batch-size", defaultValue = "" + TrainOptions.DEFAULT_BATCH_SIZE, description = "samples per step (default: ${DEFAULT-VALUE})")
+    @Option(names = "--batch-size", paramLabel = "N", defaultValue = "" + TrainOptions.DEFAULT_BATCH_SIZE, description = "samples per step (default: ${DEFAULT-VALUE})")
     int batchSize;
 
-    @Option(names = "--lr", description = "learning rate (default: 0.05 for sgd, 0.001 for adamw)")
+    @Option(names = "--lr", paramLabel = "RATE", description = "learning rate (default: 0.05 for sgd, 0.001 for adamw)")
     Double lr;
 
-    @Option(names = "--optimizer", defaultValue = "sgd", description = "sgd (with momentum) or adamw (default: ${DEFAULT-VALUE})")
+    @Option(names = "--optimizer", paramLabel = "NAME", defaultValue = "sgd", description = "sgd (with momentum) or adamw (default: ${DEFAULT-VALUE})")
     String optimizer;
 
-    @Option(names = "--schedule", defaultValue = "cosine", description = "learning-rate schedule: cosine (to 0 over the run) or constant (default: ${DEFAULT-VALUE})")
+    @Option(names = "--schedule", paramLabel = "NAME", defaultValue = "cosine", description = "learning-rate schedule: cosine (to 0 over the run) or constant (default: ${DEFAULT-VALUE})")
     String schedule;
 
-    @Option(names = "--momentum", defaultValue = "0.9", description = "SGD momentum (default: ${DEFAULT-VALUE})")
+    @Option(names = "--momentum", paramLabel = "M", defaultValue = "0.9", description = "SGD momentum (default: ${DEFAULT-VALUE})")
     double momentum;
 
-    @Option(names = "--weight-decay", description = "weight decay (default: 0 for sgd, 0.01 for adamw)")
+    @Option(names = "--weight-decay", paramLabel = "WD", description = "weight decay (default: 0 for sgd, 0.01 for adamw)")
     Double weightDecay;
 
-    @Option(names = "--device", defaultValue = "host", description = "host[:SIZE] or sim:SIZE|PRESET (default: ${DEFAULT-VALUE})")
+    @Option(names = "--device", paramLabel = "SPEC", defaultValue = "host", description = "host[:SIZE] or sim:SIZE|PRESET (default: ${DEFAULT-VALUE})")
     String device;
 
-    @Option(names = "--alloc-conf", defaultValue = "", description = "allocator settings in PYTORCH_CUDA_ALLOC_CONF format "
+    @Option(names = "--alloc-conf", paramLabel = "CONF", defaultValue = "", description = "allocator settings in PYTORCH_CUDA_ALLOC_CONF format "
             + "(default: $VRAM4J_ALLOC_CONF / $PYTORCH_CUDA_ALLOC_CONF)")
     String allocConf;
 
-    @Option(names = "--seed", defaultValue = "42", description = "seed of initialization and shuffling (default: ${DEFAULT-VALUE})")
+    @Option(names = "--seed", paramLabel = "SEED", defaultValue = "42", description = "seed of initialization and shuffling (default: ${DEFAULT-VALUE})")
     long seed;
 
     @Option(names = "--data", paramLabel = "DIR", description = "folder with the four Fashion-MNIST IDX files (.gz or plain)")
@@ -111,7 +111,7 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print a machine-readable summary on stdout (everything else goes to stderr)")
     boolean json;
 
-    @Option(names = "--progress", defaultValue = "auto", description = "auto, bar, lines or none (default: ${DEFAULT-VALUE})")
+    @Option(names = "--progress", paramLabel = "MODE", defaultValue = "auto", description = "auto, bar, lines or none (default: ${DEFAULT-VALUE})")
     String progress;
 
     @Override
