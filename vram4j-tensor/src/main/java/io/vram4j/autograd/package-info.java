@@ -10,7 +10,7 @@
  *   <li>{@code Engine}: topological (Kahn) order from the root, gradient accumulation per node, broadcast
  *       reduction, leaf accumulation into {@link io.vram4j.tensor.Tensor#grad()} across calls.</li>
  *   <li>{@link io.vram4j.autograd.NoGrad}: try-with-resources block without recording.</li>
- *   <li>{@code GradCheck}: finite-difference check of analytic gradients (central
+ *   <li>{@link io.vram4j.autograd.GradCheck}: finite-difference check of analytic gradients (central
  *       differences accumulated in float64, on {@code host}).</li>
  * </ul>
  *

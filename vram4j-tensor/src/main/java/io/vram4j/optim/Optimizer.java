@@ -91,7 +91,7 @@ public abstract class Optimizer implements AutoCloseable {
     /** @return bytes held by optimizer state */
     public long stateBytes() {
         long n = 0;
-        for (Tensor[] s : state.values()) {
+        for (Tensor[] s : state.values()) { // order does not matter for a sum
             for (Tensor t : s) {
                 n += t.nbytes();
             }
@@ -133,12 +133,14 @@ public abstract class Optimizer implements AutoCloseable {
     /** Frees the optimizer state. Idempotent. */
     @Override
     public void close() {
-        for (Tensor[] s : state.values()) {
-            for (Tensor t : s) {
-                t.close();
+        for (Tensor p : params) {
+            Tensor[] s = state.remove(p);
+            if (s != null) {
+                for (Tensor t : s) {
+                    t.close();
+                }
             }
         }
-        state.clear();
     }
 
     /** Fused loops read and write elements through this, for float32 and 16-bit types alike. */

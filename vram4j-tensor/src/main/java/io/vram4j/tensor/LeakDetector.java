@@ -156,6 +156,10 @@ public final class LeakDetector {
             if (!released) {
                 StringBuilder sb = new StringBuilder();
                 for (StackTraceElement e : site.getStackTrace()) {
+                    if (e.getClassName().equals(LeakDetector.class.getName())
+                            || e.getClassName().equals(Storage.class.getName())) {
+                        continue;
+                    }
                     sb.append("\tat ").append(e).append('\n');
                 }
                 report(new LeakReport(device, address, bytes, sb.toString()));

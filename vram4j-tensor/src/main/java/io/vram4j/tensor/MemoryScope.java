@@ -1,9 +1,7 @@
 package io.vram4j.tensor;
 
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.IdentityHashMap;
-import java.util.Set;
+import java.util.LinkedHashSet;
 
 /**
  * Closes, at the end of a try-with-resources block, every tensor created inside it on this thread, except
@@ -26,7 +24,7 @@ public final class MemoryScope implements AutoCloseable {
 
     private final MemoryScope parent;
     private final Thread owner;
-    private final Set<Tensor> tensors = Collections.newSetFromMap(new IdentityHashMap<>());
+    private final LinkedHashSet<Tensor> tensors = new LinkedHashSet<>(); // tensors compare by identity
     private boolean closed;
 
     private MemoryScope(MemoryScope parent) {
@@ -115,7 +113,7 @@ public final class MemoryScope implements AutoCloseable {
         return tensors.size();
     }
 
-    /** Closes every tensor still registered here and pops this scope. Idempotent. */
+    /** Closes every tensor still registered here, newest first, and pops this scope. Idempotent. */
     @Override
     public void close() {
         if (closed) {
@@ -130,7 +128,7 @@ public final class MemoryScope implements AutoCloseable {
         closed = true;
         CURRENT.set(parent);
         RuntimeException failure = null;
-        for (Tensor t : new ArrayList<>(tensors)) {
+        for (Tensor t : new ArrayList<>(tensors).reversed()) {
             t.scope = null;
             try {
                 t.close();

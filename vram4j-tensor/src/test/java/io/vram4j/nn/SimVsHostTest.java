@@ -1,0 +1,126 @@
+package io.vram4j.nn;
+
+import io.vram4j.memory.stats.MemoryStats;
+import io.vram4j.optim.AdamW;
+import io.vram4j.optim.Optimizer;
+import io.vram4j.optim.SGD;
+import io.vram4j.tensor.Device;
+import io.vram4j.tensor.Functional;
+import io.vram4j.tensor.Generator;
+import io.vram4j.tensor.MemoryScope;
+import io.vram4j.tensor.Tensor;
+import org.junit.jupiter.api.Test;
+
+import java.util.function.BiFunction;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The same program on host and on sim allocates identically, so sim predicts host memory without computing. */
+class SimVsHostTest {
+
+    interface Program {
+        void run(Device dev);
+    }
+
+    private static MemoryStats statsOf(String spec, Program p) {
+        try (Device dev = Device.open(spec)) {
+            p.run(dev);
+            assertEquals(0, dev.memoryAllocated(), "program leaked on " + spec);
+            return dev.memoryStats();
+        }
+    }
+
+    private static void train(Device dev, Module model, BiFunction<Module, Device, Tensor[]> batch, Optimizer opt, int steps) {
+        for (int i = 0; i < steps; i++) {
+            try (MemoryScope s = MemoryScope.open()) {
+                Tensor[] xy = batch.apply(model, dev);
+                Tensor loss = Functional.crossEntropy(model.forward(xy[0]), xy[1]);
+                loss.backward();
+                opt.step();
+                opt.zeroGrad(true);
+            }
+        }
+    }
+
+    private static void mlp(Device dev) {
+        Generator gen = new Generator(5);
+        try (Sequential m = new Sequential(new Linear(dev, 32, 300, gen), new ReLU(), new Dropout(0.1f, gen),
+                new Linear(dev, 300, 300, gen), new GELU(), new Linear(dev, 300, 10, gen));
+             SGD opt = new SGD(m.parameters(), 0.1f, 0.9f, 1e-4f)) {
+            long[] targets = new long[64];
+            for (int i = 0; i < targets.length; i++) {
+                targets[i] = i % 10;
+            }
+            train(dev, m, (mod, d) -> new Tensor[] {d.randn(gen, 64, 32), d.tensor(targets, 64)}, opt, 2);
+        }
+    }
+
+    @Test
+    void mlpForwardBackwardSgdStepHasTheSameMemoryStatsOnSimAndHost() {
+        MemoryStats host = statsOf("host:1GiB", SimVsHostTest::mlp);
+        MemoryStats sim = statsOf("sim:1GiB", SimVsHostTest::mlp);
+        assertTrue(host.maxAllocatedBytes() > 1_000_000, "peak " + host.maxAllocatedBytes());
+        assertEquals(host.maxAllocatedBytes(), sim.maxAllocatedBytes());
+        assertEquals(host.maxReservedBytes(), sim.maxReservedBytes());
+        assertEquals(host.asMap(), sim.asMap());
+    }
+
+    private static void gpt(Device dev) {
+        Generator gen = new Generator(11);
+        int b = 2;
+        int t = 8;
+        try (GPT m = new GPT(dev, new GPT.Config(50, 16, 2, 4, 32, 0.1f), gen); AdamW opt = new AdamW(m.parameters(), 1e-3f)) {
+            long[] tok = new long[b * t];
+            long[] next = new long[b * t];
+            for (int i = 0; i < tok.length; i++) {
+                tok[i] = (i * 7) % 50;
+                next[i] = (i * 7 + 7) % 50;
+            }
+            train(dev, m, (mod, d) -> new Tensor[] {d.tensor(tok, b, t), d.tensor(next, b, t)}, opt, 2);
+        }
+    }
+
+    @Test
+    void transformerTrainingStepHasTheSameMemoryStatsOnSimAndHost() {
+        MemoryStats host = statsOf("host:1GiB", SimVsHostTest::gpt);
+        MemoryStats sim = statsOf("sim:1GiB", SimVsHostTest::gpt);
+        assertEquals(host.maxAllocatedBytes(), sim.maxAllocatedBytes());
+        assertEquals(host.maxReservedBytes(), sim.maxReservedBytes());
+        assertEquals(host.asMap(), sim.asMap());
+    }
+
+    @Test
+    void tinyGptLearnsOnHost() {
+        try (Device dev = Device.open("host:1GiB")) {
+            Generator gen = new Generator(3);
+            int b = 4;
+            int t = 8;
+            long[] tok = new long[b * t];
+            long[] next = new long[b * t];
+            for (int i = 0; i < tok.length; i++) {
+                tok[i] = (i * 3) % 20;
+                next[i] = (i * 3 + 3) % 20;
+            }
+            float first = 0;
+            float last = 0;
+            try (GPT m = new GPT(dev, new GPT.Config(20, 8, 2, 4, 32, 0.1f), gen); AdamW opt = new AdamW(m.parameters(), 6e-3f)) {
+                m.eval();
+                for (int i = 0; i < 25; i++) {
+                    try (MemoryScope s = MemoryScope.open()) {
+                        Tensor loss = Functional.crossEntropy(m.forward(dev.tensor(tok, b, t)), dev.tensor(next, b, t));
+                        loss.backward();
+                        opt.step();
+                        opt.zeroGrad(true);
+                        if (i == 0) {
+                            first = loss.item();
+                        }
+                        last = loss.item();
+                    }
+                }
+            }
+            assertTrue(last < first / 5, first + " -> " + last);
+            assertEquals(0, dev.memoryAllocated());
+        }
+    }
+}
