@@ -57,7 +57,11 @@ public final class CachingAllocator implements AutoCloseable {
      * @return a new allocator
      */
     public static CachingAllocator create(DeviceBackend device, AllocatorConfig config) {
-        return new CachingAllocator(new DeviceCachingAllocator(device, config));
+        CachingAllocator a = new CachingAllocator(new DeviceCachingAllocator(device, config));
+        if (!Double.isNaN(config.perProcessMemoryFraction())) {
+            a.setPerProcessMemoryFraction(config.perProcessMemoryFraction()); // the config key applies it at init
+        }
+        return a;
     }
 
     /** @return the device this allocator serves */
@@ -318,7 +322,11 @@ public final class CachingAllocator implements AutoCloseable {
      */
     public void setSettings(String conf) {
         ensureOpen();
-        engine.setConfig(engine.config().parse(conf));
+        AllocatorConfig next = engine.config().parse(conf);
+        engine.setConfig(next);
+        if (!Double.isNaN(next.perProcessMemoryFraction())) {
+            engine.setMemoryFraction(next.perProcessMemoryFraction());
+        }
     }
 
     /**
