@@ -67,7 +67,8 @@ public final class Replayer {
         // Pass 1 replays and finds when allocated memory peaked; pass 2 stops there to measure fragmentation.
         TraceReplayer first = new TraceReplayer(device, analysis, options, recorded, config, Integer.MIN_VALUE);
         ReplayReport r = first.run();
-        ReplayReport at = new TraceReplayer(device, analysis, options, recorded, config, first.peakAllocatedEntry()).run();
+        TraceReplayer at = new TraceReplayer(device, analysis, options, recorded, config, first.peakAllocatedEntry());
+        at.run();
         return new ReplayReport(r.device(), r.conf(), r.capacity(), r.capacitySource(), r.recordedAddresses(), r.events(),
                 r.eventsPerSecond(), r.fromEmpty(), r.initialReserved(), r.initialLiveBlocks(), r.recordedPeakReserved(),
                 r.replayedPeakReserved(), r.recordedPeakRequested(), r.replayedPeakRequested(), r.replayedPeakAllocated(),

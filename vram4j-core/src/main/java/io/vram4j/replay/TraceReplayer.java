@@ -112,6 +112,7 @@ final class TraceReplayer implements AllocatorListener {
         nativeOom = !capacitySource.equals("unbounded") && !capacitySource.startsWith("recorded peak");
     }
 
+    /** @return the report, or null for a measuring pass ({@code captureAt >= -1}), read via {@link #atPeak()} */
     ReplayReport run() {
         device = new SimDevice(deviceIndex, capacity, "sim:replay");
         try {
@@ -137,7 +138,11 @@ final class TraceReplayer implements AllocatorListener {
                 step(i, trace.get(i));
                 if (i == captureAt) {
                     capturePeak();
+                    return null; // a measuring pass ends here
                 }
+            }
+            if (captureAt == -1) {
+                return null;
             }
             double seconds = Math.max(1e-9, (System.nanoTime() - start) / 1e9);
             MemoryStats finalStats = alloc.memoryStats();
@@ -300,6 +305,14 @@ final class TraceReplayer implements AllocatorListener {
             peakAllocated = allocated;
             peakAllocatedEntry = i;
         }
+    }
+
+    Fragmentation atPeak() {
+        return atPeak;
+    }
+
+    MemoryStats statsAtPeak() {
+        return statsAtPeak;
     }
 
     int peakAllocatedEntry() {
