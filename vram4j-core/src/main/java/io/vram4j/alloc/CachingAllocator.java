@@ -268,6 +268,17 @@ public final class CachingAllocator implements AutoCloseable {
         return memoryStats().maxReservedBytes();
     }
 
+    /**
+     * Starts measuring the peak of allocated and reserved bytes over a region of code, without resetting
+     * PyTorch's peak statistics. Regions nest. Used by {@link io.vram4j.memory.MemoryTracker}.
+     *
+     * @return the open region; close it to read its peaks
+     */
+    public PeakRegion openPeakRegion() {
+        ensureOpen();
+        return new PeakRegion(engine, engine.openRegion());
+    }
+
     /** Sets every peak to its current value (as {@code reset_peak_memory_stats}). */
     public void resetPeakMemoryStats() {
         ensureOpen();
