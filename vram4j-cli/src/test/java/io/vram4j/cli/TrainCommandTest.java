@@ -5,9 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -20,31 +17,16 @@ class TrainCommandTest {
     /** The bundled subset's folder in the source tree, so the test does not depend on the machine's data. */
     static final Path BUNDLED = Path.of("../vram4j-tensor/src/main/resources/io/vram4j/data/fashion-mnist");
 
-    record Run(int code, String out, String err) {
-    }
-
-    static synchronized Run run(String... args) {
-        PrintStream oldOut = System.out;
-        PrintStream oldErr = System.err;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            int code = Main.run(args);
-            return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(oldOut);
-            System.setErr(oldErr);
-        }
+    static CliRunner.Result run(String... args) {
+        return CliRunner.run(args);
     }
 
     @Test
     void shortRunPrintsJsonAndWritesTheRunFolder(@TempDir Path tmp) throws Exception {
         Path runDir = tmp.resolve("run");
-        Run r = run("train", "--epochs", "1", "--limit", "2000", "--json", "--hidden", "128", "--history-steps", "2",
+        CliRunner.Result r = run("train", "--epochs", "1", "--limit", "2000", "--json", "--hidden", "128", "--history-steps", "2",
                 "--data", BUNDLED.toString(), "--out", runDir.toString(), "--progress", "lines", "--device", "host:1GiB");
-        assertEquals(0, r.code(), r.err());
+        assertEquals(0, r.exitCode(), r.err());
         JsonNode json = new ObjectMapper().readTree(r.out()); // stdout is only the JSON
         for (String key : List.of("accuracy", "loss", "train_loss", "train_accuracy", "samples_per_sec",
                 "peak_allocated_bytes", "peak_reserved_bytes", "allocated_bytes", "reserved_bytes", "memory_stats",
@@ -77,9 +59,9 @@ class TrainCommandTest {
 
     @Test
     void dryRunOnASimulatedDevice(@TempDir Path tmp) throws Exception {
-        Run r = run("train", "--dry-run", "--device", "sim:A100-80GB", "--batch-size", "256", "--data", BUNDLED.toString(),
+        CliRunner.Result r = run("train", "--dry-run", "--device", "sim:A100-80GB", "--batch-size", "256", "--data", BUNDLED.toString(),
                 "--out", tmp.toString(), "--json");
-        assertEquals(0, r.code(), r.err());
+        assertEquals(0, r.exitCode(), r.err());
         JsonNode json = new ObjectMapper().readTree(r.out());
         assertTrue(json.get("dry_run").asBoolean());
         assertEquals(256, json.get("batch_size").asInt());
@@ -109,9 +91,9 @@ class TrainCommandTest {
             System.arraycopy(cases[i], 0, args, 1, cases[i].length);
             args[args.length - 2] = "--out";
             args[args.length - 1] = out;
-            Run r = run(args);
+            CliRunner.Result r = run(args);
             String what = String.join(" ", cases[i]);
-            assertEquals(2, r.code(), what + ": " + r.err());
+            assertEquals(2, r.exitCode(), what + ": " + r.err());
             assertEquals("", r.out(), what);
             List<String> lines = r.err().lines().filter(l -> !l.startsWith("WARNING")).toList();
             assertEquals(1, lines.size(), what + ": " + r.err());

@@ -57,7 +57,11 @@ public final class CachingAllocator implements AutoCloseable {
      * @return a new allocator
      */
     public static CachingAllocator create(DeviceBackend device, AllocatorConfig config) {
-        return new CachingAllocator(new DeviceCachingAllocator(device, config));
+        CachingAllocator a = new CachingAllocator(new DeviceCachingAllocator(device, config));
+        if (!Double.isNaN(config.perProcessMemoryFraction())) {
+            a.setPerProcessMemoryFraction(config.perProcessMemoryFraction()); // the config key applies it at init
+        }
+        return a;
     }
 
     /** @return the device this allocator serves */
@@ -264,6 +268,17 @@ public final class CachingAllocator implements AutoCloseable {
         return memoryStats().maxReservedBytes();
     }
 
+    /**
+     * Starts measuring the peak of allocated and reserved bytes over a region of code, without resetting
+     * PyTorch's peak statistics. Regions nest. Used by {@link io.vram4j.memory.MemoryTracker}.
+     *
+     * @return the open region; close it to read its peaks
+     */
+    public PeakRegion openPeakRegion() {
+        ensureOpen();
+        return new PeakRegion(engine, engine.openRegion());
+    }
+
     /** Sets every peak to its current value (as {@code reset_peak_memory_stats}). */
     public void resetPeakMemoryStats() {
         ensureOpen();
@@ -318,7 +333,11 @@ public final class CachingAllocator implements AutoCloseable {
      */
     public void setSettings(String conf) {
         ensureOpen();
-        engine.setConfig(engine.config().parse(conf));
+        AllocatorConfig next = engine.config().parse(conf);
+        engine.setConfig(next);
+        if (!Double.isNaN(next.perProcessMemoryFraction())) {
+            engine.setMemoryFraction(next.perProcessMemoryFraction());
+        }
     }
 
     /**

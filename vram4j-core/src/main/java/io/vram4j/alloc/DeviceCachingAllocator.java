@@ -889,6 +889,41 @@ final class DeviceCachingAllocator {
         }
     }
 
+    /**
+     * Opens a region for peak tracking: returns the enclosing region's peaks {allocated, reserved} and starts
+     * the new region's peaks at the current values.
+     */
+    long[] openRegion() {
+        lock.lock();
+        try {
+            DeviceStats.Stat a = stats.allocatedBytes.all();
+            DeviceStats.Stat r = stats.reservedBytes.all();
+            long[] saved = {a.regionPeak, r.regionPeak};
+            a.regionPeak = a.current;
+            r.regionPeak = r.current;
+            return saved;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Closes a region: returns its peaks {allocated, reserved} and folds them into the enclosing region's.
+     */
+    long[] closeRegion(long[] saved) {
+        lock.lock();
+        try {
+            DeviceStats.Stat a = stats.allocatedBytes.all();
+            DeviceStats.Stat r = stats.reservedBytes.all();
+            long[] peaks = {a.regionPeak, r.regionPeak};
+            a.regionPeak = Math.max(saved[0], a.regionPeak);
+            r.regionPeak = Math.max(saved[1], r.regionPeak);
+            return peaks;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     void resetPeakStats() {
         lock.lock();
         try {

@@ -21,11 +21,16 @@ final class DeviceStats {
         long peak;
         long allocated;
         long freed;
+        /** Peak since the innermost open region (memory trackers); not part of PyTorch's stats. */
+        long regionPeak;
 
         void increase(long n) {
             current += n;
             if (current > peak) {
                 peak = current;
+            }
+            if (current > regionPeak) {
+                regionPeak = current;
             }
             allocated += n;
         }

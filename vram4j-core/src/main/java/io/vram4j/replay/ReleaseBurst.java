@@ -6,8 +6,10 @@ package io.vram4j.replay;
  * @param firstEntry index of the first release entry
  * @param segments number of released segments or ranges
  * @param bytes bytes released
- * @param kind {@link Kind#OOM_PATH} when the run sits inside one malloc (followed by that malloc's new
- *     segment), else {@link Kind#EMPTY_CACHE}
+ * @param kind {@link Kind#OOM_PATH} when the run sits inside one malloc (directly followed by that malloc's
+ *     new segment and allocation), else {@link Kind#EMPTY_CACHE}. An explicit empty_cache() right before a
+ *     malloc that needs a new segment looks the same in a trace; the replay releases the same segments either
+ *     way, only the capacity inferred from such a burst is then a guess
  * @param reservedBefore recorded reserved bytes before the burst
  * @param nextSegmentBytes the size of the segment the malloc then obtained (OOM path only, else 0)
  */

@@ -36,7 +36,7 @@ import java.util.List;
  * @param firstPredictedOomEntry entry index of the first predicted OOM, -1 if none
  * @param bursts release bursts of the recording with their explanation
  * @param skipped entries skipped in lenient mode
- * @param atPeak fragmentation at the moment of the replay's peak reserved
+ * @param atPeak fragmentation at the moment allocated memory peaked in the replay
  * @param statsAtPeak {@code memory_stats} at that moment
  * @param finalStats {@code memory_stats} at the end
  */

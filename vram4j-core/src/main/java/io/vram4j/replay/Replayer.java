@@ -34,7 +34,8 @@ public final class Replayer {
             if (trace.isEmpty()) {
                 continue;
             }
-            reports.add(replayDevice(d, trace, dump, config(snapshot, options), options));
+            AllocatorConfig recorded = config(snapshot, ReplayOptions.EXACT);
+            reports.add(replayDevice(d, trace, dump, recorded, config(snapshot, options), options));
         }
         return reports;
     }
@@ -60,9 +61,19 @@ public final class Replayer {
         return AllocatorConfig.DEFAULT;
     }
 
-    static ReplayReport replayDevice(int device, List<TraceEntry> trace, List<SegmentInfo> dump, AllocatorConfig config,
-                                     ReplayOptions options) {
+    static ReplayReport replayDevice(int device, List<TraceEntry> trace, List<SegmentInfo> dump, AllocatorConfig recorded,
+                                     AllocatorConfig config, ReplayOptions options) {
         TraceAnalysis analysis = new TraceAnalysis(trace, dump);
-        return new TraceReplayer(device, analysis, options, config).run();
+        // Pass 1 replays and finds when allocated memory peaked; pass 2 stops there to measure fragmentation.
+        TraceReplayer first = new TraceReplayer(device, analysis, options, recorded, config, Integer.MIN_VALUE);
+        ReplayReport r = first.run();
+        TraceReplayer at = new TraceReplayer(device, analysis, options, recorded, config, first.peakAllocatedEntry());
+        at.run();
+        return new ReplayReport(r.device(), r.conf(), r.capacity(), r.capacitySource(), r.recordedAddresses(), r.events(),
+                r.eventsPerSecond(), r.fromEmpty(), r.initialReserved(), r.initialLiveBlocks(), r.recordedPeakReserved(),
+                r.replayedPeakReserved(), r.recordedPeakRequested(), r.replayedPeakRequested(), r.replayedPeakAllocated(),
+                r.recordedSegmentSizes(), r.replayedSegmentSizes(), r.allocs(), r.allocsAtOtherAddress(), r.finalStateEqual(),
+                r.finalStateDifferences(), r.recordedOoms(), r.predictedOoms(), r.firstPredictedOomEntry(), r.bursts(),
+                r.skipped(), at.atPeak(), at.statsAtPeak(), r.finalStats());
     }
 }

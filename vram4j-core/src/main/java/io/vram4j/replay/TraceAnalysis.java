@@ -35,7 +35,7 @@ final class TraceAnalysis {
     /** Lower and upper bounds on the capacity implied by out-of-memory-path bursts; 0 / MAX when none. */
     long inferredLower;
     long inferredUpper = Long.MAX_VALUE;
-    /** Live blocks before the first entry, freed during the trace: address → {requested, stream}. */
+    /** Live blocks before the first entry, freed during the trace: address → {requested, stream, entry index}. */
     final Map<Long, long[]> orphanFrees = new HashMap<>();
     /** Segments released during the trace that were created before it: address → {size, stream}. */
     final Map<Long, long[]> orphanSegments = new HashMap<>();
@@ -66,7 +66,8 @@ final class TraceAnalysis {
                 || trace.stream().anyMatch(e -> e.action() == TraceAction.SEGMENT_MAP);
 
         Set<Long> allocatedInTrace = new HashSet<>();
-        for (TraceEntry e : trace) {
+        for (int i = 0; i < trace.size(); i++) {
+            TraceEntry e = trace.get(i);
             switch (e.action()) {
                 case ALLOC -> {
                     allocatedInTrace.add(e.addr());
@@ -74,7 +75,7 @@ final class TraceAnalysis {
                 }
                 case FREE_COMPLETED -> {
                     if (!allocatedInTrace.contains(e.addr()) && !orphanFrees.containsKey(e.addr())) {
-                        orphanFrees.put(e.addr(), new long[] {e.size(), e.stream()});
+                        orphanFrees.put(e.addr(), new long[] {e.size(), e.stream(), i});
                     }
                     liveAtEnd.remove(e.addr());
                 }

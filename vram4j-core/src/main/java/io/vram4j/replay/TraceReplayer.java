@@ -33,7 +33,9 @@ import java.util.TreeMap;
  *   created by the trace, plus segments the trace frees without having created them; live blocks present
  *   at dump and not allocated by the trace, plus blocks the trace frees without having allocated them. A
  *   block's true size may exceed round_size(requested): in the large pool an unsplit remainder of at most
- *   1 MiB stays inside the block, so a gap of at most 1 MiB before the next live block belongs to it.
+ *   1 MiB stays inside the block, so a gap of at most 1 MiB before the next known block start belongs to
+ *   it. The pre-trace state is rebuilt under the recorded settings; what-if settings apply from the first
+ *   entry on.
  *
  * Note [Placement]
  *   Best fit breaks ties by address, so where segments sit decides where later blocks go. With
@@ -49,6 +51,9 @@ final class TraceReplayer implements AllocatorListener {
     private final int deviceIndex;
     private final TraceAnalysis analysis;
     private final ReplayOptions options;
+    /** Settings of the recording: the pre-trace state is rebuilt under them. */
+    private final AllocatorConfig recordedConfig;
+    /** Settings of the replay, in force from the first entry on. */
     private final AllocatorConfig config;
     private final long capacity;
     private final String capacitySource;
@@ -69,14 +74,21 @@ final class TraceReplayer implements AllocatorListener {
     private int predictedOoms;
     private int firstPredictedOom = -1;
     private int skipped;
-    private long peakSeen;
+    private long peakAllocated;
+    /** Entry after which allocated memory peaked (-1: before the first entry). */
+    private int peakAllocatedEntry = -1;
+    /** Entry after which to capture fragmentation and stats (-1: after the rebuilt initial state). */
+    private final int captureAt;
     private Fragmentation atPeak;
     private MemoryStats statsAtPeak;
 
-    TraceReplayer(int deviceIndex, TraceAnalysis analysis, ReplayOptions options, AllocatorConfig config) {
+    TraceReplayer(int deviceIndex, TraceAnalysis analysis, ReplayOptions options, AllocatorConfig recordedConfig,
+                  AllocatorConfig config, int captureAt) {
+        this.captureAt = captureAt;
         this.deviceIndex = deviceIndex;
         this.analysis = analysis;
         this.options = options;
+        this.recordedConfig = recordedConfig;
         this.config = config;
         if (options.capacity() > 0) {
             capacity = options.capacity();
@@ -88,30 +100,49 @@ final class TraceReplayer implements AllocatorListener {
             capacity = analysis.inferredLower;
             capacitySource = "inferred from " + analysis.bursts.size() + " release burst(s): in ["
                     + analysis.inferredLower + ", " + analysis.inferredUpper + ")";
+        } else if (analysis.expandable) {
+            // An expandable segment reserves 9/8 of the capacity in addresses: an unbounded device would reserve
+            // ranges that cover the recording's other segments. The recorded peak is a capacity the run fitted.
+            capacity = Math.max(analysis.recordedPeakReserved, 2 * SizeRules.LARGE_BUFFER);
+            capacitySource = "recorded peak reserved (expandable segments need a finite capacity)";
         } else {
             capacity = AbstractDevice.MAX_CAPACITY;
             capacitySource = "unbounded";
         }
-        nativeOom = !capacitySource.equals("unbounded");
+        nativeOom = !capacitySource.equals("unbounded") && !capacitySource.startsWith("recorded peak");
     }
 
+    /** @return the report, or null for a measuring pass ({@code captureAt >= -1}), read via {@link #atPeak()} */
     ReplayReport run() {
         device = new SimDevice(deviceIndex, capacity, "sim:replay");
         try {
-            alloc = CachingAllocator.create(device, config);
+            alloc = CachingAllocator.create(device, recordedConfig);
             alloc.setListener(this);
             if (options.recordedAddresses()) {
                 alloc.setSegmentPlacement(this::placement);
             }
             int initialLive = rebuildInitialState();
+            alloc.setConfig(config);
+            if (!Double.isNaN(config.perProcessMemoryFraction())) {
+                alloc.setPerProcessMemoryFraction(config.perProcessMemoryFraction());
+            }
             alloc.resetPeakMemoryStats();
             alloc.resetAccumulatedMemoryStats();
-            peakSeen = alloc.memoryReserved();
-            capturePeak();
+            peakAllocated = alloc.memoryAllocated();
+            if (captureAt == -1) {
+                capturePeak();
+            }
             long start = System.nanoTime();
             List<TraceEntry> trace = analysis.trace;
             for (int i = 0; i < trace.size(); i++) {
                 step(i, trace.get(i));
+                if (i == captureAt) {
+                    capturePeak();
+                    return null; // a measuring pass ends here
+                }
+            }
+            if (captureAt == -1) {
+                return null;
             }
             double seconds = Math.max(1e-9, (System.nanoTime() - start) / 1e9);
             MemoryStats finalStats = alloc.memoryStats();
@@ -190,13 +221,14 @@ final class TraceReplayer implements AllocatorListener {
                 long[] v = inside.get(k).getValue();
                 long blockSize = v[0];
                 if (blockSize == 0) {
-                    long rounded = SizeRules.roundSize(v[1], config);
+                    long rounded = SizeRules.roundSize(v[1], recordedConfig);
                     Long next = starts.higher(addr);
                     long nextStart = next == null || next >= base + size ? base + size : next;
                     long limit = k + 1 < inside.size() ? inside.get(k + 1).getKey() : base + size;
                     nextStart = Math.min(nextStart, limit);
                     long gap = nextStart - (addr + rounded);
-                    long tolerance = rounded >= config.maxSplitSize() ? config.maxNonSplitRounding() - 1 : SizeRules.SMALL_SIZE;
+                    long tolerance = rounded >= recordedConfig.maxSplitSize() ? recordedConfig.maxNonSplitRounding() - 1
+                            : SizeRules.SMALL_SIZE;
                     blockSize = !small && gap > 0 && gap <= tolerance ? rounded + gap : rounded;
                 }
                 blocks.add(new long[] {addr, blockSize, v[1]});
@@ -216,8 +248,12 @@ final class TraceReplayer implements AllocatorListener {
             segmentRecordedToOurs.put(base, base);
         }
         if (!live.isEmpty() && !options.lenient()) {
-            throw new ReplayException("device " + deviceIndex + ": " + live.size() + " block(s) live before the trace lie"
-                    + " in no rebuilt segment (first at 0x" + Long.toHexString(live.firstKey()) + ")", -1);
+            long addr = live.firstKey();
+            long[] orphan = analysis.orphanFrees.get(addr);
+            int entry = orphan == null ? -1 : (int) orphan[2];
+            throw new ReplayException("device " + deviceIndex + ": " + (orphan == null ? "" : "entry " + entry + ": ")
+                    + "free_completed of unknown address 0x" + Long.toHexString(addr)
+                    + " (not allocated in the trace, and in no segment that existed before it)", entry);
         }
         skipped += live.size();
         return count;
@@ -257,14 +293,30 @@ final class TraceReplayer implements AllocatorListener {
         pendingSegments.clear();
         allocs++;
         if (options.recordedAddresses() && ours != e.addr()) {
+            if (otherAddress == 0 && Boolean.getBoolean("vram4j.replay.debug")) {
+                System.err.println("first alloc at another address: entry " + i + " recorded 0x" + Long.toHexString(e.addr())
+                        + " replayed 0x" + Long.toHexString(ours) + " size " + e.size());
+            }
             otherAddress++;
         }
         recordedToOurs.put(e.addr(), ours);
-        long reserved = alloc.memoryReserved();
-        if (reserved > peakSeen) {
-            peakSeen = reserved;
-            capturePeak();
+        long allocated = alloc.memoryAllocated();
+        if (allocated > peakAllocated) {
+            peakAllocated = allocated;
+            peakAllocatedEntry = i;
         }
+    }
+
+    Fragmentation atPeak() {
+        return atPeak;
+    }
+
+    MemoryStats statsAtPeak() {
+        return statsAtPeak;
+    }
+
+    int peakAllocatedEntry() {
+        return peakAllocatedEntry;
     }
 
     private void capturePeak() {

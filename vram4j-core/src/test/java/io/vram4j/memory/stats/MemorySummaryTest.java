@@ -110,6 +110,67 @@ class MemorySummaryTest {
         }
     }
 
+    /** The 9.3 example produced by the allocator itself, not a hand-built stats map. */
+    @Test
+    void goldenExampleFromTheAllocator() {
+        String expected = """
+                |===========================================================================|
+                |                  PyTorch CUDA memory summary, device ID 0                 |
+                |---------------------------------------------------------------------------|
+                |            CUDA OOMs: 0            |        cudaMalloc retries: 0         |
+                |===========================================================================|
+                |        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |
+                |---------------------------------------------------------------------------|
+                | Allocated memory      |   1024 B   |   1024 B   |   1024 B   |      0 B   |
+                |       from large pool |      0 B   |      0 B   |      0 B   |      0 B   |
+                |       from small pool |   1024 B   |   1024 B   |   1024 B   |      0 B   |
+                |---------------------------------------------------------------------------|
+                | Active memory         |   1024 B   |   1024 B   |   1024 B   |      0 B   |
+                |       from large pool |      0 B   |      0 B   |      0 B   |      0 B   |
+                |       from small pool |   1024 B   |   1024 B   |   1024 B   |      0 B   |
+                |---------------------------------------------------------------------------|
+                | Requested memory      |   1024 B   |   1024 B   |   1024 B   |      0 B   |
+                |       from large pool |      0 B   |      0 B   |      0 B   |      0 B   |
+                |       from small pool |   1024 B   |   1024 B   |   1024 B   |      0 B   |
+                |---------------------------------------------------------------------------|
+                | GPU reserved memory   |   2048 KiB |   2048 KiB |   2048 KiB |      0 B   |
+                |       from large pool |      0 KiB |      0 KiB |      0 KiB |      0 B   |
+                |       from small pool |   2048 KiB |   2048 KiB |   2048 KiB |      0 B   |
+                |---------------------------------------------------------------------------|
+                | Non-releasable memory |   2047 KiB |   2047 KiB |   2047 KiB |      0 B   |
+                |       from large pool |      0 KiB |      0 KiB |      0 KiB |      0 B   |
+                |       from small pool |   2047 KiB |   2047 KiB |   2047 KiB |      0 B   |
+                |---------------------------------------------------------------------------|
+                | Allocations           |       1    |       1    |       1    |       0    |
+                |       from large pool |       0    |       0    |       0    |       0    |
+                |       from small pool |       1    |       1    |       1    |       0    |
+                |---------------------------------------------------------------------------|
+                | Active allocs         |       1    |       1    |       1    |       0    |
+                |       from large pool |       0    |       0    |       0    |       0    |
+                |       from small pool |       1    |       1    |       1    |       0    |
+                |---------------------------------------------------------------------------|
+                | GPU reserved segments |       1    |       1    |       1    |       0    |
+                |       from large pool |       0    |       0    |       0    |       0    |
+                |       from small pool |       1    |       1    |       1    |       0    |
+                |---------------------------------------------------------------------------|
+                | Non-releasable allocs |       1    |       1    |       1    |       0    |
+                |       from large pool |       0    |       0    |       0    |       0    |
+                |       from small pool |       1    |       1    |       1    |       0    |
+                |---------------------------------------------------------------------------|
+                | Oversize allocations  |       0    |       0    |       0    |       0    |
+                |---------------------------------------------------------------------------|
+                | Oversize GPU segments |       0    |       0    |       0    |       0    |
+                |===========================================================================|
+                """;
+        try (io.vram4j.device.DeviceBackend d = io.vram4j.device.Devices.open("sim:80GiB")) {
+            io.vram4j.alloc.CachingAllocator a = io.vram4j.alloc.CachingAllocator.create(d,
+                    io.vram4j.alloc.config.AllocatorConfig.DEFAULT);
+            long p = a.malloc(256 * 4);
+            assertEquals(expected, a.memorySummary());
+            a.free(p);
+        }
+    }
+
     @Test
     void goldenAbbreviated() {
         String expected = """

@@ -1,0 +1,147 @@
+package io.vram4j.replay;
+
+import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.alloc.DeviceOutOfMemoryException;
+import io.vram4j.alloc.config.AllocatorConfig;
+import io.vram4j.device.DeviceBackend;
+import io.vram4j.device.Devices;
+import io.vram4j.device.Stream;
+import io.vram4j.memory.snapshot.MemorySnapshot;
+import io.vram4j.memory.snapshot.TraceAction;
+import io.vram4j.memory.snapshot.TraceEntry;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Replays of traces recorded by vram4j itself, where the truth is known. */
+class SyntheticReplayTest {
+    private static final long MiB = 1L << 20;
+
+    /** A workload with two streams, an explicit empty_cache, the OOM path's release-and-retry, and a real OOM. */
+    private static MemorySnapshot record(String conf, long capacity, boolean withOom) {
+        try (DeviceBackend device = Devices.open("sim:" + capacity)) {
+            CachingAllocator a = CachingAllocator.create(device, AllocatorConfig.DEFAULT.parse(conf));
+            a.recordMemoryHistory(1_000_000);
+            Stream side = device.newStream();
+            Random rnd = new Random(5);
+            List<Long> live = new ArrayList<>();
+            for (int i = 0; i < 3000; i++) {
+                if (live.size() < 40 && (live.isEmpty() || rnd.nextInt(3) > 0)) {
+                    long size = rnd.nextInt(4) == 0 ? MiB + rnd.nextLong(30 * MiB) : 1 + rnd.nextLong(MiB);
+                    try {
+                        live.add(a.malloc(size, rnd.nextInt(5) == 0 ? side : device.defaultStream()));
+                    } catch (DeviceOutOfMemoryException e) {
+                        // keeps going, as a program that catches OOM would
+                    }
+                } else {
+                    a.free(live.remove(rnd.nextInt(live.size())));
+                }
+                if (i == 1500) {
+                    a.emptyCache();
+                }
+            }
+            if (withOom) {
+                assertThrows(DeviceOutOfMemoryException.class, () -> a.malloc(capacity));
+            }
+            MemorySnapshot s = a.snapshot();
+            for (long p : live) {
+                a.free(p);
+            }
+            a.close();
+            return s;
+        }
+    }
+
+    @Test
+    void ownRecordingReplaysExactlyWithOomPathAndEmptyCache() {
+        MemorySnapshot s = record("", 512 * MiB, true);
+        List<TraceEntry> t = s.deviceTraces().get(0);
+        assertTrue(t.stream().anyMatch(e -> e.action() == TraceAction.SEGMENT_FREE), "the workload released segments");
+        ReplayReport r = Replayer.replay(s, ReplayOptions.EXACT).get(0);
+        assertTrue(r.bursts().stream().anyMatch(b -> b.kind() == ReleaseBurst.Kind.EMPTY_CACHE), r.bursts().toString());
+        assertEquals(512 * MiB, r.capacity(), "capacity from the oom entry: reserved then + device_free");
+        assertEquals(r.recordedSegmentSizes(), r.replayedSegmentSizes());
+        assertEquals(0, r.allocsAtOtherAddress());
+        assertEquals(r.recordedPeakReserved(), r.replayedPeakReserved());
+        assertEquals(r.recordedOoms(), r.predictedOoms());
+        assertTrue(r.finalStateEqual(), String.join("\n", r.finalStateDifferences()));
+    }
+
+    @Test
+    void oomPathBurstsAreExplainedAndCapacityInferred() {
+        MemorySnapshot s;
+        try (DeviceBackend device = Devices.open("sim:256MiB")) {
+            CachingAllocator a = CachingAllocator.create(device, AllocatorConfig.DEFAULT);
+            a.recordMemoryHistory(1000);
+            long x = a.malloc(100 * MiB);
+            long y = a.malloc(100 * MiB);
+            long small = a.malloc(1000);
+            a.free(x);
+            a.free(y);
+            long z = a.malloc(150 * MiB); // no cached block fits, 200 + 150 > 256: release cached segments, retry
+            a.emptyCache();                // releases nothing whole: both segments hold live blocks
+            a.free(small);
+            a.emptyCache();                // an explicit empty_cache burst: the small segment
+            a.free(z);
+            long w = a.malloc(60 * MiB);   // served from the cached 150 MiB block
+            s = a.snapshot();
+            a.free(w);
+            a.close();
+        }
+        ReplayReport r = Replayer.replay(s, ReplayOptions.EXACT).get(0);
+        assertEquals(2, r.bursts().size(), r.bursts().toString());
+        assertEquals(ReleaseBurst.Kind.OOM_PATH, r.bursts().get(0).kind());
+        assertEquals(200 * MiB, r.bursts().get(0).bytes());
+        assertEquals(ReleaseBurst.Kind.EMPTY_CACHE, r.bursts().get(1).kind());
+        assertTrue(r.bursts().stream().anyMatch(b -> b.kind() == ReleaseBurst.Kind.OOM_PATH), r.bursts().toString());
+        assertTrue(r.capacitySource().startsWith("inferred"), r.capacitySource());
+        assertTrue(r.capacity() <= 256 * MiB && r.capacity() >= 152 * MiB, "in [reserved after + 150 MiB, 256 MiB]");
+        assertEquals(r.recordedSegmentSizes(), r.replayedSegmentSizes());
+        assertTrue(r.finalStateEqual(), String.join("\n", r.finalStateDifferences()));
+    }
+
+    @Test
+    void expandableRecordingReplaysExactlyWhenTheCapacityIsKnown() {
+        // Best fit measures an expandable block together with the unmapped rest of its reservation, whose size
+        // is 9/8 of the device capacity: exactness needs the recorded capacity (here from the oom entry).
+        MemorySnapshot s = record("expandable_segments:True", 512 * MiB, true);
+        assertTrue(s.deviceTraces().get(0).stream().anyMatch(e -> e.action() == TraceAction.SEGMENT_MAP));
+        ReplayReport r = Replayer.replay(s, ReplayOptions.EXACT).get(0);
+        assertEquals(512 * MiB, r.capacity());
+        assertEquals(r.recordedSegmentSizes(), r.replayedSegmentSizes());
+        assertEquals(r.recordedPeakReserved(), r.replayedPeakReserved());
+        assertEquals(0, r.allocsAtOtherAddress());
+        assertTrue(r.finalStateEqual(), String.join("\n", r.finalStateDifferences()));
+    }
+
+    @Test
+    void whatIfSmallerDevicePredictsOom() {
+        MemorySnapshot s = record("", 512 * MiB, false);
+        ReplayReport r = Replayer.replay(s, ReplayOptions.whatIf(null, 64 * MiB)).get(0);
+        assertTrue(r.predictedOoms() > 0);
+        assertTrue(r.firstPredictedOomEntry() >= 0);
+        assertTrue(r.skipped() > 0);
+        ReplayReport roomy = Replayer.replay(s, ReplayOptions.whatIf("expandable_segments:True", 4096 * MiB)).get(0);
+        assertEquals(0, roomy.predictedOoms());
+    }
+
+    @Test
+    void inconsistentTraceNamesTheEntry() {
+        MemorySnapshot s = record("", 512 * MiB, false);
+        List<TraceEntry> t = new ArrayList<>(s.deviceTraces().get(0));
+        int at = t.size() / 2;
+        t.add(at, TraceEntry.of(TraceAction.FREE_COMPLETED, 0xdead000L, 512, 0, TraceEntry.NO_TIME, List.of()));
+        MemorySnapshot bad = new MemorySnapshot(s.segments(), List.of(t), s.allocatorSettings(), List.of());
+        ReplayException e = assertThrows(ReplayException.class, () -> Replayer.replay(bad, ReplayOptions.EXACT));
+        assertEquals(at, e.entryIndex());
+        assertTrue(e.getMessage().contains("entry " + at), e.getMessage());
+        ReplayReport lenient = Replayer.replay(bad, new ReplayOptions(null, 0, true, true)).get(0);
+        assertTrue(lenient.skipped() >= 1);
+    }
+}
