@@ -82,7 +82,7 @@ class GemmTest {
     static void run(Kernels kern, int m, int n, int k, boolean ta, boolean tb, float alpha, float beta,
                     boolean nanC, long seed) {
         Random rnd = new Random(seed);
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             // padded leading dimensions and non-zero offsets
             int lda = (ta ? m : k) + 3;
             int ldb = (tb ? k : n) + 1;
