@@ -76,6 +76,37 @@ final class Checks {
         }
     }
 
+    /** Checks {@code n >= 0} and one range of {@code n} floats. */
+    static void range1(long n, MemorySegment x, long xOff, String xName) {
+        nonNegative(n, "n");
+        range(x, xOff, n, xName);
+    }
+
+    /** Checks {@code n >= 0} and two ranges of {@code n} floats. */
+    static void range2(long n, MemorySegment x, long xOff, String xName, MemorySegment y, long yOff, String yName) {
+        nonNegative(n, "n");
+        range(x, xOff, n, xName);
+        range(y, yOff, n, yName);
+    }
+
+    /** Checks {@code n >= 0} and three ranges of {@code n} floats. */
+    static void range3(long n, MemorySegment x, long xOff, String xName, MemorySegment y, long yOff, String yName,
+                       MemorySegment z, long zOff, String zName) {
+        nonNegative(n, "n");
+        range(x, xOff, n, xName);
+        range(y, yOff, n, yName);
+        range(z, zOff, n, zName);
+    }
+
+    /** Checks a row kernel's sizes and its two {@code rows x cols} operands. */
+    static void rows(int rows, int cols, MemorySegment x, long xOff, String xName,
+                     MemorySegment y, long yOff, String yName) {
+        rows(rows, cols);
+        long n = (long) rows * cols;
+        range(x, xOff, n, xName);
+        range(y, yOff, n, yName);
+    }
+
     static void rows(int rows, int cols) {
         nonNegative(rows, "rows");
         nonNegative(cols, "cols");
