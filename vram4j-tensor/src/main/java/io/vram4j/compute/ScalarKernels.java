@@ -162,8 +162,8 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void fill(long n, float v, MemorySegment out, long outOff) {
-        Checks.nonNegative(n, "n");
-        Checks.range(out, outOff, n, "out");
+        Checks.range1(n, out, outOff, "out");
+        Checks.writable(out, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, v);
         }
@@ -242,17 +242,28 @@ final class ScalarKernels implements Kernels {
         }
     }
 
-    /** GELU (tanh approximation) of one value, in double. */
+    /**
+     * GELU (tanh approximation) of one value, in double. {@code 0.5 x (1 + tanh(u))} equals
+     * {@code x * sigmoid(2u) = x / (1 + exp(-2u))}; the last form avoids the cancellation of {@code 1 + tanh(u)}
+     * where {@code tanh(u)} is close to -1.
+     */
     static double gelu(double x) {
-        double t = Math.tanh(GELU_C * (x + GELU_K * x * x * x));
-        return 0.5 * x * (1 + t);
+        double u = GELU_C * (x + GELU_K * x * x * x);
+        return x / (1 + Math.exp(-2 * u));
     }
 
-    /** The derivative of {@link #gelu(double)}. */
+    /**
+     * The derivative of {@link #gelu(double)}: {@code s + 2 x s (1 - s) u'} with {@code s = sigmoid(2u)},
+     * {@code u' = c (1 + 3 k x^2)}, and {@code s (1 - s)} computed as {@code e s^2}, {@code e = exp(-2u)}.
+     */
     static double geluDerivative(double x) {
         double x2 = x * x;
-        double t = Math.tanh(GELU_C * (x + GELU_K * x2 * x));
-        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_C * (1 + 3 * GELU_K * x2);
+        double e = Math.exp(-2 * GELU_C * (x + GELU_K * x2 * x));
+        if (Double.isInfinite(e)) {
+            return 0; // x far below zero: gelu and its slope vanish to double precision
+        }
+        double s = 1 / (1 + e);
+        return s + 2 * x * (e * s * s) * GELU_C * (1 + 3 * GELU_K * x2);
     }
 
     @Override
@@ -307,7 +318,8 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public float dot(long n, MemorySegment x, long xOff, MemorySegment y, long yOff) {
-        Checks.range2(n, x, xOff, "x", y, yOff, "y");
+        Checks.range1(n, x, xOff, "x");
+        Checks.range(y, yOff, n, "y");
         double s = 0;
         for (long i = 0; i < n; i++) {
             s += (double) get(x, xOff + i) * get(y, yOff + i);
@@ -331,6 +343,7 @@ final class ScalarKernels implements Kernels {
     @Override
     public void softmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
         Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
+        Checks.writable(out, "out");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -351,6 +364,7 @@ final class ScalarKernels implements Kernels {
     @Override
     public void logSoftmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
         Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
+        Checks.writable(out, "out");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -374,6 +388,7 @@ final class ScalarKernels implements Kernels {
                                     MemorySegment dx, long dxOff) {
         Checks.rows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
         Checks.range(dx, dxOff, (long) rows * cols, "dx");
+        Checks.writable(dx, "dx");
         for (int r = 0; r < rows; r++) {
             long base = (long) r * cols;
             double dot = 0;
@@ -392,6 +407,7 @@ final class ScalarKernels implements Kernels {
                                        MemorySegment dx, long dxOff) {
         Checks.rows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
         Checks.range(dx, dxOff, (long) rows * cols, "dx");
+        Checks.writable(dx, "dx");
         for (int r = 0; r < rows; r++) {
             long base = (long) r * cols;
             double sum = 0;
@@ -411,10 +427,13 @@ final class ScalarKernels implements Kernels {
                               MemorySegment out, long outOff, MemorySegment mean, long meanOff,
                               MemorySegment rstd, long rstdOff) {
         Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
+        Checks.writable(out, "out");
         Checks.optionalRange(gamma, gammaOff, cols, "gamma");
         Checks.optionalRange(beta, betaOff, cols, "beta");
         Checks.optionalRange(mean, meanOff, rows, "mean");
         Checks.optionalRange(rstd, rstdOff, rows, "rstd");
+        Checks.writable(mean, "mean");
+        Checks.writable(rstd, "rstd");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -462,6 +481,9 @@ final class ScalarKernels implements Kernels {
         Checks.optionalRange(dx, dxOff, (long) rows * cols, "dx");
         Checks.optionalRange(dgamma, dgammaOff, cols, "dgamma");
         Checks.optionalRange(dbeta, dbetaOff, cols, "dbeta");
+        Checks.writable(dx, "dx");
+        Checks.writable(dgamma, "dgamma");
+        Checks.writable(dbeta, "dbeta");
         double[] dg = new double[cols];
         double[] db = new double[cols];
         for (int r = 0; r < rows; r++) {

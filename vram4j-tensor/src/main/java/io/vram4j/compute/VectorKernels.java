@@ -293,6 +293,7 @@ final class VectorKernels implements Kernels {
     @Override
     public void fill(long n, float v, MemorySegment out, long outOff) {
         Checks.range1(n, out, outOff, "out");
+        Checks.writable(out, "out");
         if (Float.floatToRawIntBits(v) == 0) {
             out.asSlice(outOff * Float.BYTES, n * Float.BYTES).fill((byte) 0);
             return;
@@ -380,19 +381,26 @@ final class VectorKernels implements Kernels {
         }
     }
 
+    /**
+     * {@code 1 / (1 + exp(-v))}, evaluated as {@code (v >= 0 ? 1 : e) / (1 + e)} with {@code e = exp(-|v|)}, which
+     * never overflows and keeps the subnormal results of large negative inputs.
+     */
+    private static FloatVector sigmoid(FloatVector v) {
+        FloatVector e = v.abs().neg().lanewise(VectorOperators.EXP);
+        FloatVector num = FloatVector.broadcast(SP, 1f).blend(e, v.compare(VectorOperators.LT, 0f));
+        return num.div(e.add(1f));
+    }
+
     @Override
     public void sigmoid(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
         Checks.range2(n, x, xOff, "x", out, outOff, "out");
-        FloatVector one = FloatVector.broadcast(SP, 1f);
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
-            FloatVector v = load(x, xOff + i);
-            store(one.div(v.neg().lanewise(VectorOperators.EXP).add(one)), out, outOff + i);
+            store(sigmoid(load(x, xOff + i)), out, outOff + i);
         }
         if (i < n) {
             VectorMask<Float> m = SP.indexInRange(i, n);
-            FloatVector v = load(x, xOff + i, m);
-            store(one.div(v.neg().lanewise(VectorOperators.EXP).add(one)), out, outOff + i, m);
+            store(sigmoid(load(x, xOff + i, m)), out, outOff + i, m);
         }
     }
 
@@ -541,7 +549,8 @@ final class VectorKernels implements Kernels {
 
     @Override
     public float dot(long n, MemorySegment x, long xOff, MemorySegment y, long yOff) {
-        Checks.range2(n, x, xOff, "x", y, yOff, "y");
+        Checks.range1(n, x, xOff, "x");
+        Checks.range(y, yOff, n, "y");
         DoubleVector s0 = DoubleVector.zero(DS);
         DoubleVector s1 = DoubleVector.zero(DS);
         long i = 0;
@@ -626,6 +635,7 @@ final class VectorKernels implements Kernels {
     @Override
     public void softmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
         Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
+        Checks.writable(out, "out");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -659,6 +669,7 @@ final class VectorKernels implements Kernels {
     @Override
     public void logSoftmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
         Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
+        Checks.writable(out, "out");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -689,6 +700,7 @@ final class VectorKernels implements Kernels {
                                     MemorySegment dx, long dxOff) {
         Checks.rows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
         Checks.range(dx, dxOff, (long) rows * cols, "dx");
+        Checks.writable(dx, "dx");
         for (int r = 0; r < rows; r++) {
             long base = (long) r * cols;
             float dot = rowDot(dy, dyOff + base, y, yOff + base, cols);
@@ -708,6 +720,7 @@ final class VectorKernels implements Kernels {
                                        MemorySegment dx, long dxOff) {
         Checks.rows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
         Checks.range(dx, dxOff, (long) rows * cols, "dx");
+        Checks.writable(dx, "dx");
         for (int r = 0; r < rows; r++) {
             long base = (long) r * cols;
             FloatVector negSum = FloatVector.broadcast(SP, -rowSum(dy, dyOff + base, cols));
@@ -730,10 +743,13 @@ final class VectorKernels implements Kernels {
                               MemorySegment out, long outOff, MemorySegment mean, long meanOff,
                               MemorySegment rstd, long rstdOff) {
         Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
+        Checks.writable(out, "out");
         Checks.optionalRange(gamma, gammaOff, cols, "gamma");
         Checks.optionalRange(beta, betaOff, cols, "beta");
         Checks.optionalRange(mean, meanOff, rows, "mean");
         Checks.optionalRange(rstd, rstdOff, rows, "rstd");
+        Checks.writable(mean, "mean");
+        Checks.writable(rstd, "rstd");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -796,6 +812,9 @@ final class VectorKernels implements Kernels {
         Checks.optionalRange(dx, dxOff, (long) rows * cols, "dx");
         Checks.optionalRange(dgamma, dgammaOff, cols, "dgamma");
         Checks.optionalRange(dbeta, dbetaOff, cols, "dbeta");
+        Checks.writable(dx, "dx");
+        Checks.writable(dgamma, "dgamma");
+        Checks.writable(dbeta, "dbeta");
         if (dgamma != null) {
             fill(cols, 0f, dgamma, dgammaOff);
         }
