@@ -3,35 +3,43 @@ package io.vram4j.compute;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.concurrent.atomic.AtomicInteger;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * Single-threaded packed and blocked sgemm on the Vector API, in the structure of Goto's algorithm (and BLIS):
+ * Packed, blocked and multi-threaded sgemm on the Vector API (the structure of Goto's algorithm and BLIS).
  *
  * <pre>
- *   for jc in [n0, n1) step NC                         columns of C and op(B)
- *     for pc in [0, k) step KC                         the shared dimension
- *       pack op(B)[pc:pc+KC, jc:jc+NC]  -> bp          KC x NR column panels, zero-padded
- *       for ic in [m0, m1) step MC                     rows of C and op(A)
- *         pack op(A)[ic:ic+MC, pc:pc+KC] -> ap         MR x KC row panels, zero-padded
- *         for jr in [0, NC) step NR                    one B panel: stays in L1 over the ir loop
- *           for ir in [0, MC) step MR
+ *   for jc in [0, n) step NB                            column blocks of C; usually one (NB = n)
+ *     phase 1 (parallel over panels):
+ *       pack op(B)[:, jc:jc+NB] -> bp                   for each KC slice: NR-column panels, zero-padded
+ *     phase 2 (parallel, dynamic): for each chunk = rows [i0, i1) x panels [p0, p1) of the C block
+ *       for pc in [0, k) step KC
+ *         pack op(A)[i0:i1, pc:pc+KC] -> ap             MR-row panels, zero-padded (thread-local, L2)
+ *         for jr in [p0, p1)                            one B panel (KC x NR, 32 KiB): stays in L1 over ir
+ *           for ir in [i0, i1) step MR
  *             micro-kernel: C[ir:ir+MR, jr:jr+NR] (+)= alpha * ap_panel * bp_panel
  * </pre>
  *
- * The micro-kernel keeps an {@code MR x NR} tile of C in {@code MR * NR / L} vector registers
- * ({@code L} = floats per vector of the preferred species: 16 with AVX-512). For each {@code p} it loads
- * {@code NR / L} vectors of the B panel and broadcasts {@code MR} values of the A panel, and does one FMA per
- * accumulator. Packing absorbs the transposes, so the kernel only ever sees one layout; it also zero-pads
- * the edges, so the kernel always computes a full tile and only the store is partial.
+ * <p><b>Micro-kernel.</b> An {@code MR x NR} = 12 x (2 vectors) tile of C lives in 24 vector registers
+ * (12 x 32 floats with AVX-512). For each {@code p} it loads two vectors of the B panel, broadcasts twelve
+ * values of the A panel and issues 24 FMAs. Packing absorbs the transposes, so the kernel sees one layout;
+ * it also zero-pads the edges, so the kernel always computes a full tile and only the store is partial.
+ * Packed buffers are heap {@code float[]}s, which C2 reads faster than segments in the inner loop.
  *
- * <p>{@code beta} is applied on the first {@code KC} block only (later blocks accumulate with beta 1); with
- * {@code beta == 0} the old C is never read. Every element of C is computed with the same sequence of
- * operations whatever rows or columns range a call covers, so splitting C between threads gives bitwise
- * the same result as one thread.
+ * <p><b>Blocking.</b> {@code KC = 256}: a B panel is 32 KiB (L1), an A block of {@code MC = 192} rows is
+ * 192 KiB (L2), and a chunk's C block stays in L2 across the {@code pc} loop. op(B) is packed once per call
+ * into one buffer shared by all threads (for very large {@code k * n} it is done per column block), so no
+ * thread packs it again; each chunk packs only its own rows of op(A).
  *
- * <p>Instances hold the packing buffers and are not thread-safe: use one per thread.
+ * <p><b>Threads.</b> Phase 1 splits the B panels, phase 2 hands chunks out from an atomic counter, so a
+ * thread that starts late or is descheduled simply takes fewer chunks. Chunks are about four per thread
+ * (rows first, columns when there are too few row panels). Small problems run on the calling thread.
+ *
+ * <p><b>Exactness.</b> {@code beta} is applied with the first {@code KC} slice (later slices accumulate);
+ * with {@code beta == 0} the old C is never read. Every element of C goes through the same operations
+ * whatever chunk computes it, so results are bitwise identical for every thread count.
  */
 final class VectorGemm {
 
@@ -41,44 +49,117 @@ final class VectorGemm {
     static final int MR = 12;
     /** Columns of the register tile: two vectors. */
     static final int NR = 2 * L;
-    /** Depth of a packed block (B panel of KC x NR floats = 32 KiB with AVX-512: L1-resident). */
-    static final int KC = 256;
-    /** Rows of a packed A block (MC x KC floats = 192 KiB: L2-resident). */
-    static final int MC = 16 * MR;
-    /** Columns of a packed B block. */
-    static final int NC = 64 * NR;
+    /** Depth of a packed slice (a B panel of KC x NR floats is 32 KiB with AVX-512). */
+    static final int KC = Integer.getInteger("kc", 256);
+    /** Most rows of a chunk (an A block of MC x KC floats is 192 KiB). */
+    static final int MC = Integer.getInteger("mcTiles", 16) * MR;
+    /** Most floats of packed B held at once (16 MiB); wider problems are split into column blocks. */
+    static final int B_CAP = 1 << 22;
+    /** Below this many multiply-adds (m * n * k) a call runs on the calling thread alone. */
+    static final long PARALLEL_MIN_MACS = 1L << 21;
 
     private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
     private static final ByteOrder BO = ByteOrder.nativeOrder();
 
-    private final float[] ap = new float[MC * KC];
-    private final float[] bp = new float[NC * KC];
-    private final float[] tile = new float[MR * NR];
+    /** Per-thread buffers: an A block, a tile for partial stores, and (for callers) the shared packed B. */
+    private static final class Workspace {
+        final float[] ap = new float[MC * KC];
+        final float[] tile = new float[MR * NR];
+        float[] bp = new float[0];
+
+        float[] bBuffer(int size) {
+            if (bp.length < size) {
+                bp = new float[size];
+            }
+            return bp;
+        }
+    }
+
+    private static final ThreadLocal<Workspace> WORKSPACE = ThreadLocal.withInitial(Workspace::new);
+
+    private VectorGemm() {
+    }
 
     /**
-     * Computes {@code C[m0:m1, n0:n1] = alpha * op(A)[m0:m1, :] * op(B)[:, n0:n1] + beta * C[m0:m1, n0:n1]}.
-     * Arguments are as in {@link Kernels#sgemm}, already validated; {@code k > 0} and {@code alpha != 0}.
+     * {@code C = alpha * op(A) * op(B) + beta * C} on validated arguments with {@code m, n, k > 0} and
+     * {@code alpha != 0}, split over up to {@code threads} threads of {@link ComputePool}.
      */
-    void gemm(boolean ta, boolean tb, int m0, int m1, int n0, int n1, int k, float alpha,
-              MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
-              float beta, MemorySegment c, long cOff, int ldc) {
-        for (int jc = n0; jc < n1; jc += NC) {
-            int nc = Math.min(NC, n1 - jc);
-            for (int pc = 0; pc < k; pc += KC) {
-                int kc = Math.min(KC, k - pc);
-                packB(tb, b, bOff, ldb, pc, kc, jc, nc);
-                float bt = pc == 0 ? beta : 1f;
-                for (int ic = m0; ic < m1; ic += MC) {
-                    int mc = Math.min(MC, m1 - ic);
-                    packA(ta, a, aOff, lda, ic, mc, pc, kc);
-                    for (int jr = 0; jr < nc; jr += NR) {
-                        int nr = Math.min(NR, nc - jr);
-                        for (int ir = 0; ir < mc; ir += MR) {
-                            int mr = Math.min(MR, mc - ir);
-                            long cAt = cOff + (long) (ic + ir) * ldc + jc + jr;
-                            kernel(ir * kc, jr * kc, kc, c, cAt, ldc, alpha, bt, mr, nr);
-                        }
-                    }
+    static void gemm(int threads, boolean ta, boolean tb, int m, int n, int k, float alpha,
+                     MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
+                     float beta, MemorySegment c, long cOff, int ldc) {
+        long macs = (long) m * n * k;
+        int parts = macs < PARALLEL_MIN_MACS ? 1 : (int) Math.min(threads, macs / (PARALLEL_MIN_MACS / 2));
+        int kBlocks = (k + KC - 1) / KC;
+        // column block width: all of n unless packed B would exceed B_CAP
+        int nb = (int) Math.min(roundUp(n, NR), Math.max(NR, (long) B_CAP / k / NR * NR));
+        Workspace caller = WORKSPACE.get();
+        for (int jc = 0; jc < n; jc += nb) {
+            int nc = Math.min(nb, n - jc);
+            int ncPad = roundUp(nc, NR);
+            int panels = ncPad / NR;
+            float[] bp = caller.bBuffer(k * ncPad);
+            int col0 = jc;
+
+            // phase 1: pack op(B)[:, jc:jc+nc]; slice pc starts at pc * ncPad, panel jr at + jr * kc
+            int packUnits = kBlocks * panels;
+            int packParts = Math.min(parts, Math.max(1, packUnits / 4));
+            AtomicInteger nextPack = new AtomicInteger();
+            ComputePool.invoke(packParts, part -> {
+                for (int u; (u = nextPack.getAndIncrement()) < packUnits; ) {
+                    int pc = (u / panels) * KC;
+                    int jr = (u % panels) * NR;
+                    packB(tb, b, bOff, ldb, pc, Math.min(KC, k - pc), col0 + jr, Math.min(NR, nc - jr),
+                            bp, pc * ncPad + jr * Math.min(KC, k - pc));
+                }
+            });
+
+            // phase 2: chunks of rows x panels, handed out dynamically
+            int mTiles = (m + MR - 1) / MR;
+            int want = parts == 1 ? 1 : 4 * parts;
+            int rowTiles = Math.max(1, Math.min(MC / MR, (mTiles + want - 1) / want));
+            int rowChunks = (mTiles + rowTiles - 1) / rowTiles;
+            int colChunks = rowChunks >= 2 * parts ? 1 : Math.min(panels, (want + rowChunks - 1) / rowChunks);
+            int panelsPerChunk = (panels + colChunks - 1) / colChunks;
+            colChunks = (panels + panelsPerChunk - 1) / panelsPerChunk;
+            int chunks = rowChunks * colChunks;
+            int chunkCols = colChunks;
+            AtomicInteger nextChunk = new AtomicInteger();
+            ComputePool.invoke(Math.min(parts, chunks), part -> {
+                Workspace ws = part == 0 ? caller : WORKSPACE.get();
+                for (int u; (u = nextChunk.getAndIncrement()) < chunks; ) {
+                    int i0 = (u / chunkCols) * rowTiles * MR;
+                    int i1 = Math.min(m, i0 + rowTiles * MR);
+                    int p0 = (u % chunkCols) * panelsPerChunk;
+                    int p1 = Math.min(panels, p0 + panelsPerChunk);
+                    chunk(ws, ta, i0, i1, p0, p1, col0, nc, ncPad, k, alpha, a, aOff, lda, bp, beta, c, cOff, ldc);
+                }
+            });
+        }
+    }
+
+    private static int roundUp(int v, int unit) {
+        return (v + unit - 1) / unit * unit;
+    }
+
+    /** Computes rows [i0, i1) x panels [p0, p1) of the current column block (starting at column col0). */
+    private static void chunk(Workspace ws, boolean ta, int i0, int i1, int p0, int p1, int col0, int nc, int ncPad,
+                              int k, float alpha, MemorySegment a, long aOff, int lda, float[] bp,
+                              float beta, MemorySegment c, long cOff, int ldc) {
+        float[] ap = ws.ap;
+        float[] tile = ws.tile;
+        int mc = i1 - i0;
+        for (int pc = 0; pc < k; pc += KC) {
+            int kc = Math.min(KC, k - pc);
+            packA(ta, a, aOff, lda, i0, mc, pc, kc, ap);
+            float bt = pc == 0 ? beta : 1f;
+            int sliceAt = pc * ncPad;
+            for (int p = p0; p < p1; p++) {
+                int jr = p * NR;
+                int nr = Math.min(NR, nc - jr);
+                int bo = sliceAt + jr * kc;
+                for (int ir = 0; ir < mc; ir += MR) {
+                    long cAt = cOff + (long) (i0 + ir) * ldc + col0 + jr;
+                    kernel(ap, ir * kc, bp, bo, kc, tile, c, cAt, ldc, alpha, bt, Math.min(MR, mc - ir), nr);
                 }
             }
         }
@@ -87,8 +168,8 @@ final class VectorGemm {
     // ------------------------------------------------------------------------------------------------ packing
 
     /** Packs op(A)[ic:ic+mc, pc:pc+kc] as MR-row panels: element (i, p) at (i / MR) * MR * kc + p * MR + i % MR. */
-    private void packA(boolean ta, MemorySegment a, long aOff, int lda, int ic, int mc, int pc, int kc) {
-        float[] ap = this.ap;
+    private static void packA(boolean ta, MemorySegment a, long aOff, int lda, int ic, int mc, int pc, int kc,
+                              float[] ap) {
         for (int ir = 0; ir < mc; ir += MR) {
             int mr = Math.min(MR, mc - ir);
             int base = ir * kc;
@@ -118,45 +199,41 @@ final class VectorGemm {
         }
     }
 
-    /** Packs op(B)[pc:pc+kc, jc:jc+nc] as NR-column panels: element (p, j) at (j / NR) * NR * kc + p * NR + j % NR. */
-    private void packB(boolean tb, MemorySegment b, long bOff, int ldb, int pc, int kc, int jc, int nc) {
-        float[] bp = this.bp;
-        for (int jr = 0; jr < nc; jr += NR) {
-            int nr = Math.min(NR, nc - jr);
-            int base = jr * kc;
-            if (!tb) {
-                if (nr == NR) {
-                    for (int p = 0; p < kc; p++) {
-                        long row = (bOff + (long) (pc + p) * ldb + jc + jr) * Float.BYTES;
-                        int o = base + p * NR;
-                        for (int v = 0; v < NR; v += L) {
-                            FloatVector.fromMemorySegment(SP, b, row + (long) v * Float.BYTES, BO).intoArray(bp, o + v);
-                        }
-                    }
-                } else {
-                    for (int p = 0; p < kc; p++) {
-                        long row = (bOff + (long) (pc + p) * ldb + jc + jr) * Float.BYTES;
-                        int o = base + p * NR;
-                        for (int j = 0; j < nr; j++) {
-                            bp[o + j] = b.get(F, row + (long) j * Float.BYTES);
-                        }
-                        for (int j = nr; j < NR; j++) {
-                            bp[o + j] = 0f;
-                        }
+    /** Packs one panel op(B)[pc:pc+kc, j0:j0+nr] (nr <= NR) at bp[base..]: element (p, j) at base + p * NR + j. */
+    private static void packB(boolean tb, MemorySegment b, long bOff, int ldb, int pc, int kc, int j0, int nr,
+                              float[] bp, int base) {
+        if (!tb) {
+            if (nr == NR) {
+                for (int p = 0; p < kc; p++) {
+                    long row = (bOff + (long) (pc + p) * ldb + j0) * Float.BYTES;
+                    int o = base + p * NR;
+                    for (int v = 0; v < NR; v += L) {
+                        FloatVector.fromMemorySegment(SP, b, row + (long) v * Float.BYTES, BO).intoArray(bp, o + v);
                     }
                 }
             } else {
-                for (int j = 0; j < nr; j++) {
-                    long col = (bOff + (long) (jc + jr + j) * ldb + pc) * Float.BYTES;
-                    for (int p = 0, o = base + j; p < kc; p++, o += NR) {
-                        bp[o] = b.get(F, col + (long) p * Float.BYTES);
+                for (int p = 0; p < kc; p++) {
+                    long row = (bOff + (long) (pc + p) * ldb + j0) * Float.BYTES;
+                    int o = base + p * NR;
+                    for (int j = 0; j < nr; j++) {
+                        bp[o + j] = b.get(F, row + (long) j * Float.BYTES);
+                    }
+                    for (int j = nr; j < NR; j++) {
+                        bp[o + j] = 0f;
                     }
                 }
-                if (nr < NR) {
-                    for (int p = 0; p < kc; p++) {
-                        for (int j = nr; j < NR; j++) {
-                            bp[base + p * NR + j] = 0f;
-                        }
+            }
+        } else {
+            for (int j = 0; j < nr; j++) {
+                long col = (bOff + (long) (j0 + j) * ldb + pc) * Float.BYTES;
+                for (int p = 0, o = base + j; p < kc; p++, o += NR) {
+                    bp[o] = b.get(F, col + (long) p * Float.BYTES);
+                }
+            }
+            if (nr < NR) {
+                for (int p = 0; p < kc; p++) {
+                    for (int j = nr; j < NR; j++) {
+                        bp[base + p * NR + j] = 0f;
                     }
                 }
             }
@@ -165,10 +242,13 @@ final class VectorGemm {
 
     // ------------------------------------------------------------------------------------------------ micro-kernel
 
-    private void kernel(int ao, int bo, int kc, MemorySegment c, long cAt, int ldc, float alpha, float beta,
-                        int mr, int nr) {
-        float[] ap = this.ap;
-        float[] bp = this.bp;
+    /**
+     * The micro-kernel: accumulates the {@code MR x NR} product of one packed A panel ({@code ap[ao..]},
+     * {@code kc x MR}) and one packed B panel ({@code bp[bo..]}, {@code kc x NR}) in registers, then stores the
+     * {@code mr x nr} valid part into C through {@code tile}.
+     */
+    private static void kernel(float[] ap, int ao, float[] bp, int bo, int kc, float[] tile,
+                               MemorySegment c, long cAt, int ldc, float alpha, float beta, int mr, int nr) {
         FloatVector z = FloatVector.zero(SP);
         FloatVector c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
         FloatVector c40 = z, c41 = z, c50 = z, c51 = z, c60 = z, c61 = z, c70 = z, c71 = z;

@@ -26,11 +26,6 @@ final class VectorKernels implements Kernels {
 
     private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
 
-    /** Below this many multiply-adds (m * n * k) an sgemm runs on the calling thread alone. */
-    static final long PARALLEL_MIN_MACS = 1L << 21;
-
-    private static final ThreadLocal<VectorGemm> GEMM = ThreadLocal.withInitial(VectorGemm::new);
-
     private final int threads;
 
     private VectorKernels(int threads) {
@@ -88,9 +83,9 @@ final class VectorKernels implements Kernels {
                 c, cOff, ldc, strideC);
         long macs = (long) m * n * k;
         boolean shareable = shareable(a) && shareable(b) && shareable(c);
-        if (shareable && threads > 1 && (batch >= 2 * threads || (batch > 1 && macs < PARALLEL_MIN_MACS))) {
+        if (shareable && threads > 1 && (batch >= 2 * threads || (batch > 1 && macs < VectorGemm.PARALLEL_MIN_MACS))) {
             // whole products per thread: contiguous chunks of the batch
-            int parts = (int) Math.min(threads, Math.max(1, Math.min(batch, (long) batch * macs / PARALLEL_MIN_MACS)));
+            int parts = (int) Math.min(threads, Math.max(1, Math.min(batch, (long) batch * macs / VectorGemm.PARALLEL_MIN_MACS)));
             ComputePool.invoke(parts, part -> {
                 int from = (int) ((long) batch * part / parts);
                 int to = (int) ((long) batch * (part + 1) / parts);
@@ -118,32 +113,10 @@ final class VectorKernels implements Kernels {
             scaleMatrix(m, n, beta, c, cOff, ldc);
             return;
         }
-        long macs = (long) m * n * k;
-        if (threads > 1 && macs >= PARALLEL_MIN_MACS && !(shareable(a) && shareable(b) && shareable(c))) {
+        if (threads > 1 && !(shareable(a) && shareable(b) && shareable(c))) {
             threads = 1;
         }
-        int mTiles = (m + VectorGemm.MR - 1) / VectorGemm.MR;
-        int nTiles = (n + VectorGemm.NR - 1) / VectorGemm.NR;
-        int parts = macs < PARALLEL_MIN_MACS ? 1 : (int) Math.min(threads, Math.max(1, macs / (PARALLEL_MIN_MACS / 2)));
-        boolean byRows = mTiles >= nTiles || nTiles < parts;
-        parts = Math.min(parts, byRows ? mTiles : nTiles);
-        if (parts <= 1) {
-            GEMM.get().gemm(ta, tb, 0, m, 0, n, k, alpha, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc);
-            return;
-        }
-        int tiles = byRows ? mTiles : nTiles;
-        int unit = byRows ? VectorGemm.MR : VectorGemm.NR;
-        int nparts = parts;
-        ComputePool.invoke(parts, part -> {
-            int from = (int) ((long) tiles * part / nparts) * unit;
-            int to = Math.min(byRows ? m : n, (int) ((long) tiles * (part + 1) / nparts) * unit);
-            VectorGemm g = GEMM.get();
-            if (byRows) {
-                g.gemm(ta, tb, from, to, 0, n, k, alpha, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc);
-            } else {
-                g.gemm(ta, tb, 0, m, from, to, k, alpha, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc);
-            }
-        });
+        VectorGemm.gemm(threads, ta, tb, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc);
     }
 
     /** A thread that never runs: only non-confined segments are accessible by it. */

@@ -7,7 +7,9 @@ import java.util.Random;
 
 /**
  * Prints sgemm throughput (GFLOP/s) of the best kernels for square row-major problems, for 1 and 2
- * threads. Not a test and not JMH: a quick probe to run by hand, e.g. from {@code vram4j-tensor}:
+ * threads: from the mean and the best wall time and, single-threaded, from the calling thread's CPU time
+ * (which stays meaningful on a machine shared with other work). Not a test and not JMH: a quick probe to run
+ * by hand, e.g. from {@code vram4j-tensor}:
  *
  * <pre>
  *   java --add-modules jdk.incubator.vector -cp target/classes:target/test-classes \
@@ -39,6 +41,7 @@ public final class GemmProbe {
             }
         }
         Kernels base = Kernels.best();
+        java.lang.management.ThreadMXBean cpu = java.lang.management.ManagementFactory.getThreadMXBean();
         System.out.println("kernels: " + base + ", " + Runtime.getRuntime().availableProcessors() + " cpus"
                 + (ta ? ", A transposed" : "") + (tb ? ", B transposed" : ""));
         Random rnd = new Random(1);
@@ -57,6 +60,7 @@ public final class GemmProbe {
                     }
                     int reps = 0;
                     double best = Double.MAX_VALUE;
+                    long cpu0 = cpu.getCurrentThreadCpuTime();
                     long start = System.nanoTime();
                     long budget = (long) (seconds * 1e9);
                     while (System.nanoTime() - start < budget || reps < 3) {
@@ -66,8 +70,10 @@ public final class GemmProbe {
                         reps++;
                     }
                     double mean = (System.nanoTime() - start) / (double) reps;
-                    System.out.printf("n=%5d threads=%d  mean %7.1f GFLOP/s  best %7.1f GFLOP/s  (%d reps)%n",
-                            n, t, flop / mean, flop / best, reps);
+                    double cpuMean = (cpu.getCurrentThreadCpuTime() - cpu0) / (double) reps;
+                    System.out.printf("n=%5d threads=%d  mean %7.1f GFLOP/s  best %7.1f GFLOP/s%s  (%d reps)%n",
+                            n, t, flop / mean, flop / best,
+                            t == 1 ? String.format("  per cpu-second %7.1f GFLOP/s", flop / cpuMean) : "", reps);
                 }
             }
         }
