@@ -3,7 +3,6 @@ package io.vram4j.compute;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
-import java.util.concurrent.atomic.AtomicInteger;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -50,11 +49,13 @@ final class VectorGemm {
     /** Columns of the register tile: two vectors. */
     static final int NR = 2 * L;
     /** Depth of a packed slice (a B panel of KC x NR floats is 32 KiB with AVX-512). */
-    static final int KC = Integer.getInteger("kc", 256);
+    static int KC = Integer.getInteger("kc", 256);
     /** Most rows of a chunk (an A block of MC x KC floats is 192 KiB). */
-    static final int MC = Integer.getInteger("mcTiles", 16) * MR;
+    static int MC = Integer.getInteger("mcTiles", 16) * MR;
     /** Most floats of packed B held at once (16 MiB); wider problems are split into column blocks. */
     static final int B_CAP = 1 << 22;
+    /** Below this many floats of op(B) the calling thread packs it alone. */
+    static final long PARALLEL_PACK_MIN = 1L << 18;
     /** Below this many multiply-adds (m * n * k) a call runs on the calling thread alone. */
     static final long PARALLEL_MIN_MACS = 1L << 21;
 
@@ -63,7 +64,7 @@ final class VectorGemm {
 
     /** Per-thread buffers: an A block, a tile for partial stores, and (for callers) the shared packed B. */
     private static final class Workspace {
-        final float[] ap = new float[MC * KC];
+        final float[] ap = new float[64 * MR * 1024];
         final float[] tile = new float[MR * NR];
         float[] bp = new float[0];
 
@@ -102,15 +103,12 @@ final class VectorGemm {
 
             // phase 1: pack op(B)[:, jc:jc+nc]; slice pc starts at pc * ncPad, panel jr at + jr * kc
             int packUnits = kBlocks * panels;
-            int packParts = Math.min(parts, Math.max(1, packUnits / 4));
-            AtomicInteger nextPack = new AtomicInteger();
-            ComputePool.invoke(packParts, part -> {
-                for (int u; (u = nextPack.getAndIncrement()) < packUnits; ) {
-                    int pc = (u / panels) * KC;
-                    int jr = (u % panels) * NR;
-                    packB(tb, b, bOff, ldb, pc, Math.min(KC, k - pc), col0 + jr, Math.min(NR, nc - jr),
-                            bp, pc * ncPad + jr * Math.min(KC, k - pc));
-                }
+            boolean packInParallel = parts > 1 && (long) k * ncPad >= PARALLEL_PACK_MIN;
+            ComputePool.forEach(packInParallel ? parts - 1 : 0, packUnits, u -> {
+                int pc = (u / panels) * KC;
+                int kc = Math.min(KC, k - pc);
+                int jr = (u % panels) * NR;
+                packB(tb, b, bOff, ldb, pc, kc, col0 + jr, Math.min(NR, nc - jr), bp, pc * ncPad + jr * kc);
             });
 
             // phase 2: chunks of rows x panels, handed out dynamically
@@ -120,19 +118,14 @@ final class VectorGemm {
             int rowChunks = (mTiles + rowTiles - 1) / rowTiles;
             int colChunks = rowChunks >= 2 * parts ? 1 : Math.min(panels, (want + rowChunks - 1) / rowChunks);
             int panelsPerChunk = (panels + colChunks - 1) / colChunks;
-            colChunks = (panels + panelsPerChunk - 1) / panelsPerChunk;
-            int chunks = rowChunks * colChunks;
-            int chunkCols = colChunks;
-            AtomicInteger nextChunk = new AtomicInteger();
-            ComputePool.invoke(Math.min(parts, chunks), part -> {
-                Workspace ws = part == 0 ? caller : WORKSPACE.get();
-                for (int u; (u = nextChunk.getAndIncrement()) < chunks; ) {
-                    int i0 = (u / chunkCols) * rowTiles * MR;
-                    int i1 = Math.min(m, i0 + rowTiles * MR);
-                    int p0 = (u % chunkCols) * panelsPerChunk;
-                    int p1 = Math.min(panels, p0 + panelsPerChunk);
-                    chunk(ws, ta, i0, i1, p0, p1, col0, nc, ncPad, k, alpha, a, aOff, lda, bp, beta, c, cOff, ldc);
-                }
+            int chunkCols = (panels + panelsPerChunk - 1) / panelsPerChunk;
+            ComputePool.forEach(parts - 1, rowChunks * chunkCols, u -> {
+                int i0 = (u / chunkCols) * rowTiles * MR;
+                int i1 = Math.min(m, i0 + rowTiles * MR);
+                int p0 = (u % chunkCols) * panelsPerChunk;
+                int p1 = Math.min(panels, p0 + panelsPerChunk);
+                chunk(WORKSPACE.get(), ta, i0, i1, p0, p1, col0, nc, ncPad, k, alpha, a, aOff, lda, bp, beta,
+                        c, cOff, ldc);
             });
         }
     }
@@ -148,10 +141,14 @@ final class VectorGemm {
         float[] ap = ws.ap;
         float[] tile = ws.tile;
         int mc = i1 - i0;
+        if (beta != 0f && beta != 1f) {
+            // C = beta * C first; the kernels then add alpha * A * B (same rounding as fma(acc, alpha, beta * c))
+            scaleC(c, cOff, ldc, i0, i1, col0 + p0 * NR, col0 + Math.min(nc, p1 * NR), beta);
+        }
         for (int pc = 0; pc < k; pc += KC) {
             int kc = Math.min(KC, k - pc);
             packA(ta, a, aOff, lda, i0, mc, pc, kc, ap);
-            float bt = pc == 0 ? beta : 1f;
+            boolean overwrite = pc == 0 && beta == 0f;
             int sliceAt = pc * ncPad;
             for (int p = p0; p < p1; p++) {
                 int jr = p * NR;
@@ -159,7 +156,7 @@ final class VectorGemm {
                 int bo = sliceAt + jr * kc;
                 for (int ir = 0; ir < mc; ir += MR) {
                     long cAt = cOff + (long) (i0 + ir) * ldc + col0 + jr;
-                    kernel(ap, ir * kc, bp, bo, kc, tile, c, cAt, ldc, alpha, bt, Math.min(MR, mc - ir), nr);
+                    kernel(ap, ir * kc, bp, bo, kc, tile, c, cAt, ldc, alpha, overwrite, Math.min(MR, mc - ir), nr);
                 }
             }
         }
@@ -248,7 +245,7 @@ final class VectorGemm {
      * {@code mr x nr} valid part into C through {@code tile}.
      */
     private static void kernel(float[] ap, int ao, float[] bp, int bo, int kc, float[] tile,
-                               MemorySegment c, long cAt, int ldc, float alpha, float beta, int mr, int nr) {
+                               MemorySegment c, long cAt, int ldc, float alpha, boolean overwrite, int mr, int nr) {
         FloatVector z = FloatVector.zero(SP);
         FloatVector c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
         FloatVector c40 = z, c41 = z, c50 = z, c51 = z, c60 = z, c61 = z, c70 = z, c71 = z;
@@ -293,6 +290,77 @@ final class VectorGemm {
             cb0 = av.fma(b0, cb0);
             cb1 = av.fma(b1, cb1);
         }
+        if (mr == MR && nr == NR) {
+            // full tile: update C straight from the registers
+            FloatVector va = FloatVector.broadcast(SP, alpha);
+            long ld = (long) ldc * Float.BYTES;
+            long h = (long) L * Float.BYTES;
+            long at = cAt * Float.BYTES;
+            if (overwrite) {
+                c00.mul(va).intoMemorySegment(c, at, BO);
+                c01.mul(va).intoMemorySegment(c, at + h, BO);
+                c10.mul(va).intoMemorySegment(c, at + 1 * ld, BO);
+                c11.mul(va).intoMemorySegment(c, at + 1 * ld + h, BO);
+                c20.mul(va).intoMemorySegment(c, at + 2 * ld, BO);
+                c21.mul(va).intoMemorySegment(c, at + 2 * ld + h, BO);
+                c30.mul(va).intoMemorySegment(c, at + 3 * ld, BO);
+                c31.mul(va).intoMemorySegment(c, at + 3 * ld + h, BO);
+                c40.mul(va).intoMemorySegment(c, at + 4 * ld, BO);
+                c41.mul(va).intoMemorySegment(c, at + 4 * ld + h, BO);
+                c50.mul(va).intoMemorySegment(c, at + 5 * ld, BO);
+                c51.mul(va).intoMemorySegment(c, at + 5 * ld + h, BO);
+                c60.mul(va).intoMemorySegment(c, at + 6 * ld, BO);
+                c61.mul(va).intoMemorySegment(c, at + 6 * ld + h, BO);
+                c70.mul(va).intoMemorySegment(c, at + 7 * ld, BO);
+                c71.mul(va).intoMemorySegment(c, at + 7 * ld + h, BO);
+                c80.mul(va).intoMemorySegment(c, at + 8 * ld, BO);
+                c81.mul(va).intoMemorySegment(c, at + 8 * ld + h, BO);
+                c90.mul(va).intoMemorySegment(c, at + 9 * ld, BO);
+                c91.mul(va).intoMemorySegment(c, at + 9 * ld + h, BO);
+                ca0.mul(va).intoMemorySegment(c, at + 10 * ld, BO);
+                ca1.mul(va).intoMemorySegment(c, at + 10 * ld + h, BO);
+                cb0.mul(va).intoMemorySegment(c, at + 11 * ld, BO);
+                cb1.mul(va).intoMemorySegment(c, at + 11 * ld + h, BO);
+            } else {
+                c00.fma(va, FloatVector.fromMemorySegment(SP, c, at, BO)).intoMemorySegment(c, at, BO);
+                c01.fma(va, FloatVector.fromMemorySegment(SP, c, at + h, BO))
+                        .intoMemorySegment(c, at + h, BO);
+                c10.fma(va, FloatVector.fromMemorySegment(SP, c, at + 1 * ld, BO)).intoMemorySegment(c, at + 1 * ld, BO);
+                c11.fma(va, FloatVector.fromMemorySegment(SP, c, at + 1 * ld + h, BO))
+                        .intoMemorySegment(c, at + 1 * ld + h, BO);
+                c20.fma(va, FloatVector.fromMemorySegment(SP, c, at + 2 * ld, BO)).intoMemorySegment(c, at + 2 * ld, BO);
+                c21.fma(va, FloatVector.fromMemorySegment(SP, c, at + 2 * ld + h, BO))
+                        .intoMemorySegment(c, at + 2 * ld + h, BO);
+                c30.fma(va, FloatVector.fromMemorySegment(SP, c, at + 3 * ld, BO)).intoMemorySegment(c, at + 3 * ld, BO);
+                c31.fma(va, FloatVector.fromMemorySegment(SP, c, at + 3 * ld + h, BO))
+                        .intoMemorySegment(c, at + 3 * ld + h, BO);
+                c40.fma(va, FloatVector.fromMemorySegment(SP, c, at + 4 * ld, BO)).intoMemorySegment(c, at + 4 * ld, BO);
+                c41.fma(va, FloatVector.fromMemorySegment(SP, c, at + 4 * ld + h, BO))
+                        .intoMemorySegment(c, at + 4 * ld + h, BO);
+                c50.fma(va, FloatVector.fromMemorySegment(SP, c, at + 5 * ld, BO)).intoMemorySegment(c, at + 5 * ld, BO);
+                c51.fma(va, FloatVector.fromMemorySegment(SP, c, at + 5 * ld + h, BO))
+                        .intoMemorySegment(c, at + 5 * ld + h, BO);
+                c60.fma(va, FloatVector.fromMemorySegment(SP, c, at + 6 * ld, BO)).intoMemorySegment(c, at + 6 * ld, BO);
+                c61.fma(va, FloatVector.fromMemorySegment(SP, c, at + 6 * ld + h, BO))
+                        .intoMemorySegment(c, at + 6 * ld + h, BO);
+                c70.fma(va, FloatVector.fromMemorySegment(SP, c, at + 7 * ld, BO)).intoMemorySegment(c, at + 7 * ld, BO);
+                c71.fma(va, FloatVector.fromMemorySegment(SP, c, at + 7 * ld + h, BO))
+                        .intoMemorySegment(c, at + 7 * ld + h, BO);
+                c80.fma(va, FloatVector.fromMemorySegment(SP, c, at + 8 * ld, BO)).intoMemorySegment(c, at + 8 * ld, BO);
+                c81.fma(va, FloatVector.fromMemorySegment(SP, c, at + 8 * ld + h, BO))
+                        .intoMemorySegment(c, at + 8 * ld + h, BO);
+                c90.fma(va, FloatVector.fromMemorySegment(SP, c, at + 9 * ld, BO)).intoMemorySegment(c, at + 9 * ld, BO);
+                c91.fma(va, FloatVector.fromMemorySegment(SP, c, at + 9 * ld + h, BO))
+                        .intoMemorySegment(c, at + 9 * ld + h, BO);
+                ca0.fma(va, FloatVector.fromMemorySegment(SP, c, at + 10 * ld, BO)).intoMemorySegment(c, at + 10 * ld, BO);
+                ca1.fma(va, FloatVector.fromMemorySegment(SP, c, at + 10 * ld + h, BO))
+                        .intoMemorySegment(c, at + 10 * ld + h, BO);
+                cb0.fma(va, FloatVector.fromMemorySegment(SP, c, at + 11 * ld, BO)).intoMemorySegment(c, at + 11 * ld, BO);
+                cb1.fma(va, FloatVector.fromMemorySegment(SP, c, at + 11 * ld + h, BO))
+                        .intoMemorySegment(c, at + 11 * ld + h, BO);
+            }
+            return;
+        }
         float[] t = tile;
         c00.intoArray(t, 0);
         c01.intoArray(t, 0 + L);
@@ -318,49 +386,35 @@ final class VectorGemm {
         ca1.intoArray(t, 10 * NR + L);
         cb0.intoArray(t, 11 * NR);
         cb1.intoArray(t, 11 * NR + L);
-        if (mr == MR && nr == NR) {
-            storeFull(t, c, cAt, ldc, alpha, beta);
-        } else {
-            storePartial(t, c, cAt, ldc, alpha, beta, mr, nr);
-        }
+        storePartial(t, c, cAt, ldc, alpha, overwrite, mr, nr);
     }
 
-    /**
-     * C tile (+)= the accumulator tile {@code t}: {@code C = alpha * t} when beta is 0 (old C not read),
-     * else {@code C = alpha * t + beta * C} with one rounding for the final multiply-add.
-     */
-    private static void storeFull(float[] t, MemorySegment c, long cAt, int ldc, float alpha, float beta) {
-        FloatVector av = FloatVector.broadcast(SP, alpha);
-        long ld = (long) ldc * Float.BYTES;
-        long row = cAt * Float.BYTES;
-        for (int r = 0; r < MR; r++, row += ld) {
-            for (int v = 0; v < NR; v += L) {
-                FloatVector acc = FloatVector.fromArray(SP, t, r * NR + v);
-                long at = row + (long) v * Float.BYTES;
-                FloatVector out;
-                if (beta == 0f) {
-                    out = acc.mul(av);
-                } else {
-                    FloatVector old = FloatVector.fromMemorySegment(SP, c, at, BO);
-                    if (beta != 1f) {
-                        old = old.mul(beta);
-                    }
-                    out = acc.fma(av, old);
-                }
-                out.intoMemorySegment(c, at, BO);
-            }
-        }
-    }
-
-    private static void storePartial(float[] t, MemorySegment c, long cAt, int ldc, float alpha, float beta,
+    /** Edge tiles: C = alpha * t (overwrite) or C = alpha * t + C, for the valid mr x nr part of the tile. */
+    private static void storePartial(float[] t, MemorySegment c, long cAt, int ldc, float alpha, boolean overwrite,
                                      int mr, int nr) {
         for (int r = 0; r < mr; r++) {
             long row = (cAt + (long) r * ldc) * Float.BYTES;
             for (int j = 0; j < nr; j++) {
                 long at = row + (long) j * Float.BYTES;
                 float v = t[r * NR + j];
-                float out = beta == 0f ? alpha * v : Math.fma(v, alpha, beta == 1f ? c.get(F, at) : beta * c.get(F, at));
-                c.set(F, at, out);
+                c.set(F, at, overwrite ? alpha * v : Math.fma(v, alpha, c.get(F, at)));
+            }
+        }
+    }
+
+    /** C[i0:i1, j0:j1] *= beta (beta is neither 0 nor 1). */
+    private static void scaleC(MemorySegment c, long cOff, int ldc, int i0, int i1, int j0, int j1, float beta) {
+        int w = j1 - j0;
+        for (int i = i0; i < i1; i++) {
+            long row = (cOff + (long) i * ldc + j0) * Float.BYTES;
+            int j = 0;
+            for (int bound = SP.loopBound(w); j < bound; j += L) {
+                long at = row + (long) j * Float.BYTES;
+                FloatVector.fromMemorySegment(SP, c, at, BO).mul(beta).intoMemorySegment(c, at, BO);
+            }
+            for (; j < w; j++) {
+                long at = row + (long) j * Float.BYTES;
+                c.set(F, at, beta * c.get(F, at));
             }
         }
     }

@@ -84,16 +84,10 @@ final class VectorKernels implements Kernels {
         long macs = (long) m * n * k;
         boolean shareable = shareable(a) && shareable(b) && shareable(c);
         if (shareable && threads > 1 && (batch >= 2 * threads || (batch > 1 && macs < VectorGemm.PARALLEL_MIN_MACS))) {
-            // whole products per thread: contiguous chunks of the batch
+            // whole products per thread, handed out one at a time
             int parts = (int) Math.min(threads, Math.max(1, Math.min(batch, (long) batch * macs / VectorGemm.PARALLEL_MIN_MACS)));
-            ComputePool.invoke(parts, part -> {
-                int from = (int) ((long) batch * part / parts);
-                int to = (int) ((long) batch * (part + 1) / parts);
-                for (int i = from; i < to; i++) {
-                    gemm(1, transA, transB, m, n, k, alpha, a, aOff + i * strideA, lda, b, bOff + i * strideB, ldb,
-                            beta, c, cOff + i * strideC, ldc);
-                }
-            });
+            ComputePool.forEach(parts - 1, batch, i -> gemm(1, transA, transB, m, n, k, alpha, a, aOff + i * strideA,
+                    lda, b, bOff + i * strideB, ldb, beta, c, cOff + i * strideC, ldc));
         } else {
             for (int i = 0; i < batch; i++) {
                 gemm(threads, transA, transB, m, n, k, alpha, a, aOff + i * strideA, lda, b, bOff + i * strideB, ldb,
