@@ -54,6 +54,7 @@ final class Checks {
         matrix(a, aOff, transA ? k : m, transA ? m : k, lda, "A");
         matrix(b, bOff, transB ? n : k, transB ? k : n, ldb, "B");
         matrix(c, cOff, m, n, ldc, "C");
+        writable(c, "C");
     }
 
     /** Validates sgemmBatched arguments (the first and last matrix of each batch operand). */
@@ -74,6 +75,46 @@ final class Checks {
             gemm(transA, transB, m, n, k, a, aOff + last * strideA, lda, b, bOff + last * strideB, ldb,
                     c, cOff + last * strideC, ldc);
         }
+    }
+
+    /** Checks that an output segment (if not null) may be written. */
+    static void writable(MemorySegment s, String name) {
+        if (s != null && s.isReadOnly()) {
+            throw new IllegalArgumentException(name + " is a read-only segment");
+        }
+    }
+
+    /** Checks {@code n >= 0} and one range of {@code n} floats. */
+    static void range1(long n, MemorySegment x, long xOff, String xName) {
+        nonNegative(n, "n");
+        range(x, xOff, n, xName);
+    }
+
+    /** Checks {@code n >= 0} and two ranges of {@code n} floats; the second is an output. */
+    static void range2(long n, MemorySegment x, long xOff, String xName, MemorySegment y, long yOff, String yName) {
+        nonNegative(n, "n");
+        range(x, xOff, n, xName);
+        range(y, yOff, n, yName);
+        writable(y, yName);
+    }
+
+    /** Checks {@code n >= 0} and three ranges of {@code n} floats; the third is an output. */
+    static void range3(long n, MemorySegment x, long xOff, String xName, MemorySegment y, long yOff, String yName,
+                       MemorySegment z, long zOff, String zName) {
+        nonNegative(n, "n");
+        range(x, xOff, n, xName);
+        range(y, yOff, n, yName);
+        range(z, zOff, n, zName);
+        writable(z, zName);
+    }
+
+    /** Checks a row kernel's sizes and its two {@code rows x cols} operands. */
+    static void rows(int rows, int cols, MemorySegment x, long xOff, String xName,
+                     MemorySegment y, long yOff, String yName) {
+        rows(rows, cols);
+        long n = (long) rows * cols;
+        range(x, xOff, n, xName);
+        range(y, yOff, n, yName);
     }
 
     static void rows(int rows, int cols) {

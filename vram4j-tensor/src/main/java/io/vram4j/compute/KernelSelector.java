@@ -54,7 +54,7 @@ final class KernelSelector {
     }
 
     private static final class BestHolder {
-        static final Kernels BEST = choose();
+        static final Kernels BEST = choose(System.getProperty(PROPERTY, ""));
     }
 
     static int defaultThreads() {
@@ -89,8 +89,9 @@ final class KernelSelector {
         return BestHolder.BEST;
     }
 
-    private static Kernels choose() {
-        String want = System.getProperty(PROPERTY, "").trim();
+    /** Picks the kernels for a {@code vram4j.compute} value: "scalar", "vector" or "" (automatic). */
+    static Kernels choose(String property) {
+        String want = property == null ? "" : property.trim();
         Kernels chosen;
         if (want.equalsIgnoreCase("scalar")) {
             chosen = ScalarKernels.INSTANCE;

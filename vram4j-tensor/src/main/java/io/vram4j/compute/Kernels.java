@@ -31,11 +31,11 @@ import java.lang.foreign.MemorySegment;
  * long as no thread writes memory another is reading or writing.
  *
  * <h2>Exceptions</h2>
- * {@link IllegalArgumentException} for negative sizes or bad leading dimensions;
- * {@link IndexOutOfBoundsException} when a range does not fit its segment (checked before anything is
- * written); and whatever the segment itself throws on access ({@link IllegalStateException} when its arena
- * is closed or it is confined to another thread, {@link UnsupportedOperationException} when writing a
- * read-only segment).
+ * {@link IllegalArgumentException} for negative sizes or bad leading dimensions, and (as FFM throws it)
+ * when an output segment is read-only; {@link IndexOutOfBoundsException} when a range does not fit its
+ * segment; {@link NullPointerException} for a null segment that is not optional. These are checked before
+ * anything is written. Segment access may also throw {@link IllegalStateException} (its arena is closed)
+ * or {@link WrongThreadException} (it is confined to another thread).
  */
 public interface Kernels {
 

@@ -102,23 +102,9 @@ final class ScalarKernels implements Kernels {
 
     // ------------------------------------------------------------------------------------------------ binary
 
-    private static void check3(long n, MemorySegment a, long aOff, MemorySegment b, long bOff,
-                               MemorySegment out, long outOff) {
-        Checks.nonNegative(n, "n");
-        Checks.range(a, aOff, n, "a");
-        Checks.range(b, bOff, n, "b");
-        Checks.range(out, outOff, n, "out");
-    }
-
-    private static void check2(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.nonNegative(n, "n");
-        Checks.range(x, xOff, n, "x");
-        Checks.range(out, outOff, n, "out");
-    }
-
     @Override
     public void add(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        check3(n, a, aOff, b, bOff, out, outOff);
+        Checks.range3(n, a, aOff, "a", b, bOff, "b", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, get(a, aOff + i) + get(b, bOff + i));
         }
@@ -126,7 +112,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void sub(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        check3(n, a, aOff, b, bOff, out, outOff);
+        Checks.range3(n, a, aOff, "a", b, bOff, "b", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, get(a, aOff + i) - get(b, bOff + i));
         }
@@ -134,7 +120,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void mul(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        check3(n, a, aOff, b, bOff, out, outOff);
+        Checks.range3(n, a, aOff, "a", b, bOff, "b", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, get(a, aOff + i) * get(b, bOff + i));
         }
@@ -142,7 +128,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void div(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        check3(n, a, aOff, b, bOff, out, outOff);
+        Checks.range3(n, a, aOff, "a", b, bOff, "b", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, get(a, aOff + i) / get(b, bOff + i));
         }
@@ -152,7 +138,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void axpy(long n, float alpha, MemorySegment x, long xOff, MemorySegment y, long yOff) {
-        check2(n, x, xOff, y, yOff);
+        Checks.range2(n, x, xOff, "x", y, yOff, "y");
         for (long i = 0; i < n; i++) {
             set(y, yOff + i, get(y, yOff + i) + alpha * get(x, xOff + i));
         }
@@ -160,7 +146,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void scale(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        check2(n, x, xOff, out, outOff);
+        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, s * get(x, xOff + i));
         }
@@ -168,7 +154,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void addScalar(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        check2(n, x, xOff, out, outOff);
+        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, get(x, xOff + i) + s);
         }
@@ -176,8 +162,8 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void fill(long n, float v, MemorySegment out, long outOff) {
-        Checks.nonNegative(n, "n");
-        Checks.range(out, outOff, n, "out");
+        Checks.range1(n, out, outOff, "out");
+        Checks.writable(out, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, v);
         }
@@ -185,7 +171,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void copy(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
-        check2(n, src, srcOff, dst, dstOff);
+        Checks.range2(n, src, srcOff, "src", dst, dstOff, "dst");
         MemorySegment.copy(src, srcOff * Float.BYTES, dst, dstOff * Float.BYTES, n * Float.BYTES);
     }
 
@@ -193,7 +179,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void neg(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        check2(n, x, xOff, out, outOff);
+        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, -get(x, xOff + i));
         }
@@ -201,7 +187,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void exp(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        check2(n, x, xOff, out, outOff);
+        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, (float) Math.exp(get(x, xOff + i)));
         }
@@ -209,7 +195,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void log(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        check2(n, x, xOff, out, outOff);
+        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, (float) Math.log(get(x, xOff + i)));
         }
@@ -217,7 +203,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void sqrt(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        check2(n, x, xOff, out, outOff);
+        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, (float) Math.sqrt(get(x, xOff + i)));
         }
@@ -225,7 +211,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void tanh(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        check2(n, x, xOff, out, outOff);
+        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, (float) Math.tanh(get(x, xOff + i)));
         }
@@ -233,7 +219,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void sigmoid(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        check2(n, x, xOff, out, outOff);
+        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, (float) (1.0 / (1.0 + Math.exp(-(double) get(x, xOff + i)))));
         }
@@ -241,7 +227,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void relu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        check2(n, x, xOff, out, outOff);
+        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, Math.max(get(x, xOff + i), 0f));
         }
@@ -250,28 +236,39 @@ final class ScalarKernels implements Kernels {
     @Override
     public void reluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
                              MemorySegment dx, long dxOff) {
-        check3(n, dy, dyOff, x, xOff, dx, dxOff);
+        Checks.range3(n, dy, dyOff, "dy", x, xOff, "x", dx, dxOff, "dx");
         for (long i = 0; i < n; i++) {
             set(dx, dxOff + i, get(x, xOff + i) > 0f ? get(dy, dyOff + i) : 0f);
         }
     }
 
-    /** GELU (tanh approximation) of one value, in double. */
+    /**
+     * GELU (tanh approximation) of one value, in double. {@code 0.5 x (1 + tanh(u))} equals
+     * {@code x * sigmoid(2u) = x / (1 + exp(-2u))}; the last form avoids the cancellation of {@code 1 + tanh(u)}
+     * where {@code tanh(u)} is close to -1.
+     */
     static double gelu(double x) {
-        double t = Math.tanh(GELU_C * (x + GELU_K * x * x * x));
-        return 0.5 * x * (1 + t);
+        double u = GELU_C * (x + GELU_K * x * x * x);
+        return x / (1 + Math.exp(-2 * u));
     }
 
-    /** The derivative of {@link #gelu(double)}. */
+    /**
+     * The derivative of {@link #gelu(double)}: {@code s + 2 x s (1 - s) u'} with {@code s = sigmoid(2u)},
+     * {@code u' = c (1 + 3 k x^2)}, and {@code s (1 - s)} computed as {@code e s^2}, {@code e = exp(-2u)}.
+     */
     static double geluDerivative(double x) {
         double x2 = x * x;
-        double t = Math.tanh(GELU_C * (x + GELU_K * x2 * x));
-        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_C * (1 + 3 * GELU_K * x2);
+        double e = Math.exp(-2 * GELU_C * (x + GELU_K * x2 * x));
+        if (Double.isInfinite(e)) {
+            return 0; // x far below zero: gelu and its slope vanish to double precision
+        }
+        double s = 1 / (1 + e);
+        return s + 2 * x * (e * s * s) * GELU_C * (1 + 3 * GELU_K * x2);
     }
 
     @Override
     public void gelu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        check2(n, x, xOff, out, outOff);
+        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, (float) gelu(get(x, xOff + i)));
         }
@@ -280,7 +277,7 @@ final class ScalarKernels implements Kernels {
     @Override
     public void geluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
                              MemorySegment dx, long dxOff) {
-        check3(n, dy, dyOff, x, xOff, dx, dxOff);
+        Checks.range3(n, dy, dyOff, "dy", x, xOff, "x", dx, dxOff, "dx");
         for (long i = 0; i < n; i++) {
             set(dx, dxOff + i, (float) (get(dy, dyOff + i) * geluDerivative(get(x, xOff + i))));
         }
@@ -288,14 +285,9 @@ final class ScalarKernels implements Kernels {
 
     // ------------------------------------------------------------------------------------------------ reductions
 
-    private static void check1(long n, MemorySegment x, long xOff) {
-        Checks.nonNegative(n, "n");
-        Checks.range(x, xOff, n, "x");
-    }
-
     @Override
     public float sum(long n, MemorySegment x, long xOff) {
-        check1(n, x, xOff);
+        Checks.range1(n, x, xOff, "x");
         double s = 0;
         for (long i = 0; i < n; i++) {
             s += get(x, xOff + i);
@@ -305,7 +297,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public float max(long n, MemorySegment x, long xOff) {
-        check1(n, x, xOff);
+        Checks.range1(n, x, xOff, "x");
         float m = Float.NEGATIVE_INFINITY;
         for (long i = 0; i < n; i++) {
             m = Math.max(m, get(x, xOff + i));
@@ -315,7 +307,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public float sumOfSquares(long n, MemorySegment x, long xOff) {
-        check1(n, x, xOff);
+        Checks.range1(n, x, xOff, "x");
         double s = 0;
         for (long i = 0; i < n; i++) {
             double v = get(x, xOff + i);
@@ -326,7 +318,8 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public float dot(long n, MemorySegment x, long xOff, MemorySegment y, long yOff) {
-        check2(n, x, xOff, y, yOff);
+        Checks.range1(n, x, xOff, "x");
+        Checks.range(y, yOff, n, "y");
         double s = 0;
         for (long i = 0; i < n; i++) {
             s += (double) get(x, xOff + i) * get(y, yOff + i);
@@ -336,7 +329,7 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public boolean anyNonFinite(long n, MemorySegment x, long xOff) {
-        check1(n, x, xOff);
+        Checks.range1(n, x, xOff, "x");
         for (long i = 0; i < n; i++) {
             if (!Float.isFinite(get(x, xOff + i))) {
                 return true;
@@ -347,17 +340,10 @@ final class ScalarKernels implements Kernels {
 
     // ------------------------------------------------------------------------------------------------ rows
 
-    private static void checkRows(int rows, int cols, MemorySegment x, long xOff, String xName,
-                                  MemorySegment out, long outOff, String outName) {
-        Checks.rows(rows, cols);
-        long n = (long) rows * cols;
-        Checks.range(x, xOff, n, xName);
-        Checks.range(out, outOff, n, outName);
-    }
-
     @Override
     public void softmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        checkRows(rows, cols, x, xOff, "x", out, outOff, "out");
+        Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
+        Checks.writable(out, "out");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -377,7 +363,8 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void logSoftmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        checkRows(rows, cols, x, xOff, "x", out, outOff, "out");
+        Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
+        Checks.writable(out, "out");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -399,8 +386,9 @@ final class ScalarKernels implements Kernels {
     @Override
     public void softmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
                                     MemorySegment dx, long dxOff) {
-        checkRows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
+        Checks.rows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
         Checks.range(dx, dxOff, (long) rows * cols, "dx");
+        Checks.writable(dx, "dx");
         for (int r = 0; r < rows; r++) {
             long base = (long) r * cols;
             double dot = 0;
@@ -417,8 +405,9 @@ final class ScalarKernels implements Kernels {
     @Override
     public void logSoftmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
                                        MemorySegment dx, long dxOff) {
-        checkRows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
+        Checks.rows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
         Checks.range(dx, dxOff, (long) rows * cols, "dx");
+        Checks.writable(dx, "dx");
         for (int r = 0; r < rows; r++) {
             long base = (long) r * cols;
             double sum = 0;
@@ -437,11 +426,14 @@ final class ScalarKernels implements Kernels {
                               MemorySegment gamma, long gammaOff, MemorySegment beta, long betaOff, float eps,
                               MemorySegment out, long outOff, MemorySegment mean, long meanOff,
                               MemorySegment rstd, long rstdOff) {
-        checkRows(rows, cols, x, xOff, "x", out, outOff, "out");
+        Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
+        Checks.writable(out, "out");
         Checks.optionalRange(gamma, gammaOff, cols, "gamma");
         Checks.optionalRange(beta, betaOff, cols, "beta");
         Checks.optionalRange(mean, meanOff, rows, "mean");
         Checks.optionalRange(rstd, rstdOff, rows, "rstd");
+        Checks.writable(mean, "mean");
+        Checks.writable(rstd, "rstd");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -482,13 +474,16 @@ final class ScalarKernels implements Kernels {
                                       MemorySegment gamma, long gammaOff,
                                       MemorySegment dx, long dxOff, MemorySegment dgamma, long dgammaOff,
                                       MemorySegment dbeta, long dbetaOff) {
-        checkRows(rows, cols, dy, dyOff, "dy", x, xOff, "x");
+        Checks.rows(rows, cols, dy, dyOff, "dy", x, xOff, "x");
         Checks.range(mean, meanOff, rows, "mean");
         Checks.range(rstd, rstdOff, rows, "rstd");
         Checks.optionalRange(gamma, gammaOff, cols, "gamma");
         Checks.optionalRange(dx, dxOff, (long) rows * cols, "dx");
         Checks.optionalRange(dgamma, dgammaOff, cols, "dgamma");
         Checks.optionalRange(dbeta, dbetaOff, cols, "dbeta");
+        Checks.writable(dx, "dx");
+        Checks.writable(dgamma, "dgamma");
+        Checks.writable(dbeta, "dbeta");
         double[] dg = new double[cols];
         double[] db = new double[cols];
         for (int r = 0; r < rows; r++) {

@@ -45,6 +45,8 @@ class GemmTest {
     static double[][] reference(boolean ta, boolean tb, int m, int n, int k, float alpha,
                                 MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
                                 float beta, MemorySegment c, long cOff, int ldc) {
+        float[] av = a.toArray(TestData.F.withOrder(java.nio.ByteOrder.nativeOrder()));
+        float[] bv = b.toArray(TestData.F.withOrder(java.nio.ByteOrder.nativeOrder()));
         double[] ref = new double[m * n];
         double[] mag = new double[m * n];
         for (int i = 0; i < m; i++) {
@@ -52,10 +54,10 @@ class GemmTest {
                 double s = 0;
                 double g = 0;
                 for (int p = 0; p < k; p++) {
-                    double av = get(a, aOff + (ta ? (long) p * lda + i : (long) i * lda + p));
-                    double bv = get(b, bOff + (tb ? (long) j * ldb + p : (long) p * ldb + j));
-                    s += av * bv;
-                    g += Math.abs(av * bv);
+                    double x = av[(int) (aOff + (ta ? (long) p * lda + i : (long) i * lda + p))];
+                    double y = bv[(int) (bOff + (tb ? (long) j * ldb + p : (long) p * ldb + j))];
+                    s += x * y;
+                    g += Math.abs(x * y);
                 }
                 double cv = beta == 0 ? 0 : (double) beta * get(c, cOff + (long) i * ldc + j);
                 ref[i * n + j] = alpha * s + cv;
@@ -82,7 +84,7 @@ class GemmTest {
     static void run(Kernels kern, int m, int n, int k, boolean ta, boolean tb, float alpha, float beta,
                     boolean nanC, long seed) {
         Random rnd = new Random(seed);
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             // padded leading dimensions and non-zero offsets
             int lda = (ta ? m : k) + 3;
             int ldb = (tb ? k : n) + 1;
