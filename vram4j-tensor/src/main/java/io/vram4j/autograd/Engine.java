@@ -11,7 +11,7 @@ import java.util.Map;
 /**
  * Runs a backward pass: collects the nodes reachable from the root, counts for each how many consumers
  * will send it a gradient, then processes nodes once all their consumers are done (Kahn's topological
- * order). Each node's incoming gradients are summed, its rule from {@link GradientRules} produces its input
+ * order). Each node's incoming gradients are summed (in place when the first buffer is not shared), its rule from {@link GradientRules} produces its input
  * gradients, and (unless the graph is retained) its saved tensors are released at once, so activation memory
  * drops while backward proceeds. Leaf gradients are added into {@link Tensor#grad()}: the first one is
  * taken over without a copy when nothing else shares its storage (as PyTorch's {@code AccumulateGrad}).
@@ -71,6 +71,9 @@ final class Engine {
                             Tensor old = pending.get(nx);
                             if (old == null) {
                                 pending.put(nx, gi);
+                            } else if (exclusive(old) && old.dtype() == gi.dtype() && Arrays.equals(old.shape(), gi.shape())) {
+                                old.addInPlace(gi);
+                                gi.close();
                             } else {
                                 Tensor sum = scope.detach(old.add(gi));
                                 old.close();
@@ -142,6 +145,12 @@ final class Engine {
         return deps;
     }
 
+    /** True when {@code t} is the only handle over its whole, contiguous storage (safe to update in place). */
+    private static boolean exclusive(Tensor t) {
+        return t.isContiguous() && t.storage().refCount() == 1 && t.storageOffset() == 0
+                && t.storage().byteSize() == t.nbytes();
+    }
+
     /** Adds {@code g} (owned, no scope) into the leaf's gradient. */
     private static void accumulate(Tensor leaf, Tensor g) {
         if (leaf.isClosed()) {
@@ -150,8 +159,7 @@ final class Engine {
         }
         Tensor cur = leaf.grad();
         if (cur == null) {
-            if (g.isContiguous() && g.storage().refCount() == 1 && g.storageOffset() == 0
-                    && g.storage().byteSize() == g.nbytes()) {
+            if (exclusive(g)) {
                 leaf.setGrad(g);
             } else {
                 Tensor c = g.copy();

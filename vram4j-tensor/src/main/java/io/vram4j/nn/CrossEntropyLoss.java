@@ -7,7 +7,7 @@ import io.vram4j.tensor.Tensor;
 public final class CrossEntropyLoss extends Module {
     private final int ignoreIndex;
 
-    /** @return a loss with PyTorch's default ignore index -100 */
+    /** A loss with PyTorch's default ignore index -100 */
     public CrossEntropyLoss() {
         this(Functional.IGNORE_INDEX);
     }

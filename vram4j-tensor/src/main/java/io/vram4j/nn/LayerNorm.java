@@ -11,7 +11,7 @@ public final class LayerNorm extends Module {
     private final Parameter bias;
     private final float eps;
 
-    /** @return a layer norm over {@code dim} features with eps 1e-5 */
+    /** A layer norm over {@code dim} features with eps 1e-5 */
     public LayerNorm(Device device, int dim) {
         this(device, dim, 1e-5f, true);
     }

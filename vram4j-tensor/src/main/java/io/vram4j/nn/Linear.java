@@ -45,7 +45,7 @@ public final class Linear extends Module {
         }
     }
 
-    /** @return a linear layer with bias */
+    /** A linear layer with bias. */
     public Linear(Device device, int inFeatures, int outFeatures, Generator gen) {
         this(device, inFeatures, outFeatures, true, gen);
     }

@@ -23,7 +23,8 @@
  *       {@link io.vram4j.nn.GELU} (tanh), {@link io.vram4j.nn.Dropout}, {@link io.vram4j.nn.LayerNorm},
  *       {@link io.vram4j.nn.Embedding} (N(0,1)), {@link io.vram4j.nn.Sequential},
  *       {@link io.vram4j.nn.CausalSelfAttention} (fused qkv), {@link io.vram4j.nn.TransformerBlock} (pre-LN),
- *       {@link io.vram4j.nn.CrossEntropyLoss}.</li>
+ *       {@link io.vram4j.nn.CrossEntropyLoss}, and a ready model, {@link io.vram4j.nn.GPT} (nanoGPT layout,
+ *       GPT-2 initialisation, no weight tying).</li>
  *   <li>{@link io.vram4j.nn.Init}: uniform, normal, constant, Kaiming-uniform, all seeded.</li>
  *   <li>{@link io.vram4j.nn.Safetensors}: save/load of named tensors in the safetensors format.</li>
  * </ul>

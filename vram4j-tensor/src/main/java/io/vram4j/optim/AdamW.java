@@ -22,7 +22,7 @@ public final class AdamW extends Optimizer {
     private final float weightDecay;
     private final Map<Tensor, int[]> steps = new IdentityHashMap<>();
 
-    /** @return AdamW with PyTorch's defaults: betas (0.9, 0.999), eps 1e-8, weight decay 0.01 */
+    /** AdamW with PyTorch's defaults: betas (0.9, 0.999), eps 1e-8, weight decay 0.01 */
     public AdamW(Iterable<? extends Tensor> params, float lr) {
         this(params, lr, 0.9f, 0.999f, 1e-8f, 0.01f);
     }

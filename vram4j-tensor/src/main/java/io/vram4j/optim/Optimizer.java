@@ -115,7 +115,7 @@ public abstract class Optimizer implements AutoCloseable {
         }
     }
 
-    /** @return {@code zeroGrad(true)} */
+    /** Same as {@code zeroGrad(true)}. */
     public void zeroGrad() {
         zeroGrad(true);
     }

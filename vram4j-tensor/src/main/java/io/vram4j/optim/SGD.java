@@ -18,7 +18,7 @@ public final class SGD extends Optimizer {
     private final float weightDecay;
     private final boolean nesterov;
 
-    /** @return plain SGD without momentum or weight decay */
+    /** Plain SGD without momentum or weight decay */
     public SGD(Iterable<? extends Tensor> params, float lr) {
         this(params, lr, 0f, 0f, false);
     }

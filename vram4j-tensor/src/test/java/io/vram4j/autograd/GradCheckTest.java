@@ -189,6 +189,13 @@ class GradCheckTest {
                     return r.mul(r).sum();
                 }
             }, u(g, -1, 1, 3, 4), u(g, -1, 1, 4, 2));
+            // a diamond: one node's output feeds three consumers, whose gradients are summed
+            GradCheck.check(x -> {
+                try (Tensor y = x[0].tanh(); Tensor a = y.mul(y); Tensor b = y.exp(); Tensor c = a.add(b);
+                     Tensor d = y.narrow(1, 0, 2); Tensor e = d.sum(1, true)) {
+                    return c.add(e);
+                }
+            }, u(g, -1, 1, 3, 4));
         }
     }
 

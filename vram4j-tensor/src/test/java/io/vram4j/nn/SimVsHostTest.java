@@ -4,6 +4,7 @@ import io.vram4j.memory.stats.MemoryStats;
 import io.vram4j.optim.AdamW;
 import io.vram4j.optim.Optimizer;
 import io.vram4j.optim.SGD;
+import io.vram4j.tensor.DType;
 import io.vram4j.tensor.Device;
 import io.vram4j.tensor.Functional;
 import io.vram4j.tensor.Generator;
@@ -14,6 +15,7 @@ import org.junit.jupiter.api.Test;
 import java.util.function.BiFunction;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The same program on host and on sim allocates identically, so sim predicts host memory without computing. */
@@ -88,6 +90,34 @@ class SimVsHostTest {
         assertEquals(host.maxAllocatedBytes(), sim.maxAllocatedBytes());
         assertEquals(host.maxReservedBytes(), sim.maxReservedBytes());
         assertEquals(host.asMap(), sim.asMap());
+    }
+
+    @Test
+    void simPredictsAGpt2SmallTrainingStepWithoutComputing() {
+        try (Device sim = Device.open("sim:A100-80GB")) {
+            Generator gen = new Generator(0);
+            int b = 2;
+            int t = 1024;
+            long start = System.nanoTime();
+            try (GPT m = new GPT(sim, new GPT.Config(50257, 1024, 12, 12, 768, 0.1f), gen);
+                 AdamW opt = new AdamW(m.parameters(), 6e-4f)) {
+                long params = m.parameterCount();
+                assertEquals(124_439_808L + 768L * 50257, params, "GPT-2 small without weight tying");
+                long weights = sim.memoryAllocated();
+                assertTrue(weights >= params * 4);
+                train(sim, m, (mod, d) -> new Tensor[] {d.empty(DType.INT64, b, t), d.empty(DType.INT64, b, t)}, opt, 1);
+                // weights + AdamW moments stay; peak also held gradients and activations
+                assertTrue(sim.memoryAllocated() >= 3 * params * 4);
+                assertTrue(sim.allocator().maxMemoryAllocated() > 4 * params * 4);
+                System.out.println("sim GPT-2 small, B=2, T=1024, AdamW: peak allocated "
+                        + sim.allocator().maxMemoryAllocated() + " reserved " + sim.allocator().maxMemoryReserved());
+                try (Tensor x = sim.ones(1)) {
+                    assertThrows(UnsupportedOperationException.class, x::item);
+                    assertThrows(UnsupportedOperationException.class, x::toFloatArray);
+                }
+            }
+            assertTrue(System.nanoTime() - start < 30_000_000_000L, "sim must not compute");
+        }
     }
 
     @Test
