@@ -650,14 +650,15 @@ final class VectorKernels implements Kernels {
                 VectorMask<Float> m = SP.indexInRange(j, cols);
                 s = s.add(load(x, xr + j, m).sub(max).lanewise(VectorOperators.EXP), m);
             }
-            float shift = max + (float) Math.log(s.reduceLanes(VectorOperators.ADD));
+            // (x - max) - log(sum), not x - (max + log(sum)): for large max the sum would round away log(sum)'s digits
+            float logSum = (float) Math.log(s.reduceLanes(VectorOperators.ADD));
             j = 0;
             for (int bound = SP.loopBound(cols); j < bound; j += L) {
-                store(load(x, xr + j).sub(shift), out, or + j);
+                store(load(x, xr + j).sub(max).sub(logSum), out, or + j);
             }
             if (j < cols) {
                 VectorMask<Float> m = SP.indexInRange(j, cols);
-                store(load(x, xr + j, m).sub(shift), out, or + j, m);
+                store(load(x, xr + j, m).sub(max).sub(logSum), out, or + j, m);
             }
         }
     }
