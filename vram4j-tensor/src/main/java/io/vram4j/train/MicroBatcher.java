@@ -102,7 +102,8 @@ public final class MicroBatcher {
      * @param lossFn the mean loss of a micro-batch (its tensors in the order of {@code batch}); a scalar the
      *     caller of {@code lossFn} owns
      * @param batch the whole batch
-     * @return the batch's mean loss (the weighted sum of the micro-batch losses)
+     * @return the batch's mean loss (the weighted sum of the micro-batch losses); NaN on a device without
+     *     storage ({@code sim}), where only the allocations happen
      */
     public static float accumulate(int microBatchSize, Function<Tensor[], Tensor> lossFn, Tensor... batch) {
         return accumulate(microBatchSize, lossFn, null, batch);
@@ -129,7 +130,11 @@ public final class MicroBatcher {
                 }
                 Tensor weighted = weight == 1f ? loss : loss.mul(weight);
                 (scaler == null ? weighted : scaler.scale(weighted)).backward();
-                total += loss.item() * (double) weight;
+                if (loss.device().hasStorage()) {
+                    total += loss.item() * (double) weight;
+                } else {
+                    total = Double.NaN;
+                }
             } finally {
                 closeAll(mb);
             }

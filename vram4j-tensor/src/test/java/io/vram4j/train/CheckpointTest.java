@@ -1,5 +1,6 @@
 package io.vram4j.train;
 
+import io.vram4j.autograd.GradCheck;
 import io.vram4j.autograd.NoGrad;
 import io.vram4j.nn.Dropout;
 import io.vram4j.nn.GELU;
@@ -263,6 +264,75 @@ class CheckpointTest {
                 assertTrue(e.getMessage().contains("more tensors during recomputation"), e.getMessage());
             }
             l.zeroGrad(true);
+        }
+    }
+
+    @Test
+    void gradCheckThroughACheckpoint() {
+        Generator g = new Generator(12);
+        try (Tensor x = dev.randn(g, 3, 4).requiresGrad(true); Tensor w = dev.randn(g, 4, 5).requiresGrad(true)) {
+            GradCheck.check(in -> Checkpoint.checkpoint(a -> {
+                try (Tensor h = a[0].matmul(a[1]); Tensor t = h.tanh()) {
+                    return t.mul(t);
+                }
+            }, in[0], in[1]), x, w);
+        }
+    }
+
+    @Test
+    void retainedGraphsBackwardTwiceWithOneRecomputation() {
+        try (Linear l = new Linear(dev, 4, 3, new Generator(0)); Tensor x = dev.randn(new Generator(1), 2, 4)) {
+            int[] calls = {0};
+            float[] once;
+            try (Tensor y = Checkpoint.checkpoint(in -> {
+                calls[0]++;
+                try (Tensor h = l.forward(in[0])) {
+                    return h.tanh();
+                }
+            }, x); Tensor s = y.sum()) {
+                s.backward(null, true);
+                once = l.weight().grad().toFloatArray();
+                s.backward();
+            }
+            assertEquals(2, calls[0]);
+            float[] twice = l.weight().grad().toFloatArray();
+            for (int i = 0; i < once.length; i++) {
+                assertEquals(2 * once[i], twice[i], 1e-6f);
+            }
+            l.zeroGrad(true);
+        }
+    }
+
+    @Test
+    void closingTheOutputWithoutBackwardFreesTheRegion() {
+        try (Sequential m = model(new Generator(0), 2, 16); Tensor x = dev.randn(new Generator(2), 4, 16)) {
+            long base = dev.memoryAllocated();
+            Tensor y = Checkpoint.checkpoint(m, x);
+            assertTrue(dev.memoryAllocated() > base);
+            y.close();
+            assertEquals(base, dev.memoryAllocated(), "saved inputs released with the graph");
+        }
+    }
+
+    @Test
+    void simulatedAndHostDevicesAllocateAlike() {
+        long host = checkpointedPeak(dev);
+        try (Device sim = Device.open("sim:512MiB")) {
+            assertEquals(host, checkpointedPeak(sim), "a dry run predicts the real peak");
+        }
+    }
+
+    private static long checkpointedPeak(Device d) {
+        Generator gen = new Generator(3);
+        try (Sequential m = new Sequential(new TransformerBlock(d, 32, 4, 0.1f, gen), new TransformerBlock(d, 32, 4, 0.1f, gen),
+                new TransformerBlock(d, 32, 4, 0.1f, gen), new TransformerBlock(d, 32, 4, 0.1f, gen));
+             MemoryScope s = MemoryScope.open()) {
+            Tensor x = d.zeros(2, 16, 32);
+            d.allocator().resetPeakMemoryStats();
+            Checkpoint.checkpointSequential(m, 2, x).mean().backward();
+            long peak = d.allocator().maxMemoryAllocated();
+            m.zeroGrad(true);
+            return peak;
         }
     }
 
