@@ -25,12 +25,20 @@
  * </ul>
  *
  * <pre>{@code
+ * // blocks: a Sequential of transformer blocks; embed, head: modules around it
  * GradScaler scaler = new GradScaler();                                  // float16 needs loss scaling
  * GradientAccumulation acc = new GradientAccumulation(opt, 4, scaler);
  * for (Tensor[] mb : MicroBatcher.split(batchSize / 4, x, y)) {
- *     try (MemoryScope s = MemoryScope.open(); Autocast ac = Autocast.enable(DType.FLOAT16)) {
- *         Tensor h = Checkpoint.checkpointSequential(model.blocks(), 4, model.embed(mb[0]));
- *         acc.backward(Functional.crossEntropy(model.head(h), mb[1]));     // steps every 4th micro-batch
+ *     try (MemoryScope s = MemoryScope.open()) {
+ *         Tensor loss;
+ *         try (Autocast ac = Autocast.enable(DType.FLOAT16)) {
+ *             Tensor h = Checkpoint.checkpointSequential(blocks, 4, embed.forward(mb[0]));
+ *             loss = Functional.crossEntropy(head.forward(h), mb[1]);
+ *         }
+ *         acc.backward(loss);                                            // steps every 4th micro-batch
+ *     } finally {
+ *         mb[0].close();
+ *         mb[1].close();
  *     }
  * }
  * }</pre>
