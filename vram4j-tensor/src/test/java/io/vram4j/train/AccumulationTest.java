@@ -83,16 +83,26 @@ class AccumulationTest {
         return g;
     }
 
-    /** Asserts |a - b| <= 1e-6 |b| per element, plus 1e-6 of the tensor's largest element for entries near 0. */
+    /**
+     * Asserts the gradients agree within 1e-6 relative: per tensor, {@code ||a - e|| <= 1e-6 ||e||} (L2), and
+     * per element {@code |a - e| <= 1e-6 |e|} plus 1e-6 of the tensor's largest magnitude (float32 sums in
+     * another order differ by a few ulps, which for an element near 0 is a large relative error).
+     */
     private static void assertClose(List<float[]> expected, List<float[]> actual) {
         for (int i = 0; i < expected.size(); i++) {
             float[] e = expected.get(i);
             float[] a = actual.get(i);
             assertEquals(e.length, a.length);
             float max = 0;
-            for (float v : e) {
-                max = Math.max(max, Math.abs(v));
+            double diff2 = 0;
+            double norm2 = 0;
+            for (int j = 0; j < e.length; j++) {
+                max = Math.max(max, Math.abs(e[j]));
+                diff2 += (double) (a[j] - e[j]) * (a[j] - e[j]);
+                norm2 += (double) e[j] * e[j];
             }
+            assertTrue(Math.sqrt(diff2) <= 1e-6 * Math.sqrt(norm2), "parameter " + i + ": relative L2 error "
+                    + Math.sqrt(diff2 / norm2));
             for (int j = 0; j < e.length; j++) {
                 double tol = 1e-6 * Math.abs(e[j]) + 1e-6 * max;
                 assertTrue(Math.abs(e[j] - a[j]) <= tol, "parameter " + i + " element " + j + ": " + a[j] + " vs " + e[j]);
