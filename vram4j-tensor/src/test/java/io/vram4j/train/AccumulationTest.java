@@ -266,6 +266,36 @@ class AccumulationTest {
     }
 
     @Test
+    void allTechniquesTogetherAllocateAlikeOnSimAndHost() {
+        long host = combinedStepPeak(dev);
+        try (Device sim = Device.open("sim:256MiB")) {
+            assertEquals(host, combinedStepPeak(sim), "a dry run predicts the real peak");
+        }
+    }
+
+    /** One SGD step with momentum: float16 autocast, GradScaler, 2 micro-batches, each checkpointed in 2 segments. */
+    private static long combinedStepPeak(Device d) {
+        Generator init = new Generator(5);
+        try (Sequential m = new Sequential(new Linear(d, IN, 32, init), new ReLU(), new Linear(d, 32, 32, init), new ReLU(),
+                new Linear(d, 32, CLASSES, init)); SGD opt = new SGD(m.parameters(), 0.1f, 0.9f, 0f);
+             Tensor xb = d.zeros(BATCH, IN); Tensor yb = d.tensor(new long[BATCH], BATCH)) {
+            GradScaler scaler = new GradScaler();
+            long base = d.memoryAllocated();
+            d.allocator().resetPeakMemoryStats();
+            MicroBatcher.accumulate(BATCH / 2, mb -> {
+                try (Autocast ac = Autocast.enable(DType.FLOAT16);
+                     Tensor logits = Checkpoint.checkpointSequential(m, 2, mb[0])) {
+                    return Functional.crossEntropy(logits, mb[1]);
+                }
+            }, scaler, xb, yb);
+            scaler.step(opt);
+            scaler.update();
+            opt.zeroGrad();
+            return d.allocator().maxMemoryAllocated() - base;
+        }
+    }
+
+    @Test
     void badArgumentsAreRejected() {
         assertThrows(IllegalArgumentException.class, () -> MicroBatcher.split(0, x));
         try (Tensor z = dev.zeros(31)) {
