@@ -22,7 +22,8 @@ import java.util.function.Function;
  * enclosing hooks when this call is itself inside a checkpointed region, so nesting works as in PyTorch).
  * Backward: the first unpack reruns the function with grad enabled, the generators' pre-forward states and
  * the forward's autocast state, collecting the tensors saved in the same order; each one goes to the node
- * that unpacks its holder. The frame frees its inputs after recomputing, and any tensor nobody unpacked once
+ * that unpacks its holder. With early stop (PyTorch's default) the rerun is abandoned, by an exception
+ * thrown through the region's code, as soon as the last saved tensor exists again. The frame frees its inputs after recomputing, and any tensor nobody unpacked once
  * every holder is released.
  */
 final class CheckpointFrame {
@@ -46,8 +47,20 @@ final class CheckpointFrame {
     record Holder(CheckpointFrame frame, int index) {
     }
 
-    CheckpointFrame(Function<Tensor[], Tensor> fn, Tensor[] inputs) {
+    /** Thrown through the region's code once every saved tensor is recomputed (early stop). */
+    private static final class StopRecomputation extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        StopRecomputation() {
+            super("checkpoint recomputation stopped early", null, false, false);
+        }
+    }
+
+    private final boolean earlyStop;
+
+    CheckpointFrame(Function<Tensor[], Tensor> fn, Tensor[] inputs, boolean earlyStop) {
         this.fn = fn;
+        this.earlyStop = earlyStop;
         this.autocast = Autocast.state();
         int n = inputs.length;
         this.inputRequiresGrad = new boolean[n];
@@ -155,6 +168,9 @@ final class CheckpointFrame {
                             + t.dtype() + "}");
                 }
                 out[i] = MemoryScope.detachFromAny(t.detach());
+                if (earlyStop && i + 1 == packed) {
+                    throw new StopRecomputation();
+                }
                 return i;
             }
 
@@ -173,7 +189,11 @@ final class CheckpointFrame {
              Autocast ac = Autocast.enter(autocast);
              SavedTensorsHooks h = SavedTensorsHooks.push(collect);
              MemoryScope scope = MemoryScope.open()) {
-            fn.apply(args);
+            try {
+                fn.apply(args);
+            } catch (StopRecomputation stop) {
+                // every tensor the forward saved exists again: the rest of the region is not needed
+            }
             if (count[0] != packed) {
                 throw new CheckpointError("torch.utils.checkpoint: A different number of tensors was saved during the "
                         + "original forward and recomputation.\nNumber of tensors saved during forward: " + packed

@@ -215,6 +215,28 @@ class CheckpointTest {
     }
 
     @Test
+    void earlyStopSkipsTheRegionsTrailingOps() {
+        try (Linear l = new Linear(dev, 4, 4, new Generator(0)); Tensor x = dev.randn(new Generator(1), 2, 4)) {
+            int[] tail = {0};
+            Function<Tensor[], Tensor> fn = in -> {
+                try (Tensor h = l.forward(in[0]); Tensor t = h.tanh()) {
+                    tail[0]++;                 // after the last saving op (tanh saves its output)
+                    return t.add(1f);
+                }
+            };
+            for (boolean early : new boolean[] {true, false}) {
+                tail[0] = 0;
+                try (Checkpoint.EarlyStop es = Checkpoint.setEarlyStop(early);
+                     Tensor y = Checkpoint.checkpoint(fn, x); Tensor s = y.sum()) {
+                    s.backward();
+                }
+                assertEquals(early ? 1 : 2, tail[0], "early stop " + early);
+                l.zeroGrad(true);
+            }
+        }
+    }
+
+    @Test
     void recomputationRunsOnceDuringBackward() {
         try (Linear l = new Linear(dev, 4, 4, new Generator(0)); Tensor x = dev.randn(new Generator(1), 2, 4)) {
             int[] calls = {0};
@@ -259,10 +281,25 @@ class CheckpointTest {
                     return h.exp();
                 }
             };
-            try (Tensor y = Checkpoint.checkpoint(extra, x); Tensor s = y.sum()) {
+            try (Checkpoint.EarlyStop off = Checkpoint.setEarlyStop(false);
+                 Tensor y = Checkpoint.checkpoint(extra, x); Tensor s = y.sum()) {
+                assertFalse(Checkpoint.isEarlyStop());
                 CheckpointError e = assertThrows(CheckpointError.class, s::backward);
                 assertTrue(e.getMessage().contains("more tensors during recomputation"), e.getMessage());
             }
+            // with early stop (the default) the extra tensor is never reached: the gradients are right
+            assertTrue(Checkpoint.isEarlyStop());
+            more[0] = 0;
+            l.zeroGrad(true);
+            try (Tensor y = Checkpoint.checkpoint(extra, x); Tensor s = y.sum()) {
+                s.backward();
+            }
+            float[] stopped = l.weight().grad().toFloatArray();
+            l.zeroGrad(true);
+            try (Tensor y = l.forward(x); Tensor s = y.sum()) {
+                s.backward();
+            }
+            assertArrayEquals(l.weight().grad().toFloatArray(), stopped, 0f);
             l.zeroGrad(true);
         }
     }
