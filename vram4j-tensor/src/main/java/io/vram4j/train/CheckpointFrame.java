@@ -40,6 +40,8 @@ final class CheckpointFrame {
     private int packed;
     private int[][] shapes = new int[8][];
     private DType[] dtypes = new DType[8];
+    /** Holders whose node already released them: their recomputed tensor is not kept. */
+    private boolean[] released = new boolean[8];
     private int liveHolders;
     private Tensor[] recomputed;
 
@@ -95,6 +97,7 @@ final class CheckpointFrame {
                 if (i == shapes.length) {
                     shapes = Arrays.copyOf(shapes, i * 2);
                     dtypes = Arrays.copyOf(dtypes, i * 2);
+                    released = Arrays.copyOf(released, i * 2);
                 }
                 shapes[i] = t.shape();
                 dtypes[i] = t.dtype();
@@ -136,6 +139,7 @@ final class CheckpointFrame {
 
     private void releaseHolder(int index) {
         liveHolders--;
+        released[index] = true;
         if (recomputed != null && recomputed[index] != null) {
             recomputed[index].close();
             recomputed[index] = null;
@@ -167,7 +171,9 @@ final class CheckpointFrame {
                             + "}\nrecomputed metadata: {'shape': " + Arrays.toString(t.shape()) + ", 'dtype': "
                             + t.dtype() + "}");
                 }
-                out[i] = MemoryScope.detachFromAny(t.detach());
+                if (!released[i]) {
+                    out[i] = MemoryScope.detachFromAny(t.detach());
+                }
                 if (earlyStop && i + 1 == packed) {
                     throw new StopRecomputation();
                 }

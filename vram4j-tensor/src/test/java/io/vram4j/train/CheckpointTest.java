@@ -352,6 +352,22 @@ class CheckpointTest {
     }
 
     @Test
+    void nodesReleasedDuringTheForwardDoNotKeepTheirRecomputedTensors() {
+        try (Linear l = new Linear(dev, 4, 4, new Generator(0)); Tensor x = dev.randn(new Generator(1), 2, 4)) {
+            long base = dev.memoryAllocated();
+            try (Tensor y = Checkpoint.checkpoint(in -> {
+                try (Tensor h = l.forward(in[0]); Tensor unused = h.exp()) {   // exp saves its output, then is closed
+                    return h.tanh();
+                }
+            }, x); Tensor s = y.sum()) {
+                s.backward();
+            }
+            l.zeroGrad(true);
+            assertEquals(base, dev.memoryAllocated(), "nothing kept for the discarded branch");
+        }
+    }
+
+    @Test
     void simulatedAndHostDevicesAllocateAlike() {
         long host = checkpointedPeak(dev);
         try (Device sim = Device.open("sim:512MiB")) {
