@@ -159,16 +159,22 @@ public final class Checkpoint {
      * normally, exactly as PyTorch's {@code checkpoint_sequential}. Intermediate outputs are closed once used.
      *
      * @param functions single-input modules
-     * @param segments at least 1; more segments keep fewer activations (one segment checkpoints nothing)
+     * @param segments from 1 to the number of modules; one segment checkpoints nothing, {@code n} segments
+     *     checkpoint every module but the last
      * @param input the first module's input; not closed
      * @return the last module's output, owned by the caller
-     * @throws IllegalArgumentException when {@code segments < 1}
+     * @throws IllegalArgumentException when {@code segments} is out of that range
      */
     public static Tensor checkpointSequential(List<? extends Module> functions, int segments, Tensor input) {
         if (segments < 1) {
             throw new IllegalArgumentException("checkpointSequential: segments must be at least 1, got " + segments);
         }
         int n = functions.size();
+        if (segments > Math.max(n, 1)) {
+            // PyTorch fails here too (a zero range step): a segment needs at least one module
+            throw new IllegalArgumentException("checkpointSequential: " + segments + " segments for " + n
+                    + " modules; segments must be between 1 and the number of modules");
+        }
         int segmentSize = n / segments;
         int end = -1;
         Tensor cur = input;

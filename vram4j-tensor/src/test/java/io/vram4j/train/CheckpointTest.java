@@ -395,6 +395,9 @@ class CheckpointTest {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> Checkpoint.checkpointSequential(m, 0, x));
             assertTrue(e.getMessage().contains("segments"));
+            IllegalArgumentException many = assertThrows(IllegalArgumentException.class,
+                    () -> Checkpoint.checkpointSequential(m, 2, x));
+            assertTrue(many.getMessage().contains("2 segments for 1 modules"), many.getMessage());
         }
     }
 
