@@ -84,6 +84,20 @@ class VizCommandTest {
     }
 
     @Test
+    void demoSnapshotThroughTheCli(@TempDir Path tmp) throws Exception {
+        Path snap = tmp.resolve("demo.pickle");
+        CliRunner.Result d = CliRunner.run("demo", "--device", "sim:8GiB", "--steps", "2", "--snapshot", snap.toString());
+        assertEquals(0, d.exitCode(), d.err());
+        Path out = tmp.resolve("demo.html");
+        CliRunner.Result r = CliRunner.run("viz", snap.toString(), "-o", out.toString());
+        assertEquals(0, r.exitCode(), r.err());
+        assertTrue(r.out().contains("drawn one by one"), r.out());
+        String page = Files.readString(out);
+        assertTrue(field(page, "peak_allocated") > 2L * 784 * 1024 * 4, "at least the first layer's weights and momentum");
+        assertEquals(0, field(page, "inconsistencies"));
+    }
+
+    @Test
     void missingFileIsOneClearLine(@TempDir Path tmp) {
         CliRunner.Result r = CliRunner.run("viz", tmp.resolve("nope.pickle").toString(), "-o", tmp.resolve("x.html").toString());
         assertEquals(2, r.exitCode());
