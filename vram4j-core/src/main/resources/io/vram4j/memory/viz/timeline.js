@@ -32,7 +32,7 @@
   // ---------- colours: one hue per allocation site (golden-angle spacing) ----------
   const colourCache = new Map();
   function siteColour(site) {
-    if (site < 0) return '#8a94a6';
+    if (site < 0) return '#a58d7f';
     let c = colourCache.get(site);
     if (!c) {
       const hue = (site * 137.508 + 200) % 360;
@@ -282,7 +282,6 @@
     }
     const pxPerStep = pw / (view.x1 - view.x0);
     const bytesPerPx = yMax / ph;
-    const minBytes = 0.6 * bytesPerPx;
     bandsDrawn = 0;
     const tp1 = performance.now();
     drawParts.envelope = tp1 - tp0 - drawParts.columns;
@@ -291,8 +290,10 @@
       const start = B.start[i], end = B.end[i];
       if (end <= view.x0 || start >= view.x1) continue;
       const size = B.size[i];
-      if (size < minBytes) continue; // merged into the grey envelope at this zoom
-      if ((end - start) * pxPerStep < 1 && size < 8 * bytesPerPx) continue; // under a pixel wide: merged too
+      // level of detail: a band covering less than half a pixel melts into the grey envelope; thinner bands that
+      // cover more are drawn a pixel high, so the site colours of many small allocations still show
+      const w = (Math.min(end, view.x1) - Math.max(start, view.x0)) * pxPerStep;
+      if (w * size / bytesPerPx < 0.5) continue;
       const colour = siteColour(bandSite(i));
       if (colour !== lastColour) { ctx.fillStyle = colour; lastColour = colour; }
       drawBand(B.vstart[i], B.vstart[i + 1], start, end, size);
@@ -568,7 +569,7 @@
     const shown = totals.slice(0, 14);
     let html = '';
     for (const [site] of shown) {
-      html += '<span><span class="sw" style="background:' + siteColour(site) + '"></span>' + esc(site >= 0 ? D.sites[site] : 'no stack') + '</span>';
+      html += '<span><span class="sw" style="background:' + siteColour(site) + '"></span>' + esc(site >= 0 ? D.sites[site] : 'no stack (e.g. allocated before the trace)') + '</span>';
     }
     if (totals.length > shown.length) html += '<span class="muted">+ ' + (totals.length - shown.length) + ' more sites</span>';
     html += '<span><span class="sw" style="background:' + SUMMARY_COLOUR + '"></span>small allocations (merged)</span>';

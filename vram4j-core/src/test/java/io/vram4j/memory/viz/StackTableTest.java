@@ -16,10 +16,27 @@ class StackTableTest {
                 new Frame("<module>", "<string>", 1),
                 new Frame("forward", "/home/me/model.py", 40),
                 new Frame("main", "/home/me/train.py", 9))));
+        assertEquals("forward (model.py:54)", StackTable.siteLabel(List.of(
+                new Frame("torch::unwind::unwind()", "??", 0),
+                new Frame("torch::cuda::(anonymous namespace)::gather_with_cpp()", "memory_snapshot.cpp", 0),
+                new Frame("at::detail::empty_cuda", "", 0),
+                new Frame("wrapper_CUDA_index_Tensor", "RegisterCUDA_0.cpp", 0),
+                new Frame("forward", "/home/u/cs336_basics/model.py", 54))), "C++ frames are skipped");
         assertEquals("<init> (Linear.java:35)", StackTable.siteLabel(List.of(
                 new Frame("allocate", "io/vram4j/tensor/Tensor.java", 92),
                 new Frame("empty", "io/vram4j/tensor/Device.java", 171),
                 new Frame("<init>", "io/vram4j/nn/Linear.java", 35))));
+        assertEquals("BmmBackward0 (autograd)", StackTable.siteLabel(List.of(
+                new Frame("torch::unwind::unwind()", "??", 0),
+                new Frame("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(unsigned long)",
+                        "CUDACachingAllocator.cpp", 0),
+                new Frame("at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)", "??", 0),
+                new Frame("torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor>&&)", "??", 0),
+                new Frame("torch::autograd::Engine::thread_main()", "??", 0))), "the backward pass has no Python frame");
+        assertEquals("at::(anonymous namespace)::create_out (RegisterCUDA_0.cpp:0)", StackTable.siteLabel(List.of(
+                new Frame("torch::unwind::unwind()", "??", 0),
+                new Frame("at::detail::empty_cuda(c10::ArrayRef<long>)", "??", 0),
+                new Frame("at::(anonymous namespace)::create_out(c10::ArrayRef<long>)", "RegisterCUDA_0.cpp", 0))));
         assertEquals("empty_cache (memory.py:7)", StackTable.siteLabel(List.of(
                 new Frame("empty_cache", "/usr/lib/python3/torch/cuda/memory.py", 7))), "all internal: the innermost frame");
     }
