@@ -10,6 +10,8 @@ import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
 import io.vram4j.memory.snapshot.MemorySnapshot;
 import io.vram4j.memory.snapshot.SnapshotWriter;
+import io.vram4j.memory.viz.MemoryTimeline;
+import io.vram4j.memory.viz.TimelinePage;
 import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.memory.stats.MemoryStats;
 import io.vram4j.train.DryRunResult;
@@ -42,7 +44,8 @@ import java.util.concurrent.Callable;
  * where the memory went: a progress bar per epoch (loss, accuracy, samples/s, allocated/reserved), a memory
  * line after each epoch, then the test accuracy and {@code memory_summary}, and a run folder with
  * {@code memory_summary.txt}, {@code memory_stats.json}, {@code memory_snapshot.pickle} (the first steps'
- * trace, for PyTorch's memory_viz) and {@code result.json}.
+ * trace, for PyTorch's memory_viz), {@code memory_timeline.html} (the same trace as {@code vram4j viz} draws it)
+ * and {@code result.json}.
  */
 @Command(name = "train", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Train an MLP on Fashion-MNIST through the caching allocator and report where the memory went.",
@@ -302,6 +305,13 @@ final class TrainCommand implements Callable<Integer> {
                 Path p = runDir.resolve("memory_snapshot.pickle");
                 SnapshotWriter.write(snapshot, p);
                 files.put("memory_snapshot", p.toString());
+                int device = VizCommand.defaultDevice(snapshot);
+                if (snapshot.devices().contains(device)) {
+                    Path html = runDir.resolve("memory_timeline.html");
+                    TimelinePage.write(MemoryTimeline.of(snapshot, device, MemoryTimeline.DEFAULT_MAX_ENTRIES),
+                            runDir.getFileName() + "/memory_snapshot.pickle", html);
+                    files.put("memory_timeline", html.toString());
+                }
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the run folder " + runDir + ": " + e.getMessage(), e);
