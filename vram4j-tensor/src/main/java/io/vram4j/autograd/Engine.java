@@ -1,5 +1,6 @@
 package io.vram4j.autograd;
 
+import io.vram4j.tensor.AutocastHook;
 import io.vram4j.tensor.MemoryScope;
 import io.vram4j.tensor.Tensor;
 
@@ -26,6 +27,9 @@ final class Engine {
             throw new IllegalStateException("element 0 of tensors does not require grad and does not have a grad_fn");
         }
         Map<Node, Tensor> pending = new IdentityHashMap<>();
+        // backward ops run in the dtypes of their forward ops: autocast is suspended (as in PyTorch, where the
+        // autocast state does not reach the autograd engine's threads)
+        AutocastHook.Interceptor autocast = AutocastHook.install(null);
         try (NoGrad ng = NoGrad.enter(); MemoryScope scope = MemoryScope.open()) {
             Tensor g;
             if (gradient == null) {
@@ -96,6 +100,7 @@ final class Engine {
                 }
             }
         } finally {
+            AutocastHook.install(autocast);
             for (Tensor t : pending.values()) {
                 t.close();
             }

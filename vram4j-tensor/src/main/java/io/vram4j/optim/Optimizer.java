@@ -45,6 +45,14 @@ public abstract class Optimizer implements AutoCloseable {
         this.lr = lr;
     }
 
+    /**
+     * @return the parameters, in the order given (read-only); for gradient tools such as
+     *     {@code io.vram4j.amp.GradScaler}, which unscales their gradients (PyTorch's {@code param_groups})
+     */
+    public final List<Tensor> parameters() {
+        return java.util.Collections.unmodifiableList(params);
+    }
+
     /** Applies one update to every parameter that has a gradient. */
     public final void step() {
         try (NoGrad ng = NoGrad.enter()) {

@@ -503,12 +503,12 @@ public class Tensor implements AutoCloseable {
 
     /** @return {@code e^this} */
     public Tensor exp() {
-        return Ops.unary(Ops.Un.EXP, this);
+        return AutocastHook.run("exp", new Tensor[] {this}, a -> Ops.unary(Ops.Un.EXP, a[0]));
     }
 
     /** @return the natural logarithm */
     public Tensor log() {
-        return Ops.unary(Ops.Un.LOG, this);
+        return AutocastHook.run("log", new Tensor[] {this}, a -> Ops.unary(Ops.Un.LOG, a[0]));
     }
 
     /** @return the hyperbolic tangent */
@@ -530,24 +530,27 @@ public class Tensor implements AutoCloseable {
 
     /** @return the sum of all elements, a scalar (rank 0) */
     public Tensor sum() {
-        return Ops.sum(this, allDims(), false, 1f);
+        return AutocastHook.run("sum", new Tensor[] {this}, a -> Ops.sum(a[0], allDims(), false, 1f));
     }
 
     /** @return the sum over {@code dim}, which is removed unless {@code keepDim} */
     public Tensor sum(int dim, boolean keepDim) {
-        return Ops.sum(this, new int[] {Shapes.dim(dim, shape.length)}, keepDim, 1f);
+        int[] dims = {Shapes.dim(dim, shape.length)};
+        return AutocastHook.run("sum", new Tensor[] {this}, a -> Ops.sum(a[0], dims, keepDim, 1f));
     }
 
     /** @return the mean of all elements, a scalar */
     public Tensor mean() {
         long n = numel();
-        return Ops.sum(this, allDims(), false, n == 0 ? Float.NaN : 1f / n);
+        return AutocastHook.run("mean", new Tensor[] {this},
+                a -> Ops.sum(a[0], allDims(), false, n == 0 ? Float.NaN : 1f / n));
     }
 
     /** @return the mean over {@code dim} */
     public Tensor mean(int dim, boolean keepDim) {
         int d = Shapes.dim(dim, shape.length);
-        return Ops.sum(this, new int[] {d}, keepDim, shape[d] == 0 ? Float.NaN : 1f / shape[d]);
+        return AutocastHook.run("mean", new Tensor[] {this},
+                a -> Ops.sum(a[0], new int[] {d}, keepDim, shape[d] == 0 ? Float.NaN : 1f / shape[d]));
     }
 
     /**
@@ -586,17 +589,17 @@ public class Tensor implements AutoCloseable {
      * without copying.
      */
     public Tensor matmul(Tensor other) {
-        return Ops.matmul(this, other);
+        return AutocastHook.run("matmul", new Tensor[] {this, other}, a -> Ops.matmul(a[0], a[1]));
     }
 
     /** @return softmax over the last dimension */
     public Tensor softmax() {
-        return Ops.softmax(this, false);
+        return AutocastHook.run("softmax", new Tensor[] {this}, a -> Ops.softmax(a[0], false));
     }
 
     /** @return log-softmax over the last dimension */
     public Tensor logSoftmax() {
-        return Ops.softmax(this, true);
+        return AutocastHook.run("log_softmax", new Tensor[] {this}, a -> Ops.softmax(a[0], true));
     }
 
     // ------------------------------------------------------------------------------------------------ shape
