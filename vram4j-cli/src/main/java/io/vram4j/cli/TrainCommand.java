@@ -83,8 +83,9 @@ final class TrainCommand implements Callable<Integer> {
             + " for mlp, " + TrainOptions.LM_BATCH_SIZE + " for transformer)")
     Integer batchSize;
 
-    @Option(names = "--checkpoint", paramLabel = "SEGMENTS", arity = "0..1", fallbackValue = "1",
-            description = "activation checkpointing: recompute activations in backward, the blocks (layers) split in SEGMENTS segments (default when given: 1)")
+    @Option(names = "--checkpoint", paramLabel = "SEGMENTS", arity = "0..1", fallbackValue = "auto",
+            description = "activation checkpointing: recompute activations in backward; the blocks (mlp: layers) run as checkpoint_sequential "
+                    + "in SEGMENTS segments, the last one not checkpointed (default when given without a value: one segment per block)")
     String checkpoint;
 
     @Option(names = "--amp", paramLabel = "DTYPE", description = "mixed precision: bf16, or fp16 with a dynamic GradScaler (reports skipped steps)")
@@ -497,7 +498,11 @@ final class TrainCommand implements Callable<Integer> {
             throw new UserException("--limit must not be negative, got " + limit);
         }
         int segments = 0;
-        if (checkpoint != null) {
+        if ("auto".equals(checkpoint)) {
+            TrainOptions d = TrainOptions.defaults(model.toLowerCase(Locale.ROOT).equals("transformer") ? "transformer" : "mlp");
+            int n = layers != null ? layers : d.layers();
+            segments = d.isTransformer() ? Math.max(1, n) : 2 * n + 1; // mlp: Linear, ReLU, ..., Linear
+        } else if (checkpoint != null) {
             try {
                 segments = Integer.parseInt(checkpoint.strip());
             } catch (NumberFormatException e) {

@@ -59,7 +59,10 @@ final class CharTransformer extends ModelNetwork {
     @Override
     Tensor logits(Tensor input, boolean training) {
         if (training && options.checkpoint() > 0) {
-            throw new UnsupportedOperationException("--checkpoint is not available yet");
+            try (Tensor x = gpt.embed(input);
+                 Tensor h = Checkpoint.checkpointSequential(gpt.blocks(), Math.min(options.checkpoint(), options.layers()), x)) {
+                return gpt.head(h);
+            }
         }
         return gpt.forward(input);
     }

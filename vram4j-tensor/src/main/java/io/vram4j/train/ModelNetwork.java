@@ -12,12 +12,14 @@ import io.vram4j.tensor.MemoryScope;
 import io.vram4j.tensor.Tensor;
 
 /**
- * The training step shared by the models, with the memory-saving techniques of {@link TrainOptions}: the batch
- * is split into micro-batches ({@link TrainOptions#microBatch()}), each micro-batch's loss is scaled by its
- * share of the batch and by {@code 1 / accumulate}, back-propagated (through the {@link Techniques}: autocast,
- * checkpointing, loss scaling), and the optimizer steps once every {@link TrainOptions#accumulate()} batches,
- * after which the gradients are dropped ({@code zero_grad(set_to_none=True)}). Each micro-batch runs in its own
- * {@link MemoryScope}, so its activations are freed before the next one starts.
+ * The training step shared by the models, with the memory-saving techniques of {@link TrainOptions}, built on
+ * the technique library: the forward pass and loss run in an {@link io.vram4j.amp.Autocast} region for
+ * {@code --amp}; subclasses run their layers through {@link Checkpoint#checkpointSequential} for
+ * {@code --checkpoint}; a batch is split by {@link MicroBatcher} for {@code --micro-batch} (each micro-batch's
+ * loss weighted by its share of the batch, its activations freed before the next starts); and
+ * {@link GradientAccumulation} divides the loss by {@code --accumulate N}, scales it with the fp16
+ * {@link io.vram4j.amp.GradScaler}, and steps the optimizer every {@code N}-th batch, dropping the gradients
+ * afterwards ({@code zero_grad(set_to_none=True)}).
  */
 abstract class ModelNetwork implements Network {
     final Device dev;
@@ -25,6 +27,7 @@ abstract class ModelNetwork implements Network {
     final Module model;
     final Optimizer optimizer;
     final Techniques techniques;
+    private final GradientAccumulation accumulation;
     private int pendingBatches;
     private boolean closed;
 
@@ -44,6 +47,7 @@ abstract class ModelNetwork implements Network {
                     ? new AdamW(model.parameters(), lr, 0.9f, 0.999f, 1e-8f, wd)
                     : new SGD(model.parameters(), lr, (float) options.momentum(), wd);
             this.techniques = Techniques.of(options, optimizer);
+            this.accumulation = new GradientAccumulation(optimizer, options.accumulate(), techniques.scaler());
         } catch (RuntimeException | Error e) {
             model.close();
             throw e;
@@ -88,35 +92,45 @@ abstract class ModelNetwork implements Network {
     public StepStats trainStep(Batch batch) {
         ensureOpen();
         model.train();
-        int micro = options.microBatch() > 0 ? Math.min(options.microBatch(), batch.size()) : batch.size();
-        double lossSum = 0;
-        int correct = 0;
-        for (int from = 0; from < batch.size(); from += micro) {
-            int count = Math.min(micro, batch.size() - from);
-            try (MemoryScope scope = MemoryScope.open()) {
-                Tensor[] xy = tensors(batch, from, count);
-                Tensor logits;
-                Tensor loss;
-                try (AutoCloseable autocast = techniques.autocast()) {
-                    logits = logits(xy[0], true);
-                    loss = Functional.crossEntropy(logits, xy[1]);
+        double[] lossSum = {0};
+        int[] correct = {0};
+        try (MemoryScope scope = MemoryScope.open()) {
+            Tensor[] xy = tensors(batch, 0, batch.size());
+            if (options.microBatch() > 0 && options.microBatch() < batch.size()) {
+                // micro-batches: each weighted by its share of the batch, gradients summed; then one accumulation step
+                MicroBatcher.accumulate(options.microBatch(), mb -> {
+                    Tensor[] lossAndLogits = forwardLoss(mb[0], mb[1]);
+                    StepStats s = stats(lossAndLogits[1], lossAndLogits[0], mb[1], mb[0].size(0));
+                    lossSum[0] += s.lossSum();
+                    correct[0] += s.correct();
+                    Tensor loss = lossAndLogits[0];
+                    return options.accumulate() == 1 ? loss : loss.div(options.accumulate());
+                }, techniques.scaler(), xy[0], xy[1]);
+                if (++pendingBatches >= options.accumulate()) {
+                    pendingBatches = 0;
+                    accumulation.step();
                 }
-                float share = (float) count / batch.size() / options.accumulate();
-                Tensor scaled = share == 1f ? loss : loss.mul(share);
-                techniques.backward(scaled);
-                StepStats s = stats(logits, loss, xy[1], count);
-                lossSum += s.lossSum();
-                correct += s.correct();
-            } catch (Exception e) {
-                throw e instanceof RuntimeException r ? r : new IllegalStateException(e);
+            } else {
+                Tensor[] lossAndLogits = forwardLoss(xy[0], xy[1]);
+                StepStats s = stats(lossAndLogits[1], lossAndLogits[0], xy[1], batch.size());
+                lossSum[0] += s.lossSum();
+                correct[0] += s.correct();
+                accumulation.backward(lossAndLogits[0]); // divides by N, steps every N-th batch, zero_grad(set_to_none)
             }
         }
-        if (++pendingBatches >= options.accumulate()) {
-            pendingBatches = 0;
-            techniques.step();
-            optimizer.zeroGrad(true);
+        return new StepStats(lossSum[0], correct[0], batch.size() * predictionsPerSample());
+    }
+
+    /** Forward and loss inside the autocast region; returns {@code {loss, logits}} in the caller's scope. */
+    private Tensor[] forwardLoss(Tensor x, Tensor y) {
+        try (AutoCloseable autocast = techniques.autocast()) {
+            Tensor logits = logits(x, true);
+            return new Tensor[] {Functional.crossEntropy(logits, y), logits};
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
         }
-        return new StepStats(lossSum, correct, batch.size() * predictionsPerSample());
     }
 
     @Override

@@ -1,14 +1,21 @@
 package io.vram4j.train;
 
+import io.vram4j.amp.Autocast;
+import io.vram4j.amp.GradScaler;
 import io.vram4j.optim.Optimizer;
-import io.vram4j.tensor.Tensor;
+import io.vram4j.tensor.DType;
 
 /**
- * The mixed-precision part of a training step, chosen by {@link TrainOptions#amp()}: the autocast region
- * around the forward pass, the backward pass (through a loss scaler for fp16) and the optimizer step (skipped
- * by the scaler when gradients overflowed).
+ * The mixed-precision settings of a training step, from {@link TrainOptions#amp()}: the {@link Autocast}
+ * region around the forward pass and loss ({@code bf16}: bfloat16, {@code fp16}: float16) and, for float16, a
+ * {@link GradScaler} with PyTorch's defaults (initial scale 65536, growth 2.0 every 2000 clean steps, backoff
+ * 0.5) that the {@link GradientAccumulation} or {@link MicroBatcher} scale the loss with and that skips
+ * optimizer steps with inf/NaN gradients.
+ *
+ * @param autocastDtype the autocast dtype, or null for float32 throughout
+ * @param scaler the loss scaler, or null
  */
-abstract class Techniques {
+record Techniques(DType autocastDtype, GradScaler scaler) {
     /**
      * @param skippedSteps optimizer steps skipped because a gradient held inf or NaN
      * @param scale the loss scale now
@@ -17,47 +24,20 @@ abstract class Techniques {
     }
 
     static Techniques of(TrainOptions options, Optimizer optimizer) {
-        if (!options.amp().equals("off")) {
-            throw new UnsupportedOperationException("--amp " + options.amp() + " is not available yet");
-        }
-        return new Plain(optimizer);
+        return switch (options.amp()) {
+            case "bf16" -> new Techniques(DType.BFLOAT16, null);
+            case "fp16" -> new Techniques(DType.FLOAT16, new GradScaler());
+            default -> new Techniques(null, null);
+        };
     }
 
-    /** @return a region (closed after the forward pass and loss) in which ops run in the chosen precision */
-    abstract AutoCloseable autocast();
-
-    /** Back-propagates {@code loss}. */
-    abstract void backward(Tensor loss);
-
-    /** Steps the optimizer (unless the scaler skips it). */
-    abstract void step();
+    /** @return the autocast region for the forward pass (a disabled one-op region without mixed precision) */
+    AutoCloseable autocast() {
+        return autocastDtype == null ? () -> { } : Autocast.enable(autocastDtype);
+    }
 
     /** @return the scaler's statistics, or null without a scaler */
     ScalerStats scalerStats() {
-        return null;
-    }
-
-    /** float32 throughout. */
-    private static final class Plain extends Techniques {
-        private final Optimizer optimizer;
-
-        Plain(Optimizer optimizer) {
-            this.optimizer = optimizer;
-        }
-
-        @Override
-        AutoCloseable autocast() {
-            return () -> { };
-        }
-
-        @Override
-        void backward(Tensor loss) {
-            loss.backward();
-        }
-
-        @Override
-        void step() {
-            optimizer.step();
-        }
+        return scaler == null ? null : new ScalerStats(scaler.skippedSteps(), scaler.getScale());
     }
 }

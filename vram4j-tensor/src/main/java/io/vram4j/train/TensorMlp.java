@@ -85,7 +85,8 @@ final class TensorMlp extends ModelNetwork {
     @Override
     Tensor logits(Tensor input, boolean training) {
         if (training && options.checkpoint() > 0) {
-            throw new UnsupportedOperationException("--checkpoint is not available yet");
+            Sequential seq = (Sequential) model;
+            return Checkpoint.checkpointSequential(seq, Math.min(options.checkpoint(), seq.layers().size()), input);
         }
         return model.forward(input);
     }
