@@ -93,7 +93,7 @@ public final class GPT extends Module {
      */
     @Override
     public Tensor forward(Tensor tokens) {
-        try (Tensor x = embed(tokens); Tensor h = blocks.forward(x)) {
+        try (Tensor x = embed(tokens); Tensor h = blocks.call(x)) {
             return head(h);
         }
     }
@@ -118,9 +118,9 @@ public final class GPT extends Module {
         for (int i = 0; i < t; i++) {
             pos[i] = i;
         }
-        try (Tensor p = device.tensor(pos, t); Tensor te = wte.forward(tokens); Tensor pe = wpe.forward(p);
+        try (Tensor p = device.tensor(pos, t); Tensor te = wte.call(tokens); Tensor pe = wpe.call(p);
              Tensor x = te.add(pe)) {
-            return drop.forward(x);
+            return drop.call(x);
         }
     }
 
@@ -136,8 +136,8 @@ public final class GPT extends Module {
      * @return float32 logits {@code [B, T, vocabSize]}
      */
     public Tensor head(Tensor h) {
-        try (Tensor n = lnF.forward(h)) {
-            return lmHead.forward(n);
+        try (Tensor n = lnF.call(h)) {
+            return lmHead.call(n);
         }
     }
 }
