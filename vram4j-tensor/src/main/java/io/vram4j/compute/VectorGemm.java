@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -156,7 +157,8 @@ final class VectorGemm {
                 int bo = sliceAt + jr * kc;
                 for (int ir = 0; ir < mc; ir += MR) {
                     long cAt = cOff + (long) (i0 + ir) * ldc + col0 + jr;
-                    kernel(ap, ir * kc, bp, bo, kc, tile, c, cAt, ldc, alpha, overwrite, Math.min(MR, mc - ir), nr);
+                    kernel(ap, ir * kc, bp, bo, kc, tile);
+                    update(tile, c, cAt, ldc, alpha, overwrite, Math.min(MR, mc - ir), nr);
                 }
             }
         }
@@ -241,11 +243,15 @@ final class VectorGemm {
 
     /**
      * The micro-kernel: accumulates the {@code MR x NR} product of one packed A panel ({@code ap[ao..]},
-     * {@code kc x MR}) and one packed B panel ({@code bp[bo..]}, {@code kc x NR}) in registers, then stores the
-     * {@code mr x nr} valid part into C through {@code tile}.
+     * {@code kc x MR}) and one packed B panel ({@code bp[bo..]}, {@code kc x NR}) in 24 vector registers and
+     * writes it to {@code tile} (row-major, {@code MR x NR}).
+     *
+     * <p>Kept this small on purpose: C1 (tier 3) compiles it only when the inlined Vector API fallback code fits
+     * its virtual-register limit. When tier 3 bails out ("out of virtual registers in LIR generator") the
+     * method can stay in tier-2 code, boxing every vector, and never reach C2. So the update of C lives in
+     * {@link #update}, which reads the tile back from L1: 24 stores and loads against {@code 24 * kc} FMAs.
      */
-    private static void kernel(float[] ap, int ao, float[] bp, int bo, int kc, float[] tile,
-                               MemorySegment c, long cAt, int ldc, float alpha, boolean overwrite, int mr, int nr) {
+    static void kernel(float[] ap, int ao, float[] bp, int bo, int kc, float[] tile) {
         FloatVector z = FloatVector.zero(SP);
         FloatVector c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
         FloatVector c40 = z, c41 = z, c50 = z, c51 = z, c60 = z, c61 = z, c70 = z, c71 = z;
@@ -290,114 +296,55 @@ final class VectorGemm {
             cb0 = av.fma(b0, cb0);
             cb1 = av.fma(b1, cb1);
         }
-        if (mr == MR && nr == NR) {
-            // full tile: update C straight from the registers
-            FloatVector va = FloatVector.broadcast(SP, alpha);
-            long ld = (long) ldc * Float.BYTES;
-            long h = (long) L * Float.BYTES;
-            long at = cAt * Float.BYTES;
-            if (overwrite) {
-                c00.mul(va).intoMemorySegment(c, at, BO);
-                c01.mul(va).intoMemorySegment(c, at + h, BO);
-                c10.mul(va).intoMemorySegment(c, at + 1 * ld, BO);
-                c11.mul(va).intoMemorySegment(c, at + 1 * ld + h, BO);
-                c20.mul(va).intoMemorySegment(c, at + 2 * ld, BO);
-                c21.mul(va).intoMemorySegment(c, at + 2 * ld + h, BO);
-                c30.mul(va).intoMemorySegment(c, at + 3 * ld, BO);
-                c31.mul(va).intoMemorySegment(c, at + 3 * ld + h, BO);
-                c40.mul(va).intoMemorySegment(c, at + 4 * ld, BO);
-                c41.mul(va).intoMemorySegment(c, at + 4 * ld + h, BO);
-                c50.mul(va).intoMemorySegment(c, at + 5 * ld, BO);
-                c51.mul(va).intoMemorySegment(c, at + 5 * ld + h, BO);
-                c60.mul(va).intoMemorySegment(c, at + 6 * ld, BO);
-                c61.mul(va).intoMemorySegment(c, at + 6 * ld + h, BO);
-                c70.mul(va).intoMemorySegment(c, at + 7 * ld, BO);
-                c71.mul(va).intoMemorySegment(c, at + 7 * ld + h, BO);
-                c80.mul(va).intoMemorySegment(c, at + 8 * ld, BO);
-                c81.mul(va).intoMemorySegment(c, at + 8 * ld + h, BO);
-                c90.mul(va).intoMemorySegment(c, at + 9 * ld, BO);
-                c91.mul(va).intoMemorySegment(c, at + 9 * ld + h, BO);
-                ca0.mul(va).intoMemorySegment(c, at + 10 * ld, BO);
-                ca1.mul(va).intoMemorySegment(c, at + 10 * ld + h, BO);
-                cb0.mul(va).intoMemorySegment(c, at + 11 * ld, BO);
-                cb1.mul(va).intoMemorySegment(c, at + 11 * ld + h, BO);
-            } else {
-                c00.fma(va, FloatVector.fromMemorySegment(SP, c, at, BO)).intoMemorySegment(c, at, BO);
-                c01.fma(va, FloatVector.fromMemorySegment(SP, c, at + h, BO))
-                        .intoMemorySegment(c, at + h, BO);
-                c10.fma(va, FloatVector.fromMemorySegment(SP, c, at + 1 * ld, BO)).intoMemorySegment(c, at + 1 * ld, BO);
-                c11.fma(va, FloatVector.fromMemorySegment(SP, c, at + 1 * ld + h, BO))
-                        .intoMemorySegment(c, at + 1 * ld + h, BO);
-                c20.fma(va, FloatVector.fromMemorySegment(SP, c, at + 2 * ld, BO)).intoMemorySegment(c, at + 2 * ld, BO);
-                c21.fma(va, FloatVector.fromMemorySegment(SP, c, at + 2 * ld + h, BO))
-                        .intoMemorySegment(c, at + 2 * ld + h, BO);
-                c30.fma(va, FloatVector.fromMemorySegment(SP, c, at + 3 * ld, BO)).intoMemorySegment(c, at + 3 * ld, BO);
-                c31.fma(va, FloatVector.fromMemorySegment(SP, c, at + 3 * ld + h, BO))
-                        .intoMemorySegment(c, at + 3 * ld + h, BO);
-                c40.fma(va, FloatVector.fromMemorySegment(SP, c, at + 4 * ld, BO)).intoMemorySegment(c, at + 4 * ld, BO);
-                c41.fma(va, FloatVector.fromMemorySegment(SP, c, at + 4 * ld + h, BO))
-                        .intoMemorySegment(c, at + 4 * ld + h, BO);
-                c50.fma(va, FloatVector.fromMemorySegment(SP, c, at + 5 * ld, BO)).intoMemorySegment(c, at + 5 * ld, BO);
-                c51.fma(va, FloatVector.fromMemorySegment(SP, c, at + 5 * ld + h, BO))
-                        .intoMemorySegment(c, at + 5 * ld + h, BO);
-                c60.fma(va, FloatVector.fromMemorySegment(SP, c, at + 6 * ld, BO)).intoMemorySegment(c, at + 6 * ld, BO);
-                c61.fma(va, FloatVector.fromMemorySegment(SP, c, at + 6 * ld + h, BO))
-                        .intoMemorySegment(c, at + 6 * ld + h, BO);
-                c70.fma(va, FloatVector.fromMemorySegment(SP, c, at + 7 * ld, BO)).intoMemorySegment(c, at + 7 * ld, BO);
-                c71.fma(va, FloatVector.fromMemorySegment(SP, c, at + 7 * ld + h, BO))
-                        .intoMemorySegment(c, at + 7 * ld + h, BO);
-                c80.fma(va, FloatVector.fromMemorySegment(SP, c, at + 8 * ld, BO)).intoMemorySegment(c, at + 8 * ld, BO);
-                c81.fma(va, FloatVector.fromMemorySegment(SP, c, at + 8 * ld + h, BO))
-                        .intoMemorySegment(c, at + 8 * ld + h, BO);
-                c90.fma(va, FloatVector.fromMemorySegment(SP, c, at + 9 * ld, BO)).intoMemorySegment(c, at + 9 * ld, BO);
-                c91.fma(va, FloatVector.fromMemorySegment(SP, c, at + 9 * ld + h, BO))
-                        .intoMemorySegment(c, at + 9 * ld + h, BO);
-                ca0.fma(va, FloatVector.fromMemorySegment(SP, c, at + 10 * ld, BO)).intoMemorySegment(c, at + 10 * ld, BO);
-                ca1.fma(va, FloatVector.fromMemorySegment(SP, c, at + 10 * ld + h, BO))
-                        .intoMemorySegment(c, at + 10 * ld + h, BO);
-                cb0.fma(va, FloatVector.fromMemorySegment(SP, c, at + 11 * ld, BO)).intoMemorySegment(c, at + 11 * ld, BO);
-                cb1.fma(va, FloatVector.fromMemorySegment(SP, c, at + 11 * ld + h, BO))
-                        .intoMemorySegment(c, at + 11 * ld + h, BO);
-            }
-            return;
-        }
-        float[] t = tile;
-        c00.intoArray(t, 0);
-        c01.intoArray(t, 0 + L);
-        c10.intoArray(t, NR);
-        c11.intoArray(t, NR + L);
-        c20.intoArray(t, 2 * NR);
-        c21.intoArray(t, 2 * NR + L);
-        c30.intoArray(t, 3 * NR);
-        c31.intoArray(t, 3 * NR + L);
-        c40.intoArray(t, 4 * NR);
-        c41.intoArray(t, 4 * NR + L);
-        c50.intoArray(t, 5 * NR);
-        c51.intoArray(t, 5 * NR + L);
-        c60.intoArray(t, 6 * NR);
-        c61.intoArray(t, 6 * NR + L);
-        c70.intoArray(t, 7 * NR);
-        c71.intoArray(t, 7 * NR + L);
-        c80.intoArray(t, 8 * NR);
-        c81.intoArray(t, 8 * NR + L);
-        c90.intoArray(t, 9 * NR);
-        c91.intoArray(t, 9 * NR + L);
-        ca0.intoArray(t, 10 * NR);
-        ca1.intoArray(t, 10 * NR + L);
-        cb0.intoArray(t, 11 * NR);
-        cb1.intoArray(t, 11 * NR + L);
-        storePartial(t, c, cAt, ldc, alpha, overwrite, mr, nr);
+        c00.intoArray(tile, 0 * NR);
+        c01.intoArray(tile, 0 * NR + L);
+        c10.intoArray(tile, 1 * NR);
+        c11.intoArray(tile, 1 * NR + L);
+        c20.intoArray(tile, 2 * NR);
+        c21.intoArray(tile, 2 * NR + L);
+        c30.intoArray(tile, 3 * NR);
+        c31.intoArray(tile, 3 * NR + L);
+        c40.intoArray(tile, 4 * NR);
+        c41.intoArray(tile, 4 * NR + L);
+        c50.intoArray(tile, 5 * NR);
+        c51.intoArray(tile, 5 * NR + L);
+        c60.intoArray(tile, 6 * NR);
+        c61.intoArray(tile, 6 * NR + L);
+        c70.intoArray(tile, 7 * NR);
+        c71.intoArray(tile, 7 * NR + L);
+        c80.intoArray(tile, 8 * NR);
+        c81.intoArray(tile, 8 * NR + L);
+        c90.intoArray(tile, 9 * NR);
+        c91.intoArray(tile, 9 * NR + L);
+        ca0.intoArray(tile, 10 * NR);
+        ca1.intoArray(tile, 10 * NR + L);
+        cb0.intoArray(tile, 11 * NR);
+        cb1.intoArray(tile, 11 * NR + L);
     }
 
-    /** Edge tiles: C = alpha * t (overwrite) or C = alpha * t + C, for the valid mr x nr part of the tile. */
-    private static void storePartial(float[] t, MemorySegment c, long cAt, int ldc, float alpha, boolean overwrite,
-                                     int mr, int nr) {
+    /**
+     * Writes the valid {@code mr x nr} part of a finished tile into C: {@code C = alpha * t} when
+     * {@code overwrite}, else {@code C = fma(t, alpha, C)}. Full rows of vectors are stored whole, the last
+     * partial vector of a row through a mask, so edge tiles round exactly like full ones.
+     */
+    static void update(float[] t, MemorySegment c, long cAt, int ldc, float alpha, boolean overwrite, int mr, int nr) {
+        FloatVector va = FloatVector.broadcast(SP, alpha);
+        int full = nr - nr % L;
+        VectorMask<Float> tail = full < nr ? SP.indexInRange(full, nr) : null;
         for (int r = 0; r < mr; r++) {
             long row = (cAt + (long) r * ldc) * Float.BYTES;
-            for (int j = 0; j < nr; j++) {
+            int to = r * NR;
+            for (int j = 0; j < full; j += L) {
                 long at = row + (long) j * Float.BYTES;
-                float v = t[r * NR + j];
-                c.set(F, at, overwrite ? alpha * v : Math.fma(v, alpha, c.get(F, at)));
+                FloatVector v = FloatVector.fromArray(SP, t, to + j);
+                (overwrite ? v.mul(va) : v.fma(va, FloatVector.fromMemorySegment(SP, c, at, BO)))
+                        .intoMemorySegment(c, at, BO);
+            }
+            if (tail != null) {
+                long at = row + (long) full * Float.BYTES;
+                FloatVector v = FloatVector.fromArray(SP, t, to + full);
+                (overwrite ? v.mul(va) : v.fma(va, FloatVector.fromMemorySegment(SP, c, at, BO, tail)))
+                        .intoMemorySegment(c, at, BO, tail);
             }
         }
     }
