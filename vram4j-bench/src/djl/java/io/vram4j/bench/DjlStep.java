@@ -93,11 +93,11 @@ final class DjlStep implements StepEngine {
 
     /**
      * What DJL can account for: the bytes of the arrays it holds as the model's parameters, and of their
-     * gradients. Activations saved for backward and PyTorch's temporaries are not visible through DJL.
-     *
-     * @return {parameter bytes, gradient bytes}
+     * gradients (which DJL keeps between steps, zeroed, as {@code zero_grad(set_to_none=False)}). Activations
+     * saved for backward and PyTorch's temporaries live inside libtorch and are not visible through DJL.
      */
-    long[] parameterAndGradientBytes() {
+    @Override
+    public java.util.Map<String, Long> reportedMemory() {
         long params = 0;
         long grads = 0;
         for (Pair<String, Parameter> p : model.getBlock().getParameters()) {
@@ -105,10 +105,22 @@ final class DjlStep implements StepEngine {
             long bytes = a.size() * a.getDataType().getNumOfBytes();
             params += bytes;
             if (a.hasGradient()) {
-                grads += bytes;
+                try (NDArray g = a.getGradient()) {
+                    grads += g.size() * g.getDataType().getNumOfBytes();
+                } catch (IllegalStateException e) {
+                    // requires grad, but no backward has produced one yet
+                }
             }
         }
-        return new long[] {params, grads};
+        java.util.Map<String, Long> m = new java.util.LinkedHashMap<>();
+        m.put("parameter arrays", params);
+        m.put("gradient arrays", grads);
+        return m;
+    }
+
+    @Override
+    public void resetPeaks() {
+        // DJL keeps no peaks on CPU
     }
 
     @Override

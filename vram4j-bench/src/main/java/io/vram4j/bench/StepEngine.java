@@ -36,6 +36,19 @@ interface StepEngine extends AutoCloseable {
      */
     double step(Batch batch);
 
+    /**
+     * The memory the engine itself can report, in bytes, by name (insertion order). Ours: the caching
+     * allocator's {@code memory_allocated}, {@code max_memory_allocated}, {@code memory_reserved} and
+     * {@code max_memory_reserved}; DJL: the bytes of the parameter and gradient arrays it holds (PyTorch's
+     * CPU allocator keeps no statistics that DJL exposes).
+     *
+     * @return name to bytes
+     */
+    java.util.Map<String, Long> reportedMemory();
+
+    /** Starts a new peak window for {@link #reportedMemory()} where the engine keeps peaks (ours); else nothing. */
+    void resetPeaks();
+
     /** Frees the model, optimizer state and the engine's per-run buffers. */
     @Override
     void close();

@@ -61,12 +61,23 @@ public class TrainStepBenchmark {
     @Param({"0"})
     public float momentum;
 
+    /**
+     * libgomp's {@code OMP_WAIT_POLICY} for PyTorch's OpenMP threads ({@code djl} only): {@code default}
+     * leaves it unset (threads spin at barriers), {@code passive} makes waiting threads sleep, which matters
+     * when the cores are shared with other processes. Set through {@link NativeEnv} before libtorch loads.
+     */
+    @Param({"default"})
+    public String ompWait;
+
     private StepEngine step;
     private StepBatches batches;
 
     @Setup(Level.Trial)
     public void setUp() {
         batches = new StepBatches(batch, 8);
+        if (!ompWait.equals("default")) {
+            NativeEnv.set("OMP_WAIT_POLICY", ompWait.toUpperCase(java.util.Locale.ROOT));
+        }
         step = StepEngine.open(engine, new StepEngine.Config(hidden, batch, threads, 0.1f, momentum));
         System.out.println("# " + step.description());
     }

@@ -34,11 +34,6 @@ final class Vram4jStep implements StepEngine {
         this.trainer = new Trainer(alloc, options, Config.FEATURES, Config.CLASSES);
     }
 
-    /** @return the allocator, for the memory comparison */
-    CachingAllocator allocator() {
-        return alloc;
-    }
-
     @Override
     public String description() {
         return "vram4j " + Kernels.best().name() + " kernels, " + Kernels.best().threads() + " threads: "
@@ -48,6 +43,21 @@ final class Vram4jStep implements StepEngine {
     @Override
     public double step(Batch batch) {
         return trainer.trainStep(batch);
+    }
+
+    @Override
+    public java.util.Map<String, Long> reportedMemory() {
+        java.util.Map<String, Long> m = new java.util.LinkedHashMap<>();
+        m.put("allocated", alloc.memoryAllocated());
+        m.put("peak allocated", alloc.maxMemoryAllocated());
+        m.put("reserved", alloc.memoryReserved());
+        m.put("peak reserved", alloc.maxMemoryReserved());
+        return m;
+    }
+
+    @Override
+    public void resetPeaks() {
+        alloc.resetPeakMemoryStats();
     }
 
     @Override
