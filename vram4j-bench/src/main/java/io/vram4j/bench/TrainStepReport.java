@@ -16,8 +16,10 @@ import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * Runs {@link TrainStepBenchmark} for ours and DJL side by side and prints a Markdown table of median step
@@ -32,7 +34,8 @@ import java.util.Locale;
  * java -cp vram4j-bench/target/benchmarks.jar io.vram4j.bench.TrainStepReport
  * java -cp vram4j-bench/target/benchmarks.jar io.vram4j.bench.TrainStepReport -p hidden=1024 -p batch=128 -i 3
  * </pre>
- * Needs the {@code -Pdjl} build. Exit status 2 for bad arguments.
+ * On a shared machine, {@code -Dtrainstep.rounds=N} repeats the whole set N times, interleaved, and reports
+ * the median of the N medians. Needs the {@code -Pdjl} build. Exit status 2 for bad arguments.
  */
 public final class TrainStepReport {
     /** Ours may take at most this many times DJL's median step time (issue 4). */
@@ -59,19 +62,35 @@ public final class TrainStepReport {
         List<String> threads = param(cli, "threads", List.of("1", "2"));
         String started = Instant.now().truncatedTo(ChronoUnit.SECONDS).toString();
         String loadBefore = loadAverage();
-        List<Row> rows = new ArrayList<>();
-        for (String h : hiddens) {
-            for (String b : batches) {
-                for (String t : threads) {
-                    double ours = median(run(cli, h, b, t, "vram4j", "default"));
-                    double djl = median(run(cli, h, b, t, "djl", "default"));
-                    double djlPassive = median(run(cli, h, b, t, "djl", "passive"));
-                    rows.add(new Row(Integer.parseInt(h), Integer.parseInt(b), Integer.parseInt(t), ours, djl, djlPassive));
+        int rounds = Integer.getInteger("trainstep.rounds", 1);
+        if (rounds < 1) {
+            System.err.println("TrainStepReport: -Dtrainstep.rounds must be at least 1, got " + rounds);
+            System.exit(2);
+            return;
+        }
+        // per (hidden, batch, threads): the medians of each round, for ours, DJL, DJL passive
+        Map<String, double[][]> medians = new LinkedHashMap<>();
+        for (int round = 0; round < rounds; round++) {
+            for (String h : hiddens) {
+                for (String b : batches) {
+                    for (String t : threads) {
+                        double[][] m = medians.computeIfAbsent(h + " " + b + " " + t, k -> new double[3][rounds]);
+                        m[0][round] = median(run(cli, h, b, t, "vram4j", "default"));
+                        m[1][round] = median(run(cli, h, b, t, "djl", "default"));
+                        m[2][round] = median(run(cli, h, b, t, "djl", "passive"));
+                    }
                 }
             }
         }
+        List<Row> rows = new ArrayList<>();
+        medians.forEach((key, m) -> {
+            String[] f = key.split(" ");
+            rows.add(new Row(Integer.parseInt(f[0]), Integer.parseInt(f[1]), Integer.parseInt(f[2]), middle(m[0]),
+                    middle(m[1]), middle(m[2])));
+        });
         System.out.println();
-        System.out.println("Training step, median ms (JMH SampleTime p0.50); started " + started + ", load average "
+        System.out.println("Training step, median ms (JMH SampleTime p0.50" + (rounds > 1 ? ", median of " + rounds
+                + " interleaved rounds" : "") + "); started " + started + ", load average "
                 + loadBefore + " before, " + loadAverage() + " after");
         System.out.println("machine: " + machine());
         System.out.println();
@@ -135,6 +154,17 @@ public final class TrainStepReport {
             return r.getPrimaryResult().getStatistics().getPercentile(50);
         }
         return Double.NaN;
+    }
+
+    /** @return the median of the values (the mean of the middle two for an even count), NaN if any is NaN */
+    static double middle(double[] values) {
+        double[] v = values.clone();
+        java.util.Arrays.sort(v);
+        if (Double.isNaN(v[v.length - 1])) {
+            return Double.NaN;
+        }
+        int n = v.length;
+        return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     }
 
     private static String loadAverage() {

@@ -27,7 +27,7 @@ final class Vram4jStep implements StepEngine {
                     + " threads; run each thread count in its own JVM (a JMH fork)");
         }
         TrainOptions options = TrainOptions.defaults().withHidden(config.hidden()).withLayers(2)
-                .withBatchSize(config.batch()).withLr(config.lr()).withMomentum(config.momentum())
+                .withBatchSize(config.batch()).withLr(Double.parseDouble(Float.toString(config.lr()))).withMomentum(Double.parseDouble(Float.toString(config.momentum())))
                 .withSchedule("constant").withHistorySteps(0);
         this.dev = Devices.open("host");
         this.alloc = CachingAllocator.create(dev);
