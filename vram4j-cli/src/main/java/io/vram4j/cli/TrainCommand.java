@@ -175,6 +175,7 @@ final class TrainCommand implements Callable<Integer> {
     private void train(CachingAllocator alloc, TrainOptions options, ImageDataset train, ImageDataset test,
                        FashionMnist.Source source, TrainProgress.Mode progressMode, Path runDir,
                        PrintWriter stdout, PrintWriter report) {
+        io.vram4j.compute.Kernels.best().warmUp(); // JIT-compile the kernels before the first step
         TrainProgress listener = new TrainProgress(progressMode, System.err, report);
         TrainResult result;
         try (Trainer trainer = new Trainer(alloc, options, train.features(), train.numClasses())) {
