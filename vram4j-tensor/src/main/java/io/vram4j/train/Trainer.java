@@ -275,6 +275,28 @@ public final class Trainer implements AutoCloseable {
     }
 
     /**
+     * One training step on {@code batch} at the optimizer's current learning rate (the schedule is only applied
+     * by {@link #fit}): forward, cross-entropy, backward, optimizer step, {@code zeroGrad(set_to_none=True)},
+     * then the loss and the predictions are read back. This is the step {@link #fit} runs, exposed for
+     * benchmarks and for callers that drive their own loop. Every buffer the step allocates is freed before it
+     * returns, except the optimizer state at the first step.
+     *
+     * @param batch the samples, {@code [size, features]} float32 and {@code size} labels in {@code [0, classes)}
+     * @return the batch's mean loss (NaN on a device without storage)
+     * @throws IllegalArgumentException if the batch has another number of features than the model
+     * @throws IllegalStateException if the trainer is closed
+     */
+    public double trainStep(Batch batch) {
+        ensureOpen();
+        Objects.requireNonNull(batch, "batch");
+        if (batch.features() != features) {
+            throw new IllegalArgumentException("batch has " + batch.features() + " features; the model expects " + features);
+        }
+        Network.StepStats s = net.trainStep(batch);
+        return s.lossSum() / s.samples();
+    }
+
+    /**
      * Evaluates the model without gradients.
      *
      * @param data the samples
