@@ -32,7 +32,7 @@
   // ---------- colours: one hue per allocation site (golden-angle spacing) ----------
   const colourCache = new Map();
   function siteColour(site) {
-    if (site < 0) return '#8a94a6';
+    if (site < 0) return '#a58d7f';
     let c = colourCache.get(site);
     if (!c) {
       const hue = (site * 137.508 + 200) % 360;
@@ -182,6 +182,7 @@
   let selectedStep = -1, hoverStep = -1;
   let pinned = null; // {kind: 'band', i} | {kind: 'block', ...}
   let bandsDrawn = 0;
+  const drawParts = {};
   const dpr = window.devicePixelRatio || 1;
   let W = 0, Hh = 0;
 
@@ -230,8 +231,9 @@
     const w = Math.ceil(plotW());
     const top = new Float64Array(w).fill(-1), sumBottom = new Float64Array(w), res = new Float64Array(w), alc = new Float64Array(w);
     const a = Math.max(0, Math.floor(view.x0)), b = Math.min(steps, Math.ceil(view.x1));
+    const k = plotW() / (view.x1 - view.x0), x0 = view.x0;
     for (let s = a; s <= b; s++) {
-      const c0 = Math.max(0, Math.floor(xOf(s) - MARGIN.left)), c1 = Math.min(w - 1, Math.ceil(xOf(s + 1) - MARGIN.left) - 1);
+      const c0 = Math.max(0, Math.floor((s - x0) * k)), c1 = Math.min(w - 1, Math.max(c0, Math.ceil((s + 1 - x0) * k) - 1));
       for (let c = c0; c <= c1; c++) {
         if (top[c] < 0) { top[c] = D.total[s]; sumBottom[c] = D.total[s] - D.summary[s]; res[c] = D.reserved[s]; alc[c] = D.allocated[s]; }
         else {
@@ -269,7 +271,9 @@
     ctx.beginPath(); ctx.rect(MARGIN.left, MARGIN.top, pw, ph); ctx.clip();
 
     // level of detail: everything alive, in the summary colour; bands big enough to see go on top
+    const tp0 = performance.now();
     const col = columns();
+    drawParts.columns = performance.now() - tp0;
     ctx.fillStyle = SUMMARY_COLOUR;
     for (let c = 0; c < col.w; c++) {
       if (col.top[c] <= 0) continue;
@@ -278,17 +282,24 @@
     }
     const pxPerStep = pw / (view.x1 - view.x0);
     const bytesPerPx = yMax / ph;
-    const minBytes = 0.6 * bytesPerPx;
     bandsDrawn = 0;
+    const tp1 = performance.now();
+    drawParts.envelope = tp1 - tp0 - drawParts.columns;
+    let lastColour = null;
     for (let i = 0; i < nBands; i++) {
       const start = B.start[i], end = B.end[i];
       if (end <= view.x0 || start >= view.x1) continue;
       const size = B.size[i];
-      if (size < minBytes) continue; // merged into the grey envelope at this zoom
-      if ((end - start) * pxPerStep < 0.5 && size < 4 * bytesPerPx) continue;
-      drawBand(i, B.vstart[i], B.vstart[i + 1], start, end, size, siteColour(bandSite(i)));
+      // level of detail: a band covering less than half a pixel melts into the grey envelope; thinner bands that
+      // cover more are drawn a pixel high, so the site colours of many small allocations still show
+      const w = (Math.min(end, view.x1) - Math.max(start, view.x0)) * pxPerStep;
+      if (w * size / bytesPerPx < 0.5) continue;
+      const colour = siteColour(bandSite(i));
+      if (colour !== lastColour) { ctx.fillStyle = colour; lastColour = colour; }
+      drawBand(B.vstart[i], B.vstart[i + 1], start, end, size);
       bandsDrawn++;
     }
+    drawParts.bands = performance.now() - tp1;
     // the summary band proper, hatched darker where it is thick enough to see
     ctx.fillStyle = 'rgba(120,128,142,0.28)';
     for (let c = 0; c < col.w; c++) {
@@ -309,7 +320,7 @@
       ctx.stroke(); ctx.setLineDash([]);
     }
     if (showReserved.checked) line(col.res, '#c2410c', [6, 3]);
-    if (showAllocated.checked) line(col.alc, '#1e3a8a', []);
+    if (showAllocated.checked) line(col.alc, 'rgba(30,58,138,0.8)', []);
     // OOMs
     for (const o of D.ooms) {
       const x = Math.round(xOf(o[1] + 0.5)) + 0.5;
@@ -324,7 +335,6 @@
       ctx.beginPath(); ctx.moveTo(x, MARGIN.top); ctx.lineTo(x, MARGIN.top + ph); ctx.stroke();
     }
     if (selectedStep >= 0) marker(selectedStep, '#111827', 1.5);
-    if (hoverStep >= 0) marker(hoverStep, 'rgba(17,24,39,0.35)', 1);
     ctx.restore();
 
     // x axis
@@ -344,27 +354,34 @@
     ctx.fillText('bands drawn: ' + fmtInt(bandsDrawn) + ' of ' + fmtInt(nBands), MARGIN.left + pw, MARGIN.top + ph + 20);
   }
 
-  function drawBand(i, v0, v1, start, end, size, colour) {
+  function drawBand(v0, v1, start, end, size) {
+    const inset = yOf(0) - yOf(size) > 4 ? 0.5 : 0; // a hairline between tall neighbours of the same site
+    if (v1 - v0 === 1) { // the band never moves: a rectangle on whole pixels, the common case and the cheapest
+      const xa = Math.round(xOf(Math.max(start, view.x0 - 1))), xb = Math.max(xa + 1, Math.round(xOf(Math.min(end, view.x1 + 1))));
+      const yt = Math.round(yOf(B.voffs[v0] + size)), yb = Math.max(yt + 1, Math.round(yOf(B.voffs[v0]) - inset));
+      ctx.fillRect(xa, yt, xb - xa, yb - yt);
+      return;
+    }
     // first vertex at or before the view's left edge, stop after the right edge
     let lo = v0, hi = v1 - 1;
     while (lo < hi) {
       const mid = (lo + hi + 1) >> 1;
       if (B.vsteps[mid] <= view.x0) lo = mid; else hi = mid - 1;
     }
-    const xs = [], ys = [];
+    ctx.beginPath();
+    const top = [], bottom = [];
     for (let k = lo; k < v1; k++) {
       const s0 = Math.max(B.vsteps[k], view.x0 - 1);
       const s1 = Math.min(k + 1 < v1 ? B.vsteps[k + 1] : end, view.x1 + 1);
       if (s0 > view.x1 + 1) break;
-      xs.push(xOf(s0), xOf(s1));
-      ys.push(B.voffs[k], B.voffs[k]);
+      const xa = xOf(s0), xb = xOf(s1);
+      top.push(xa, yOf(B.voffs[k] + size), xb, yOf(B.voffs[k] + size));
+      bottom.push(xa, yOf(B.voffs[k]) - inset, xb, yOf(B.voffs[k]) - inset);
     }
-    if (xs.length === 0) return;
-    ctx.fillStyle = colour;
-    ctx.beginPath();
-    ctx.moveTo(xs[0], yOf(ys[0] + size));
-    for (let k = 1; k < xs.length; k++) ctx.lineTo(xs[k], yOf(ys[k] + size));
-    for (let k = xs.length - 1; k >= 0; k--) ctx.lineTo(xs[k], yOf(ys[k]));
+    if (top.length === 0) return;
+    ctx.moveTo(top[0], top[1]);
+    for (let k = 2; k < top.length; k += 2) ctx.lineTo(top[k], top[k + 1]);
+    for (let k = bottom.length - 2; k >= 0; k -= 2) ctx.lineTo(bottom[k], bottom[k + 1]);
     ctx.closePath();
     ctx.fill();
   }
@@ -434,10 +451,34 @@
   }
   function hideTooltip() { tooltip.hidden = true; }
 
-  let drag = null, frame = 0;
-  function redraw() {
+  // Zoom, pan, toggles and clicks redraw everything; hovering only copies the last full drawing back and adds
+  // the hover line, so moving the mouse costs a blit whatever the number of events.
+  const base = document.createElement('canvas');
+  let drag = null, frame = 0, stale = true;
+  function redraw(full = true) {
+    stale = stale || full;
     if (frame) return;
-    frame = requestAnimationFrame(() => { frame = 0; drawTimeline(); });
+    frame = requestAnimationFrame(paint);
+  }
+  function paint() {
+    frame = 0;
+    if (stale || base.width !== canvas.width || base.height !== canvas.height) {
+      drawTimeline();
+      base.width = canvas.width; base.height = canvas.height;
+      base.getContext('2d').drawImage(canvas, 0, 0);
+      stale = false;
+    } else {
+      ctx.setTransform(1, 0, 0, 1, 0, 0);
+      ctx.drawImage(base, 0, 0);
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    }
+    if (hoverStep >= 0) {
+      const x = Math.round(xOf(hoverStep + 0.5)) + 0.5;
+      if (x >= MARGIN.left && x <= MARGIN.left + plotW()) {
+        ctx.strokeStyle = 'rgba(17,24,39,0.35)'; ctx.lineWidth = 1;
+        ctx.beginPath(); ctx.moveTo(x, MARGIN.top); ctx.lineTo(x, MARGIN.top + plotH()); ctx.stroke();
+      }
+    }
   }
   canvas.addEventListener('wheel', (ev) => {
     ev.preventDefault();
@@ -485,7 +526,7 @@
     }
     const h = hit(mx, my);
     hoverStep = h ? h.step : -1;
-    redraw();
+    redraw(false);
     if (!h) { hideTooltip(); return; }
     let html;
     if (h.kind === 'band') {
@@ -501,7 +542,7 @@
       + fmtBytes(D.allocated[h.step]) + ' allocated, ' + fmtBytes(D.reserved[h.step]) + ' reserved</div>';
     showTooltip(ev, html);
   });
-  canvas.addEventListener('mouseleave', () => { hoverStep = -1; hideTooltip(); redraw(); });
+  canvas.addEventListener('mouseleave', () => { hoverStep = -1; hideTooltip(); redraw(false); });
   canvas.addEventListener('dblclick', () => { view.x0 = 0; view.x1 = steps + 1; redraw(); });
   document.getElementById('reset').addEventListener('click', () => { view.x0 = 0; view.x1 = steps + 1; redraw(); });
   showReserved.addEventListener('change', redraw);
@@ -514,12 +555,21 @@
     d.innerHTML = html;
   }
 
+  // the detail panel starts with the largest allocation alive at the allocated peak
+  function showLargestAt(step) {
+    let best = -1;
+    for (let i = 0; i < nBands; i++) {
+      if (B.start[i] <= step && step < B.end[i] && (best < 0 || B.size[i] > B.size[best])) best = i;
+    }
+    if (best >= 0) showDetail('<div class="muted">The largest allocation alive at the peak:</div>' + bandHtml(best, step, true));
+  }
+
   function renderLegend() {
     const totals = siteTotals();
     const shown = totals.slice(0, 14);
     let html = '';
     for (const [site] of shown) {
-      html += '<span><span class="sw" style="background:' + siteColour(site) + '"></span>' + esc(site >= 0 ? D.sites[site] : 'no stack') + '</span>';
+      html += '<span><span class="sw" style="background:' + siteColour(site) + '"></span>' + esc(site >= 0 ? D.sites[site] : 'no stack (e.g. allocated before the trace)') + '</span>';
     }
     if (totals.length > shown.length) html += '<span class="muted">+ ' + (totals.length - shown.length) + ' more sites</span>';
     html += '<span><span class="sw" style="background:' + SUMMARY_COLOUR + '"></span>small allocations (merged)</span>';
@@ -652,6 +702,34 @@
     }
     return n;
   }
+  // how long a redraw (whole range, and zoomed to a tenth) and a hover hit test take, for the self-check
+  const timings = {};
+  function measureInteraction() {
+    const x0 = view.x0, x1 = view.x1;
+    let t = performance.now();
+    drawTimeline();
+    timings.redraw_ms = performance.now() - t;
+    const mid = (x0 + x1) / 2, w = (x1 - x0) / 10;
+    view.x0 = mid - w / 2; view.x1 = mid + w / 2;
+    t = performance.now();
+    drawTimeline();
+    timings.zoomed_redraw_ms = performance.now() - t;
+    view.x0 = x0; view.x1 = x1;
+    drawTimeline();
+    stale = true;
+    paint();
+    t = performance.now();
+    for (let k = 0; k < 20; k++) {
+      const h = hit(MARGIN.left + plotW() * (k + 0.5) / 20, MARGIN.top + plotH() * 0.6);
+      hoverStep = h ? h.step : -1;
+      paint();
+    }
+    hoverStep = -1;
+    paint();
+    timings.hover_ms = (performance.now() - t) / 20;
+  }
+  function round1(x) { return Math.round(x * 10) / 10; }
+
   function selfCheck(renderMs) {
     const cards = {};
     for (const el of document.querySelectorAll('.card')) {
@@ -672,6 +750,8 @@
       parse_ms: Math.round(parseMs * 10) / 10,
       render_ms: Math.round(renderMs * 10) / 10,
       load_ms: Math.round((performance.now() - T0) * 10) / 10,
+      state_ms: round1(timings.state_ms), redraw_ms: round1(timings.redraw_ms),
+      zoomed_redraw_ms: round1(timings.zoomed_redraw_ms), hover_ms: round1(timings.hover_ms), draw_parts: drawParts,
       since_navigation_ms: Math.round(performance.now())
     };
     const pre = document.getElementById('selfcheck');
@@ -684,9 +764,14 @@
     renderLegend();
     const tr = performance.now();
     drawTimeline();
+    const ts = performance.now();
     selectEntry(H.peak_allocated_entry);
+    timings.state_ms = performance.now() - ts;
+    showLargestAt(selectedStep);
     drawTimeline();
-    selfCheck(performance.now() - tr);
+    const renderMs = performance.now() - tr;
+    measureInteraction();
+    selfCheck(renderMs);
   } catch (e) {
     errors.push(String(e && e.stack || e));
     document.getElementById('selfcheck').textContent = JSON.stringify({ok: false, errors});

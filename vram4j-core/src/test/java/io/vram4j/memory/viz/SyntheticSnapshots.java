@@ -34,14 +34,14 @@ final class SyntheticSnapshots {
         try {
             CachingAllocator alloc = CachingAllocator.create(device, AllocatorConfig.DEFAULT);
             alloc.recordMemoryHistory("all", "all", "none", minEntries + 2_000);
-            for (int i = 0; i < 120; i++) {
-                alloc.malloc((1L + r.nextInt(40)) << 20); // parameters, never freed
+            for (int i = 0; i < 60; i++) {
+                alloc.malloc((1L + r.nextInt(16)) << 20); // parameters, never freed
             }
             List<Long> acts = new ArrayList<>();
-            int entries = 240;
+            int entries = 120;
             while (entries < minEntries) {
                 for (int i = 0; i < 40; i++) {
-                    long size = r.nextInt(4) == 0 ? 512L + r.nextInt(200_000) : (1L + r.nextInt(64)) << 18;
+                    long size = r.nextInt(4) == 0 ? 512L + r.nextInt(200_000) : (1L + r.nextInt(64)) << 19;
                     acts.add(alloc.malloc(size));
                     if (r.nextInt(3) == 0) {
                         alloc.free(alloc.malloc(256 + r.nextInt(1 << 20)));
