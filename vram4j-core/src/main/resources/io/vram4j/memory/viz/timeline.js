@@ -283,6 +283,9 @@
     const pxPerStep = pw / (view.x1 - view.x0);
     const bytesPerPx = yMax / ph;
     bandsDrawn = 0;
+    // while the wheel or a drag is moving the view, only bands covering a few pixels are drawn; the full
+    // drawing follows when the movement pauses
+    const minArea = interacting ? 12 : 0.5;
     const tp1 = performance.now();
     drawParts.envelope = tp1 - tp0 - drawParts.columns;
     let lastColour = null;
@@ -293,7 +296,7 @@
       // level of detail: a band covering less than half a pixel melts into the grey envelope; thinner bands that
       // cover more are drawn a pixel high, so the site colours of many small allocations still show
       const w = (Math.min(end, view.x1) - Math.max(start, view.x0)) * pxPerStep;
-      if (w * size / bytesPerPx < 0.5) continue;
+      if (w * size / bytesPerPx < minArea) continue;
       const colour = siteColour(bandSite(i));
       if (colour !== lastColour) { ctx.fillStyle = colour; lastColour = colour; }
       drawBand(B.vstart[i], B.vstart[i + 1], start, end, size);
@@ -319,7 +322,7 @@
       }
       ctx.stroke(); ctx.setLineDash([]);
     }
-    if (showReserved.checked) line(col.res, '#c2410c', [6, 3]);
+    if (showReserved.checked) line(col.res, '#c2410c', []); // solid: a dashed stroke costs more than all the bands
     if (showAllocated.checked) line(col.alc, 'rgba(30,58,138,0.8)', []);
     // OOMs
     for (const o of D.ooms) {
@@ -375,6 +378,11 @@
       const s1 = Math.min(k + 1 < v1 ? B.vsteps[k + 1] : end, view.x1 + 1);
       if (s0 > view.x1 + 1) break;
       const xa = xOf(s0), xb = xOf(s1);
+      const n = top.length;
+      if (n > 0 && xb - top[n - 4] < 1) { // steps within one pixel column: extend the last piece instead
+        top[n - 2] = xb; bottom[n - 2] = xb;
+        continue;
+      }
       top.push(xa, yOf(B.voffs[k] + size), xb, yOf(B.voffs[k] + size));
       bottom.push(xa, yOf(B.voffs[k]) - inset, xb, yOf(B.voffs[k]) - inset);
     }
@@ -454,7 +462,12 @@
   // Zoom, pan, toggles and clicks redraw everything; hovering only copies the last full drawing back and adds
   // the hover line, so moving the mouse costs a blit whatever the number of events.
   const base = document.createElement('canvas');
-  let drag = null, frame = 0, stale = true;
+  let drag = null, frame = 0, stale = true, interacting = false, settleTimer = 0;
+  function moving() {
+    interacting = true;
+    clearTimeout(settleTimer);
+    settleTimer = setTimeout(() => { interacting = false; redraw(); }, 160);
+  }
   function redraw(full = true) {
     stale = stale || full;
     if (frame) return;
@@ -490,6 +503,7 @@
     const frac = (at - view.x0) / (view.x1 - view.x0);
     view.x0 = at - frac * w; view.x1 = view.x0 + w;
     clampView();
+    moving();
     redraw();
   }, {passive: false});
   function clampView() {
@@ -519,6 +533,7 @@
         const per = (drag.x1 - drag.x0) / plotW();
         view.x0 = drag.x0 - dx * per; view.x1 = drag.x1 - dx * per;
         clampView();
+        moving();
         hideTooltip();
         redraw();
         return;
@@ -704,17 +719,28 @@
   }
   // how long a redraw (whole range, and zoomed to a tenth) and a hover hit test take, for the self-check
   const timings = {};
+  // canvas drawing is deferred: reading a pixel makes the browser finish it, so the timings include rasterizing
+  function flush() { ctx.getImageData(0, 0, 1, 1); }
   function measureInteraction() {
+    flush();
     const x0 = view.x0, x1 = view.x1;
     let t = performance.now();
     drawTimeline();
+    flush();
     timings.redraw_ms = performance.now() - t;
     const mid = (x0 + x1) / 2, w = (x1 - x0) / 10;
     view.x0 = mid - w / 2; view.x1 = mid + w / 2;
     t = performance.now();
     drawTimeline();
+    flush();
     timings.zoomed_redraw_ms = performance.now() - t;
     view.x0 = x0; view.x1 = x1;
+    interacting = true;
+    t = performance.now();
+    drawTimeline();
+    flush();
+    timings.moving_redraw_ms = performance.now() - t;
+    interacting = false;
     drawTimeline();
     stale = true;
     paint();
@@ -723,6 +749,7 @@
       const h = hit(MARGIN.left + plotW() * (k + 0.5) / 20, MARGIN.top + plotH() * 0.6);
       hoverStep = h ? h.step : -1;
       paint();
+      flush();
     }
     hoverStep = -1;
     paint();
@@ -751,7 +778,7 @@
       render_ms: Math.round(renderMs * 10) / 10,
       load_ms: Math.round((performance.now() - T0) * 10) / 10,
       state_ms: round1(timings.state_ms), redraw_ms: round1(timings.redraw_ms),
-      zoomed_redraw_ms: round1(timings.zoomed_redraw_ms), hover_ms: round1(timings.hover_ms), draw_parts: drawParts,
+      zoomed_redraw_ms: round1(timings.zoomed_redraw_ms), moving_redraw_ms: round1(timings.moving_redraw_ms), hover_ms: round1(timings.hover_ms), draw_parts: drawParts,
       since_navigation_ms: Math.round(performance.now())
     };
     const pre = document.getElementById('selfcheck');

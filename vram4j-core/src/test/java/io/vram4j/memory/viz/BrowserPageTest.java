@@ -131,11 +131,11 @@ class BrowserPageTest {
         assertTrue(colours.size() > 50, "the screenshot is not blank: " + colours.size() + " colours");
         assertTrue(nonWhite > 20_000, "the screenshot shows drawings: " + nonWhite + " sampled pixels");
         System.out.printf(Locale.ROOT, "browser: %s: %,d entries, %,d steps, %,d bands, page %,d bytes: JSON parse %.1f ms,"
-                        + " first render %.1f ms, script total %.1f ms, since navigation %.0f ms; redraw %.1f ms, zoomed x10 %.1f ms,"
+                        + " first render %.1f ms, script total %.1f ms, since navigation %.0f ms; redraw %.1f ms (while moving %.1f ms), zoomed x10 %.1f ms,"
                         + " hover %.2f ms, state at a moment %.1f ms; chromium --dump-dom %,d ms, --screenshot %,d ms%n",
                 label, h.entries(), t.steps(), t.bands().size(), Files.size(page),
                 c.get("parse_ms").asDouble(), c.get("render_ms").asDouble(), c.get("load_ms").asDouble(),
-                c.get("since_navigation_ms").asDouble(), c.get("redraw_ms").asDouble(), c.get("zoomed_redraw_ms").asDouble(),
+                c.get("since_navigation_ms").asDouble(), c.get("redraw_ms").asDouble(), c.get("moving_redraw_ms").asDouble(), c.get("zoomed_redraw_ms").asDouble(),
                 c.get("hover_ms").asDouble(), c.get("state_ms").asDouble(), dom.wallMs(), shot.wallMs());
     }
 
