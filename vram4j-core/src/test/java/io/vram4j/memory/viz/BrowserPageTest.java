@@ -149,6 +149,15 @@ class BrowserPageTest {
     }
 
     @Test
+    void smallTraceWithAnOutOfMemoryEntry(@TempDir Path dir) throws Exception {
+        assumeTrue(chromium() != null, "no chromium installed");
+        MemoryTimeline t = MemoryTimeline.of(MemoryTimelineTest.dumpAfterTrace(), 0, 100);
+        check(t, dir, "small-with-oom");
+        Run dom = chromium(dir.resolve("profile3"), "--dump-dom", dir.resolve("page.html").toUri().toString());
+        assertTrue(dom.output().contains("class=\"card bad\" data-figure=\"OOMs\""), "the OOM card is marked");
+    }
+
+    @Test
     void realPytorchSnapshot(@TempDir Path dir) throws Exception {
         assumeTrue(chromium() != null, "no chromium installed");
         MemorySnapshot s = RealSnapshotTimelineTest.load("cs336-medium-ctx512_train-step_steady-state.pickle");
