@@ -499,7 +499,7 @@
     const at = stepOf(ev.clientX - r.left);
     const factor = Math.exp(Math.sign(ev.deltaY) * Math.min(Math.abs(ev.deltaY), 200) / 300);
     let w = (view.x1 - view.x0) * factor;
-    w = Math.min(steps + 1, Math.max(8, w));
+    w = Math.min(steps + 1, Math.max(4, w));
     const frac = (at - view.x0) / (view.x1 - view.x0);
     view.x0 = at - frac * w; view.x1 = view.x0 + w;
     clampView();
@@ -558,6 +558,17 @@
     showTooltip(ev, html);
   });
   canvas.addEventListener('mouseleave', () => { hoverStep = -1; hideTooltip(); redraw(false); });
+  canvas.addEventListener('keydown', (ev) => {
+    const w = view.x1 - view.x0, mid = (view.x0 + view.x1) / 2;
+    let handled = true;
+    if (ev.key === '+' || ev.key === '=') { const n = Math.max(4, w / 1.5); view.x0 = mid - n / 2; view.x1 = mid + n / 2; }
+    else if (ev.key === '-' || ev.key === '_') { const n = Math.min(steps + 1, w * 1.5); view.x0 = mid - n / 2; view.x1 = mid + n / 2; }
+    else if (ev.key === 'ArrowLeft') { view.x0 -= w / 8; view.x1 -= w / 8; }
+    else if (ev.key === 'ArrowRight') { view.x0 += w / 8; view.x1 += w / 8; }
+    else if (ev.key === '0') { view.x0 = 0; view.x1 = steps + 1; }
+    else handled = false;
+    if (handled) { ev.preventDefault(); clampView(); redraw(); }
+  });
   canvas.addEventListener('dblclick', () => { view.x0 = 0; view.x1 = steps + 1; redraw(); });
   document.getElementById('reset').addEventListener('click', () => { view.x0 = 0; view.x1 = steps + 1; redraw(); });
   showReserved.addEventListener('change', redraw);
@@ -757,7 +768,28 @@
   }
   function round1(x) { return Math.round(x * 10) / 10; }
 
-  function selfCheck(renderMs) {
+  // drives the page as a user would (hover, click, wheel) and puts everything back
+  function exercise() {
+    const r = canvas.getBoundingClientRect();
+    const x = r.left + MARGIN.left + plotW() * 0.3, y = r.top + MARGIN.top + plotH() * 0.9;
+    canvas.dispatchEvent(new MouseEvent('mousemove', {clientX: x, clientY: y, bubbles: true}));
+    const tooltipShown = !tooltip.hidden && tooltip.textContent.includes('step');
+    canvas.dispatchEvent(new MouseEvent('mousedown', {clientX: x, clientY: y, bubbles: true}));
+    canvas.dispatchEvent(new MouseEvent('mouseup', {clientX: x, clientY: y, bubbles: true}));
+    const clicked = {step: selectedStep, entry: state.entry, heading: document.getElementById('state-when').textContent};
+    const before = view.x1 - view.x0;
+    canvas.dispatchEvent(new WheelEvent('wheel', {clientX: x, clientY: y, deltaY: -300, bubbles: true, cancelable: true}));
+    const zoomed = view.x1 - view.x0 < before;
+    view.x0 = 0; view.x1 = steps + 1;
+    hoverStep = -1; hideTooltip(); pinned = null;
+    selectEntry(H.peak_allocated_entry);
+    showLargestAt(selectedStep);
+    stale = true; paint();
+    return {tooltip: tooltipShown, clicked_step: clicked.step, clicked_entry: clicked.entry,
+      expected_entry: D.step_entry[Math.max(0, clicked.step)], heading: clicked.heading, zoomed};
+  }
+
+  function selfCheck(renderMs, interaction) {
     const cards = {};
     for (const el of document.querySelectorAll('.card')) {
       cards[el.dataset.figure] = el.querySelector('.value').textContent;
@@ -774,6 +806,7 @@
       headline: H,
       state_at_peak: state ? {entry: state.entry, segments: state.segments.length, reserved: state.reserved,
         allocated: state.allocated, largest_free: state.largestFree, free_blocks: state.freeBlocks} : null,
+      interaction,
       parse_ms: Math.round(parseMs * 10) / 10,
       render_ms: Math.round(renderMs * 10) / 10,
       load_ms: Math.round((performance.now() - T0) * 10) / 10,
@@ -798,7 +831,8 @@
     drawTimeline();
     const renderMs = performance.now() - tr;
     measureInteraction();
-    selfCheck(renderMs);
+    const interaction = exercise();
+    selfCheck(renderMs, interaction);
   } catch (e) {
     errors.push(String(e && e.stack || e));
     document.getElementById('selfcheck').textContent = JSON.stringify({ok: false, errors});

@@ -106,6 +106,13 @@ class BrowserPageTest {
         assertTrue(c.get("timeline_pixels").asInt() > 5_000, "the timeline canvas is drawn: " + c.get("timeline_pixels"));
         assertTrue(c.get("state_pixels").asInt() > 100, "the state canvas is drawn: " + c.get("state_pixels"));
         assertTrue(c.get("bands_drawn").asInt() > 0);
+        JsonNode in = c.get("interaction");
+        assertTrue(in.get("tooltip").asBoolean(), "hovering shows the tooltip: " + in);
+        assertTrue(in.get("clicked_step").asInt() > 0, "a click picks a step: " + in);
+        assertEquals(in.get("expected_entry").asInt(), in.get("clicked_entry").asInt(), "and shows the state after its entry");
+        assertTrue(in.get("heading").asText().contains("step " + String.format(Locale.US, "%,d", in.get("clicked_step").asInt())),
+                in.toString());
+        assertTrue(in.get("zoomed").asBoolean(), "the wheel zooms in: " + in);
 
         Path png = dir.resolve("page.png");
         Run shot = chromium(dir.resolve("profile2"), "--screenshot=" + png, page.toUri().toString());
