@@ -19,6 +19,7 @@
     return (b < 0 ? '-' : '') + v.toFixed(digits) + ' ' + units[u];
   }
   function fmtInt(n) { return n.toLocaleString('en-US'); }
+  function count(n, word) { return fmtInt(n) + ' ' + word + (n === 1 ? '' : 's'); }
   function hex(a) { return '0x' + a.toString(16); }
   function esc(s) {
     return String(s).replace(/[&<>"]/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}[c]));
@@ -168,9 +169,9 @@
         + fmtBytes(H.largest_free_at_peak) + ' of ' + fmtInt(H.free_blocks_at_peak)) +
       card('Peak requested', fmtBytes(H.peak_requested), 'top of the timeline') +
       card('OOMs', fmtInt(H.ooms), H.ooms ? 'out-of-memory entries in the trace' : 'no out-of-memory entry', H.ooms > 0);
-    const parts = ['device ' + D.device, fmtInt(H.entries) + ' trace entries', fmtInt(H.allocs) + ' allocations',
+    const parts = ['device ' + D.device, count(H.entries, 'trace entry').replace('entrys', 'entries'), count(H.allocs, 'allocation'),
       fmtInt(nBands) + ' drawn one by one' + (nBands < H.allocs ? ' (the ' + fmtInt(D.max_entries) + ' largest; the rest summed in grey)' : ''),
-      fmtInt(H.segments_at_end) + ' segments at the end'];
+      count(H.segments_at_end, 'segment') + ' at the end'];
     if (D.inconsistencies > 0) parts.push('⚠ ' + fmtInt(D.inconsistencies) + ' entries did not fit the state (first: ' + D.first_inconsistency + ')');
     document.getElementById('subtitle').textContent = parts.join(' · ');
   }
@@ -186,9 +187,9 @@
   const dpr = window.devicePixelRatio || 1;
   let W = 0, Hh = 0;
 
-  function resize(c) {
+  function resize(c, minHeight = 100) {
     const r = c.getBoundingClientRect();
-    const w = Math.max(300, Math.round(r.width)), h = Math.max(100, Math.round(r.height));
+    const w = Math.max(300, Math.round(r.width)), h = Math.max(minHeight, Math.round(r.height));
     if (c.width !== Math.round(w * dpr) || c.height !== Math.round(h * dpr)) {
       c.width = Math.round(w * dpr); c.height = Math.round(h * dpr);
     }
@@ -634,9 +635,9 @@
       + (s.entry === H.peak_allocated_entry ? ' · the allocated peak' : '');
     const frag = s.reserved - s.allocated;
     document.getElementById('state-summary').innerHTML =
-      '<b>' + fmtInt(s.segments.length) + '</b> segments · reserved <b>' + fmtBytes(s.reserved) + '</b> · allocated <b>'
+      '<b>' + fmtInt(s.segments.length) + '</b> segment' + (s.segments.length === 1 ? '' : 's') + ' · reserved <b>' + fmtBytes(s.reserved) + '</b> · allocated <b>'
       + fmtBytes(s.allocated) + '</b> · reserved but unallocated <b>' + fmtBytes(frag) + '</b> in '
-      + fmtInt(s.freeBlocks) + ' free blocks · largest free block <b>' + fmtBytes(s.largestFree) + '</b>';
+      + count(s.freeBlocks, 'free block') + ' · largest free block <b>' + fmtBytes(s.largestFree) + '</b>';
     drawState();
   }
 
@@ -647,7 +648,7 @@
     const gap = rowH >= 10 ? 3 : 1;
     const h = Math.max(40, segs.length * (rowH + gap) + 8);
     stateCanvas.style.height = h + 'px';
-    const [w] = resize(stateCanvas);
+    const [w] = resize(stateCanvas, h);
     sctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     sctx.fillStyle = '#ffffff';
     sctx.fillRect(0, 0, w, h);
