@@ -5,8 +5,6 @@ import io.vram4j.optim.Optimizer;
 import io.vram4j.tensor.DType;
 import io.vram4j.tensor.Tensor;
 
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -178,14 +176,7 @@ public final class GradScaler {
             return false;
         }
         if (g.dtype() == DType.FLOAT32 && g.isContiguous()) {
-            MemorySegment seg = g.data();
-            long n = g.numel();
-            for (long i = 0; i < n; i++) {
-                if (!Float.isFinite(seg.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i))) {
-                    return true;
-                }
-            }
-            return false;
+            return g.device().kernels().anyNonFinite(g.numel(), g.data(), 0);
         }
         for (float v : g.toFloatArray()) {
             if (!Float.isFinite(v)) {

@@ -1,6 +1,7 @@
 package io.vram4j.autograd;
 
 import io.vram4j.tensor.AutocastHook;
+import io.vram4j.tensor.ExecutionContext;
 import io.vram4j.tensor.MemoryScope;
 import io.vram4j.tensor.Tensor;
 
@@ -113,7 +114,8 @@ final class Engine {
             node.saved(0); // throws the "backward through the graph a second time" error
         }
         Tensor[] gin;
-        try (MemoryScope s = MemoryScope.open()) {
+        try (ExecutionContext.Region r = ExecutionContext.enterBackward(node.module, node.prim.backwardName());
+             MemoryScope s = MemoryScope.open()) {
             gin = GradientRules.apply(node, gout);
             for (int i = 0; i < gin.length; i++) {
                 if (gin[i] != null) {

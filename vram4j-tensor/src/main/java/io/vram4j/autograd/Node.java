@@ -28,6 +28,8 @@ public final class Node {
     private Object[] packed;
     private SavedTensorsHooks.Hooks hooks;
     private int refs = 1;
+    /** The module whose forward recorded this node ({@link io.vram4j.tensor.ExecutionContext}), or null. */
+    final String module = io.vram4j.tensor.ExecutionContext.currentModule();
 
     private Node(Prim prim, Tensor[] inputs, Tensor[] saved, int[] ints, float scalar) {
         this.prim = prim;
@@ -92,6 +94,11 @@ public final class Node {
         n.packed = packed;
         n.hooks = hooks;
         return n;
+    }
+
+    /** @return the dotted path of the module whose forward recorded this node, or null when outside any */
+    public String module() {
+        return module;
     }
 
     /** @return the primitive this node records */

@@ -3,6 +3,8 @@ package io.vram4j.optim;
 import io.vram4j.autograd.NoGrad;
 import io.vram4j.tensor.DType;
 import io.vram4j.tensor.Device;
+import io.vram4j.tensor.ExecutionContext;
+import io.vram4j.tensor.LiveTensors;
 import io.vram4j.tensor.MemoryScope;
 import io.vram4j.tensor.Tensor;
 
@@ -55,7 +57,7 @@ public abstract class Optimizer implements AutoCloseable {
 
     /** Applies one update to every parameter that has a gradient. */
     public final void step() {
-        try (NoGrad ng = NoGrad.enter()) {
+        try (NoGrad ng = NoGrad.enter(); ExecutionContext.Region r = ExecutionContext.enterPhase("optimizer.step")) {
             for (Tensor p : params) {
                 Tensor g = p.grad();
                 if (g != null) {
@@ -85,6 +87,7 @@ public abstract class Optimizer implements AutoCloseable {
             Device d = p.device();
             for (int i = 0; i < count; i++) {
                 s[i] = MemoryScope.detachFromAny(d.zeros(p.dtype(), p.shape()));
+                LiveTensors.markOptimizerState(s[i]);
             }
             state.put(p, s);
         }

@@ -16,6 +16,13 @@ final class Recorder {
     private Recorder() {
     }
 
+    /** Counts {@code t} as saved for backward in its storage (the activations of the memory profile). */
+    static Tensor markSaved(Tensor t) {
+        t.savedForBackward = true;
+        t.storage.info.savedRefs++;
+        return t;
+    }
+
     static boolean shouldRecord(Tensor... inputs) {
         if (!Autograd.isGradEnabled()) {
             return false;
@@ -64,7 +71,7 @@ final class Recorder {
         }
         Tensor[] saved = new Tensor[save.length];
         for (int i = 0; i < save.length; i++) {
-            saved[i] = save[i] == null ? null : save[i].share();
+            saved[i] = save[i] == null ? null : markSaved(save[i].share());
         }
         out.gradFn = Node.create(prim, inputs, saved, ints, scalar);
         out.requiresGrad = true;

@@ -49,6 +49,8 @@ public class Tensor implements AutoCloseable {
     Node gradFn;
     boolean closed;
     MemoryScope scope;
+    /** True for a handle an autograd node holds as a saved tensor (counted in its storage's {@code savedRefs}). */
+    boolean savedForBackward;
 
     /** A new handle; takes over one (already retained) reference to {@code storage}, joins the current scope. */
     Tensor(Storage storage, DType dtype, int[] shape, long[] strides, long offset) {
@@ -81,6 +83,7 @@ public class Tensor implements AutoCloseable {
         this.offset = source.offset;
         this.requiresGrad = source.requiresGrad;
         this.grad = source.grad;
+        this.storage.info.role = StorageInfo.ROLE_PARAMETER;
         MemoryScope.unregister(source);
         source.grad = null;
         source.storage = null;
@@ -89,7 +92,7 @@ public class Tensor implements AutoCloseable {
 
     static Tensor allocate(Device device, DType dtype, int[] shape) {
         long bytes = Math.multiplyExact(Shapes.numel(shape), dtype.byteSize());
-        Storage s = Storage.allocate(device, bytes);
+        Storage s = Storage.allocate(device, bytes, shape, dtype);
         return new Tensor(s, dtype, shape, Shapes.contiguousStrides(shape), 0);
     }
 
@@ -240,6 +243,9 @@ public class Tensor implements AutoCloseable {
             grad.close();
         }
         grad = newGrad == null ? null : MemoryScope.detachFromAny(newGrad);
+        if (grad != null && grad.storage != null && grad.storage.info.role == StorageInfo.ROLE_NONE) {
+            grad.storage.info.role = StorageInfo.ROLE_GRADIENT;
+        }
     }
 
     /** @return the node that created this tensor, or null for a leaf */
@@ -298,6 +304,10 @@ public class Tensor implements AutoCloseable {
         MemoryScope.unregister(this);
         Storage s = storage;
         storage = null;
+        if (savedForBackward && s != null) {
+            savedForBackward = false;
+            s.info.savedRefs--;
+        }
         Tensor g = grad;
         grad = null;
         Node n = gradFn;

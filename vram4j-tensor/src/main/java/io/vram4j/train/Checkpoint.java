@@ -30,8 +30,10 @@ import java.util.function.Function;
  *       gradients (unlike the reentrant variant); such inputs get none.</li>
  *   <li>Under {@link io.vram4j.autograd.NoGrad} the function simply runs (nothing is recorded, nothing to
  *       recompute).</li>
- *   <li>Checkpoints nest: an inner checkpoint's inputs are saved through the outer one and recomputed by it.
- *       Unlike PyTorch, the recomputation does not stop early once the needed tensors exist.</li>
+ *   <li>Checkpoints nest: an inner checkpoint's inputs are saved through the outer one and recomputed by it.</li>
+ *   <li>Early stop (on by default, {@link #setEarlyStop}): the recomputation ends as soon as the last saved
+ *       tensor exists again, so trailing ops that save nothing are not rerun. The region's code sees this as
+ *       an exception it must not swallow.</li>
  *   <li>A recomputation that saves a different number of tensors, or tensors of another shape or dtype,
  *       throws {@link CheckpointError} (PyTorch's {@code determinism_check="default"}).</li>
  * </ul>
@@ -51,7 +53,46 @@ import java.util.function.Function;
  * must be recomputed on one thread at a time.
  */
 public final class Checkpoint {
+    private static final ThreadLocal<Boolean> EARLY_STOP = ThreadLocal.withInitial(() -> Boolean.TRUE);
+
     private Checkpoint() {
+    }
+
+    /** A block that sets whether recomputations stop early; closing it restores the previous setting. */
+    public static final class EarlyStop implements AutoCloseable {
+        private final boolean previous;
+        private boolean closed;
+
+        private EarlyStop(boolean enable) {
+            previous = EARLY_STOP.get();
+            EARLY_STOP.set(enable);
+        }
+
+        @Override
+        public void close() {
+            if (!closed) {
+                closed = true;
+                EARLY_STOP.set(previous);
+            }
+        }
+    }
+
+    /**
+     * Sets, for checkpoints taken on this thread until the block closes, whether their recomputation stops as
+     * soon as every tensor the forward saved has been recomputed (as
+     * {@code torch.utils.checkpoint.set_checkpoint_early_stop}; on by default). With early stop off, the whole
+     * region reruns and a recomputation that saves more tensors than the forward is reported as an error.
+     *
+     * @param enable the setting
+     * @return the block
+     */
+    public static EarlyStop setEarlyStop(boolean enable) {
+        return new EarlyStop(enable);
+    }
+
+    /** @return whether checkpoints taken now on this thread stop their recomputation early */
+    public static boolean isEarlyStop() {
+        return EARLY_STOP.get();
     }
 
     /**
@@ -79,7 +120,7 @@ public final class Checkpoint {
         if (!Autograd.isGradEnabled()) {
             return fn.apply(inputs);
         }
-        CheckpointFrame frame = new CheckpointFrame(fn, inputs);
+        CheckpointFrame frame = new CheckpointFrame(fn, inputs, EARLY_STOP.get());
         Tensor out;
         try (Generator.Observation obs = preserveRngState ? Generator.observe(frame::beforeDraw) : null;
              SavedTensorsHooks h = SavedTensorsHooks.push(frame.forwardHooks())) {
@@ -118,16 +159,22 @@ public final class Checkpoint {
      * normally, exactly as PyTorch's {@code checkpoint_sequential}. Intermediate outputs are closed once used.
      *
      * @param functions single-input modules
-     * @param segments at least 1; more segments keep fewer activations (one segment checkpoints nothing)
+     * @param segments from 1 to the number of modules; one segment checkpoints nothing, {@code n} segments
+     *     checkpoint every module but the last
      * @param input the first module's input; not closed
      * @return the last module's output, owned by the caller
-     * @throws IllegalArgumentException when {@code segments < 1}
+     * @throws IllegalArgumentException when {@code segments} is out of that range
      */
     public static Tensor checkpointSequential(List<? extends Module> functions, int segments, Tensor input) {
         if (segments < 1) {
             throw new IllegalArgumentException("checkpointSequential: segments must be at least 1, got " + segments);
         }
         int n = functions.size();
+        if (segments > Math.max(n, 1)) {
+            // PyTorch fails here too (a zero range step): a segment needs at least one module
+            throw new IllegalArgumentException("checkpointSequential: " + segments + " segments for " + n
+                    + " modules; segments must be between 1 and the number of modules");
+        }
         int segmentSize = n / segments;
         int end = -1;
         Tensor cur = input;

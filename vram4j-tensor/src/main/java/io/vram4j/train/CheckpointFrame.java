@@ -22,7 +22,8 @@ import java.util.function.Function;
  * enclosing hooks when this call is itself inside a checkpointed region, so nesting works as in PyTorch).
  * Backward: the first unpack reruns the function with grad enabled, the generators' pre-forward states and
  * the forward's autocast state, collecting the tensors saved in the same order; each one goes to the node
- * that unpacks its holder. The frame frees its inputs after recomputing, and any tensor nobody unpacked once
+ * that unpacks its holder. With early stop (PyTorch's default) the rerun is abandoned, by an exception
+ * thrown through the region's code, as soon as the last saved tensor exists again. The frame frees its inputs after recomputing, and any tensor nobody unpacked once
  * every holder is released.
  */
 final class CheckpointFrame {
@@ -39,6 +40,8 @@ final class CheckpointFrame {
     private int packed;
     private int[][] shapes = new int[8][];
     private DType[] dtypes = new DType[8];
+    /** Holders whose node already released them: their recomputed tensor is not kept. */
+    private boolean[] released = new boolean[8];
     private int liveHolders;
     private Tensor[] recomputed;
 
@@ -46,8 +49,20 @@ final class CheckpointFrame {
     record Holder(CheckpointFrame frame, int index) {
     }
 
-    CheckpointFrame(Function<Tensor[], Tensor> fn, Tensor[] inputs) {
+    /** Thrown through the region's code once every saved tensor is recomputed (early stop). */
+    private static final class StopRecomputation extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        StopRecomputation() {
+            super("checkpoint recomputation stopped early", null, false, false);
+        }
+    }
+
+    private final boolean earlyStop;
+
+    CheckpointFrame(Function<Tensor[], Tensor> fn, Tensor[] inputs, boolean earlyStop) {
         this.fn = fn;
+        this.earlyStop = earlyStop;
         this.autocast = Autocast.state();
         int n = inputs.length;
         this.inputRequiresGrad = new boolean[n];
@@ -82,6 +97,7 @@ final class CheckpointFrame {
                 if (i == shapes.length) {
                     shapes = Arrays.copyOf(shapes, i * 2);
                     dtypes = Arrays.copyOf(dtypes, i * 2);
+                    released = Arrays.copyOf(released, i * 2);
                 }
                 shapes[i] = t.shape();
                 dtypes[i] = t.dtype();
@@ -123,6 +139,7 @@ final class CheckpointFrame {
 
     private void releaseHolder(int index) {
         liveHolders--;
+        released[index] = true;
         if (recomputed != null && recomputed[index] != null) {
             recomputed[index].close();
             recomputed[index] = null;
@@ -154,7 +171,12 @@ final class CheckpointFrame {
                             + "}\nrecomputed metadata: {'shape': " + Arrays.toString(t.shape()) + ", 'dtype': "
                             + t.dtype() + "}");
                 }
-                out[i] = MemoryScope.detachFromAny(t.detach());
+                if (!released[i]) {
+                    out[i] = MemoryScope.detachFromAny(t.detach());
+                }
+                if (earlyStop && i + 1 == packed) {
+                    throw new StopRecomputation();
+                }
                 return i;
             }
 
@@ -173,7 +195,11 @@ final class CheckpointFrame {
              Autocast ac = Autocast.enter(autocast);
              SavedTensorsHooks h = SavedTensorsHooks.push(collect);
              MemoryScope scope = MemoryScope.open()) {
-            fn.apply(args);
+            try {
+                fn.apply(args);
+            } catch (StopRecomputation stop) {
+                // every tensor the forward saved exists again: the rest of the region is not needed
+            }
             if (count[0] != packed) {
                 throw new CheckpointError("torch.utils.checkpoint: A different number of tensors was saved during the "
                         + "original forward and recomputation.\nNumber of tensors saved during forward: " + packed

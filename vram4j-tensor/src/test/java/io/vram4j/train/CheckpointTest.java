@@ -1,5 +1,6 @@
 package io.vram4j.train;
 
+import io.vram4j.autograd.GradCheck;
 import io.vram4j.autograd.NoGrad;
 import io.vram4j.nn.Dropout;
 import io.vram4j.nn.GELU;
@@ -214,6 +215,28 @@ class CheckpointTest {
     }
 
     @Test
+    void earlyStopSkipsTheRegionsTrailingOps() {
+        try (Linear l = new Linear(dev, 4, 4, new Generator(0)); Tensor x = dev.randn(new Generator(1), 2, 4)) {
+            int[] tail = {0};
+            Function<Tensor[], Tensor> fn = in -> {
+                try (Tensor h = l.forward(in[0]); Tensor t = h.tanh()) {
+                    tail[0]++;                 // after the last saving op (tanh saves its output)
+                    return t.add(1f);
+                }
+            };
+            for (boolean early : new boolean[] {true, false}) {
+                tail[0] = 0;
+                try (Checkpoint.EarlyStop es = Checkpoint.setEarlyStop(early);
+                     Tensor y = Checkpoint.checkpoint(fn, x); Tensor s = y.sum()) {
+                    s.backward();
+                }
+                assertEquals(early ? 1 : 2, tail[0], "early stop " + early);
+                l.zeroGrad(true);
+            }
+        }
+    }
+
+    @Test
     void recomputationRunsOnceDuringBackward() {
         try (Linear l = new Linear(dev, 4, 4, new Generator(0)); Tensor x = dev.randn(new Generator(1), 2, 4)) {
             int[] calls = {0};
@@ -258,11 +281,111 @@ class CheckpointTest {
                     return h.exp();
                 }
             };
-            try (Tensor y = Checkpoint.checkpoint(extra, x); Tensor s = y.sum()) {
+            try (Checkpoint.EarlyStop off = Checkpoint.setEarlyStop(false);
+                 Tensor y = Checkpoint.checkpoint(extra, x); Tensor s = y.sum()) {
+                assertFalse(Checkpoint.isEarlyStop());
                 CheckpointError e = assertThrows(CheckpointError.class, s::backward);
                 assertTrue(e.getMessage().contains("more tensors during recomputation"), e.getMessage());
             }
+            // with early stop (the default) the extra tensor is never reached: the gradients are right
+            assertTrue(Checkpoint.isEarlyStop());
+            more[0] = 0;
             l.zeroGrad(true);
+            try (Tensor y = Checkpoint.checkpoint(extra, x); Tensor s = y.sum()) {
+                s.backward();
+            }
+            float[] stopped = l.weight().grad().toFloatArray();
+            l.zeroGrad(true);
+            try (Tensor y = l.forward(x); Tensor s = y.sum()) {
+                s.backward();
+            }
+            assertArrayEquals(l.weight().grad().toFloatArray(), stopped, 0f);
+            l.zeroGrad(true);
+        }
+    }
+
+    @Test
+    void gradCheckThroughACheckpoint() {
+        Generator g = new Generator(12);
+        try (Tensor x = dev.randn(g, 3, 4).requiresGrad(true); Tensor w = dev.randn(g, 4, 5).requiresGrad(true)) {
+            GradCheck.check(in -> Checkpoint.checkpoint(a -> {
+                try (Tensor h = a[0].matmul(a[1]); Tensor t = h.tanh()) {
+                    return t.mul(t);
+                }
+            }, in[0], in[1]), x, w);
+        }
+    }
+
+    @Test
+    void retainedGraphsBackwardTwiceWithOneRecomputation() {
+        try (Linear l = new Linear(dev, 4, 3, new Generator(0)); Tensor x = dev.randn(new Generator(1), 2, 4)) {
+            int[] calls = {0};
+            float[] once;
+            try (Tensor y = Checkpoint.checkpoint(in -> {
+                calls[0]++;
+                try (Tensor h = l.forward(in[0])) {
+                    return h.tanh();
+                }
+            }, x); Tensor s = y.sum()) {
+                s.backward(null, true);
+                once = l.weight().grad().toFloatArray();
+                s.backward();
+            }
+            assertEquals(2, calls[0]);
+            float[] twice = l.weight().grad().toFloatArray();
+            for (int i = 0; i < once.length; i++) {
+                assertEquals(2 * once[i], twice[i], 1e-6f);
+            }
+            l.zeroGrad(true);
+        }
+    }
+
+    @Test
+    void closingTheOutputWithoutBackwardFreesTheRegion() {
+        try (Sequential m = model(new Generator(0), 2, 16); Tensor x = dev.randn(new Generator(2), 4, 16)) {
+            long base = dev.memoryAllocated();
+            Tensor y = Checkpoint.checkpoint(m, x);
+            assertTrue(dev.memoryAllocated() > base);
+            y.close();
+            assertEquals(base, dev.memoryAllocated(), "saved inputs released with the graph");
+        }
+    }
+
+    @Test
+    void nodesReleasedDuringTheForwardDoNotKeepTheirRecomputedTensors() {
+        try (Linear l = new Linear(dev, 4, 4, new Generator(0)); Tensor x = dev.randn(new Generator(1), 2, 4)) {
+            long base = dev.memoryAllocated();
+            try (Tensor y = Checkpoint.checkpoint(in -> {
+                try (Tensor h = l.forward(in[0]); Tensor unused = h.exp()) {   // exp saves its output, then is closed
+                    return h.tanh();
+                }
+            }, x); Tensor s = y.sum()) {
+                s.backward();
+            }
+            l.zeroGrad(true);
+            assertEquals(base, dev.memoryAllocated(), "nothing kept for the discarded branch");
+        }
+    }
+
+    @Test
+    void simulatedAndHostDevicesAllocateAlike() {
+        long host = checkpointedPeak(dev);
+        try (Device sim = Device.open("sim:512MiB")) {
+            assertEquals(host, checkpointedPeak(sim), "a dry run predicts the real peak");
+        }
+    }
+
+    private static long checkpointedPeak(Device d) {
+        Generator gen = new Generator(3);
+        try (Sequential m = new Sequential(new TransformerBlock(d, 32, 4, 0.1f, gen), new TransformerBlock(d, 32, 4, 0.1f, gen),
+                new TransformerBlock(d, 32, 4, 0.1f, gen), new TransformerBlock(d, 32, 4, 0.1f, gen));
+             MemoryScope s = MemoryScope.open()) {
+            Tensor x = d.zeros(2, 16, 32);
+            d.allocator().resetPeakMemoryStats();
+            Checkpoint.checkpointSequential(m, 2, x).mean().backward();
+            long peak = d.allocator().maxMemoryAllocated();
+            m.zeroGrad(true);
+            return peak;
         }
     }
 
@@ -272,6 +395,9 @@ class CheckpointTest {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> Checkpoint.checkpointSequential(m, 0, x));
             assertTrue(e.getMessage().contains("segments"));
+            IllegalArgumentException many = assertThrows(IllegalArgumentException.class,
+                    () -> Checkpoint.checkpointSequential(m, 2, x));
+            assertTrue(many.getMessage().contains("2 segments for 1 modules"), many.getMessage());
         }
     }
 

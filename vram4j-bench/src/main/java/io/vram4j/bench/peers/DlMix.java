@@ -6,7 +6,7 @@ import java.util.SplittableRandom;
  * The "DL mix" workload of the peer table: {@link #LIVE} live buffers per thread; each operation frees a
  * random one and allocates a new one in its place. Sizes come from a fixed seed: 70% log-uniform in
  * [512 B, 1 MiB), 30% log-uniform in [1 MiB, 64 MiB) (mean about 4.6 MiB). The sequence of
- * {@link #LENGTH} (size, victim) pairs repeats. Not thread-safe: one per benchmark thread.
+ * {@link #LENGTH} (size, victim) pairs repeats. {@link #run} is not thread-safe: one mix per benchmark thread.
  */
 public final class DlMix {
     /** Live buffers per thread. */
@@ -70,8 +70,16 @@ public final class DlMix {
         return s / LENGTH;
     }
 
-    /** Frees the live buffers. */
-    public void close() {
-        slots.freeAll();
+    private boolean closed;
+
+    /**
+     * Frees the live buffers once; later calls do nothing. Synchronized because JMH may run the shared
+     * state's tear-down (which closes every thread's mix) while a thread closes its own.
+     */
+    public synchronized void close() {
+        if (!closed) {
+            closed = true;
+            slots.freeAll();
+        }
     }
 }
