@@ -7,7 +7,8 @@ import io.vram4j.alloc.CachingAllocator;
  * the allocator's allocated bytes above the highest value seen so far takes a census of the live storages
  * ({@link LiveTensors}), adding each one's block size (as {@code memory_allocated} counts it, rounding
  * included) to its category, and records what was running ({@link ExecutionContext}: which module's forward or
- * which node's backward). {@link #profile()} returns the census at the peak.
+ * which node's backward). {@link #profile()} returns the census at the peak. Allocations inside a
+ * {@link #suspend()} region (the trainer's evaluation) do not count.
  *
  * <pre>{@code
  * try (MemoryProfiler prof = MemoryProfiler.start(alloc)) {
@@ -29,6 +30,7 @@ public final class MemoryProfiler implements AutoCloseable {
     private long untracked;
     private String where = "";
     private boolean closed;
+    private int suspended;
 
     private MemoryProfiler(CachingAllocator alloc) {
         this.alloc = alloc;
@@ -51,8 +53,23 @@ public final class MemoryProfiler implements AutoCloseable {
         return p;
     }
 
+    /**
+     * Leaves the active profiler's peak alone until the returned region is closed (e.g. during evaluation,
+     * whose memory is not the training step's); does nothing when no profiler is active. Regions nest.
+     *
+     * @return the region
+     */
+    public static AutoCloseable suspend() {
+        MemoryProfiler p = active;
+        if (p == null) {
+            return () -> { };
+        }
+        p.suspended++;
+        return () -> p.suspended--;
+    }
+
     void afterAllocate(CachingAllocator a) {
-        if (a == alloc && !closed && alloc.memoryAllocated() > peak) {
+        if (a == alloc && !closed && suspended == 0 && alloc.memoryAllocated() > peak) {
             census();
         }
     }
