@@ -164,7 +164,8 @@ public final class BatchSizeFinder {
         alloc.resetPeakMemoryStats();
         long t0 = System.nanoTime();
         boolean fits = true;
-        Batch batch = syntheticBatch(o, batchSize);
+        Batch batch = syntheticBatch(o, batchSize, vocabulary != null ? vocabulary.size() : classes,
+                vocabulary != null ? o.blockSize() + 1 : features);
         try (ModelNetwork net = vocabulary != null ? new CharTransformer(alloc, o, vocabulary)
                 : new TensorMlp(alloc, o, features, classes)) {
             for (int step = 0; step < 2 * o.accumulate(); step++) {
@@ -179,14 +180,17 @@ public final class BatchSizeFinder {
         return a;
     }
 
-    /** A batch of random samples: token ids for the transformer, N(0, 1) features for the MLP. */
-    private Batch syntheticBatch(TrainOptions o, int b) {
+    /**
+     * A batch of random samples: token ids below {@code classes} for the transformer, N(0, 1) features for the MLP.
+     *
+     * @param f floats per sample ({@code blockSize + 1} for the transformer)
+     */
+    static Batch syntheticBatch(TrainOptions o, int b, int classes, int f) {
         Generator gen = new Generator(o.seed());
-        int f = vocabulary != null ? o.blockSize() + 1 : features;
         float[] x = new float[b * f];
         int[] y = new int[b];
         for (int i = 0; i < x.length; i++) {
-            x[i] = vocabulary != null ? (float) Math.floorMod(gen.nextLong(), classes) : (float) gen.nextGaussian();
+            x[i] = o.isTransformer() ? (float) Math.floorMod(gen.nextLong(), classes) : (float) gen.nextGaussian();
         }
         for (int i = 0; i < b; i++) {
             y[i] = (int) Math.floorMod(gen.nextLong(), classes);
