@@ -56,6 +56,21 @@ public interface Kernels {
      */
     Kernels withThreads(int threads);
 
+    /**
+     * Runs every kernel of this implementation on small inputs (a few hundred kilobytes of work, off-heap
+     * memory freed on return) so the JIT compiles the hot loops before real work arrives. Call it once at the
+     * start of a long job such as training: without it the first steps run Vector API code in the interpreter
+     * or C1, which is one to two orders of magnitude slower. Results of later calls do not depend on it.
+     *
+     * <p>Thread-safe; calling it again is harmless but mostly useless. Compilation continues in the
+     * background for a short while after it returns.
+     *
+     * @return the wall time it took, in nanoseconds
+     */
+    default long warmUp() {
+        return WarmUp.run(this);
+    }
+
     // ------------------------------------------------------------------------------------------------ selection
 
     /** @return the scalar reference kernels (always available) */

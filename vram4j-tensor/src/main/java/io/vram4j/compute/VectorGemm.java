@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -11,12 +12,13 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <pre>
  *   for jc in [0, n) step NB                            column blocks of C; usually one (NB = n)
+ *     KB = ceil(k / ceil(k / KC))                       equal slices of depth at most KC
  *     phase 1 (parallel over panels):
- *       pack op(B)[:, jc:jc+NB] -> bp                   for each KC slice: NR-column panels, zero-padded
+ *       pack op(B)[:, jc:jc+NB] -> bp                   for each KB slice: NR-column panels, zero-padded
  *     phase 2 (parallel, dynamic): for each chunk = rows [i0, i1) x panels [p0, p1) of the C block
- *       for pc in [0, k) step KC
- *         pack op(A)[i0:i1, pc:pc+KC] -> ap             MR-row panels, zero-padded (thread-local, L2)
- *         for jr in [p0, p1)                            one B panel (KC x NR, 32 KiB): stays in L1 over ir
+ *       for pc in [0, k) step KB
+ *         pack op(A)[i0:i1, pc:pc+KB] -> ap             MR-row panels, zero-padded (thread-local, L2)
+ *         for jr in [p0, p1)                            one B panel (KB x NR, <= 32 KiB): stays in L1 over ir
  *           for ir in [i0, i1) step MR
  *             micro-kernel: C[ir:ir+MR, jr:jr+NR] (+)= alpha * ap_panel * bp_panel
  * </pre>
@@ -25,18 +27,23 @@ import jdk.incubator.vector.VectorSpecies;
  * (12 x 32 floats with AVX-512). For each {@code p} it loads two vectors of the B panel, broadcasts twelve
  * values of the A panel and issues 24 FMAs. Packing absorbs the transposes, so the kernel sees one layout;
  * it also zero-pads the edges, so the kernel always computes a full tile and only the store is partial.
+ * The kernel leaves the tile in a small array and {@code update} adds it to C (masked on the edges): with the
+ * C update inside, the method was too large for C1, whose bailout kept it out of C2 (see {@link #kernel}).
  * Packed buffers are heap {@code float[]}s, which C2 reads faster than segments in the inner loop.
  *
  * <p><b>Blocking.</b> {@code KC = 256}: a B panel is 32 KiB (L1), an A block of {@code MC = 192} rows is
  * 192 KiB (L2), and a chunk's C block stays in L2 across the {@code pc} loop. op(B) is packed once per call
  * into one buffer shared by all threads (for very large {@code k * n} it is done per column block), so no
- * thread packs it again; each chunk packs only its own rows of op(A).
+ * thread packs it again; each chunk packs only its own rows of op(A). {@code k} is cut into
+ * {@code ceil(k / KC)} slices of equal depth (784 gives 4 x 196), so no thin last slice pays a full tile update
+ * for a few multiply-adds. Packing a row of the stored A (or of the stored B when it is transposed) loads a
+ * vector along {@code p} and scatters it into the panel.
  *
  * <p><b>Threads.</b> Phase 1 splits the B panels, phase 2 hands chunks out from an atomic counter, so a
  * thread that starts late or is descheduled simply takes fewer chunks. Chunks are about four per thread
  * (rows first, columns when there are too few row panels). Small problems run on the calling thread.
  *
- * <p><b>Exactness.</b> {@code beta} is applied with the first {@code KC} slice (later slices accumulate);
+ * <p><b>Exactness.</b> {@code beta} is applied with the first slice (later slices accumulate);
  * with {@code beta == 0} the old C is never read. Every element of C goes through the same operations
  * whatever chunk computes it, so results are bitwise identical for every thread count.
  */
@@ -60,6 +67,10 @@ final class VectorGemm {
     static final long PARALLEL_MIN_MACS = 1L << 21;
 
     private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    /** Scatter offsets {@code 0, MR, 2 MR, ...}: one vector of a row of A into an MR-row panel. */
+    private static final int[] STRIDE_MR = strides(MR);
+    /** Scatter offsets {@code 0, NR, 2 NR, ...}: one vector of a column of op(B) into an NR-column panel. */
+    private static final int[] STRIDE_NR = strides(NR);
     private static final ByteOrder BO = ByteOrder.nativeOrder();
 
     /** Per-thread buffers: an A block, a tile for partial stores, and (for callers) the shared packed B. */
@@ -91,6 +102,8 @@ final class VectorGemm {
         long macs = (long) m * n * k;
         int parts = macs < PARALLEL_MIN_MACS ? 1 : (int) Math.min(threads, macs / (PARALLEL_MIN_MACS / 2));
         int kBlocks = (k + KC - 1) / KC;
+        // equal slices (k = 784 gives 4 x 196, not 3 x 256 + 16: a thin last slice wastes its tile updates)
+        int kb = (k + kBlocks - 1) / kBlocks;
         // column block width: all of n unless packed B would exceed B_CAP
         int nb = (int) Math.min(roundUp(n, NR), Math.max(NR, (long) B_CAP / k / NR * NR));
         Workspace caller = WORKSPACE.get();
@@ -105,8 +118,8 @@ final class VectorGemm {
             int packUnits = kBlocks * panels;
             boolean packInParallel = parts > 1 && (long) k * ncPad >= PARALLEL_PACK_MIN;
             ComputePool.forEach(packInParallel ? parts - 1 : 0, packUnits, u -> {
-                int pc = (u / panels) * KC;
-                int kc = Math.min(KC, k - pc);
+                int pc = (u / panels) * kb;
+                int kc = Math.min(kb, k - pc);
                 int jr = (u % panels) * NR;
                 packB(tb, b, bOff, ldb, pc, kc, col0 + jr, Math.min(NR, nc - jr), bp, pc * ncPad + jr * kc);
             });
@@ -124,10 +137,18 @@ final class VectorGemm {
                 int i1 = Math.min(m, i0 + rowTiles * MR);
                 int p0 = (u % chunkCols) * panelsPerChunk;
                 int p1 = Math.min(panels, p0 + panelsPerChunk);
-                chunk(WORKSPACE.get(), ta, i0, i1, p0, p1, col0, nc, ncPad, k, alpha, a, aOff, lda, bp, beta,
+                chunk(WORKSPACE.get(), ta, i0, i1, p0, p1, col0, nc, ncPad, k, kb, alpha, a, aOff, lda, bp, beta,
                         c, cOff, ldc);
             });
         }
+    }
+
+    private static int[] strides(int step) {
+        int[] out = new int[L];
+        for (int i = 0; i < L; i++) {
+            out[i] = i * step;
+        }
+        return out;
     }
 
     private static int roundUp(int v, int unit) {
@@ -136,7 +157,7 @@ final class VectorGemm {
 
     /** Computes rows [i0, i1) x panels [p0, p1) of the current column block (starting at column col0). */
     private static void chunk(Workspace ws, boolean ta, int i0, int i1, int p0, int p1, int col0, int nc, int ncPad,
-                              int k, float alpha, MemorySegment a, long aOff, int lda, float[] bp,
+                              int k, int kb, float alpha, MemorySegment a, long aOff, int lda, float[] bp,
                               float beta, MemorySegment c, long cOff, int ldc) {
         float[] ap = ws.ap;
         float[] tile = ws.tile;
@@ -145,8 +166,8 @@ final class VectorGemm {
             // C = beta * C first; the kernels then add alpha * A * B (same rounding as fma(acc, alpha, beta * c))
             scaleC(c, cOff, ldc, i0, i1, col0 + p0 * NR, col0 + Math.min(nc, p1 * NR), beta);
         }
-        for (int pc = 0; pc < k; pc += KC) {
-            int kc = Math.min(KC, k - pc);
+        for (int pc = 0; pc < k; pc += kb) {
+            int kc = Math.min(kb, k - pc);
             packA(ta, a, aOff, lda, i0, mc, pc, kc, ap);
             boolean overwrite = pc == 0 && beta == 0f;
             int sliceAt = pc * ncPad;
@@ -156,7 +177,8 @@ final class VectorGemm {
                 int bo = sliceAt + jr * kc;
                 for (int ir = 0; ir < mc; ir += MR) {
                     long cAt = cOff + (long) (i0 + ir) * ldc + col0 + jr;
-                    kernel(ap, ir * kc, bp, bo, kc, tile, c, cAt, ldc, alpha, overwrite, Math.min(MR, mc - ir), nr);
+                    kernel(ap, ir * kc, bp, bo, kc, tile);
+                    update(tile, c, cAt, ldc, alpha, overwrite, Math.min(MR, mc - ir), nr);
                 }
             }
         }
@@ -171,9 +193,16 @@ final class VectorGemm {
             int mr = Math.min(MR, mc - ir);
             int base = ir * kc;
             if (!ta) {
+                // rows of A are contiguous in p: load L of them, scatter them MR apart
+                int pv = SP.loopBound(kc);
                 for (int r = 0; r < mr; r++) {
                     long row = (aOff + (long) (ic + ir + r) * lda + pc) * Float.BYTES;
-                    for (int p = 0, o = base + r; p < kc; p++, o += MR) {
+                    int p = 0;
+                    for (; p < pv; p += L) {
+                        FloatVector.fromMemorySegment(SP, a, row + (long) p * Float.BYTES, BO)
+                                .intoArray(ap, base + p * MR + r, STRIDE_MR, 0);
+                    }
+                    for (int o = base + p * MR + r; p < kc; p++, o += MR) {
                         ap[o] = a.get(F, row + (long) p * Float.BYTES);
                     }
                 }
@@ -221,9 +250,16 @@ final class VectorGemm {
                 }
             }
         } else {
+            // rows of the stored B (columns of op(B)) are contiguous in p: load L of them, scatter them NR apart
+            int pv = SP.loopBound(kc);
             for (int j = 0; j < nr; j++) {
                 long col = (bOff + (long) (j0 + j) * ldb + pc) * Float.BYTES;
-                for (int p = 0, o = base + j; p < kc; p++, o += NR) {
+                int p = 0;
+                for (; p < pv; p += L) {
+                    FloatVector.fromMemorySegment(SP, b, col + (long) p * Float.BYTES, BO)
+                            .intoArray(bp, base + p * NR + j, STRIDE_NR, 0);
+                }
+                for (int o = base + p * NR + j; p < kc; p++, o += NR) {
                     bp[o] = b.get(F, col + (long) p * Float.BYTES);
                 }
             }
@@ -241,11 +277,15 @@ final class VectorGemm {
 
     /**
      * The micro-kernel: accumulates the {@code MR x NR} product of one packed A panel ({@code ap[ao..]},
-     * {@code kc x MR}) and one packed B panel ({@code bp[bo..]}, {@code kc x NR}) in registers, then stores the
-     * {@code mr x nr} valid part into C through {@code tile}.
+     * {@code kc x MR}) and one packed B panel ({@code bp[bo..]}, {@code kc x NR}) in 24 vector registers and
+     * writes it to {@code tile} (row-major, {@code MR x NR}).
+     *
+     * <p>Kept this small on purpose: C1 (tier 3) compiles it only when the inlined Vector API fallback code fits
+     * its virtual-register limit. When tier 3 bails out ("out of virtual registers in LIR generator") the
+     * method can stay in tier-2 code, boxing every vector, and never reach C2. So the update of C lives in
+     * {@link #update}, which reads the tile back from L1: 24 stores and loads against {@code 24 * kc} FMAs.
      */
-    private static void kernel(float[] ap, int ao, float[] bp, int bo, int kc, float[] tile,
-                               MemorySegment c, long cAt, int ldc, float alpha, boolean overwrite, int mr, int nr) {
+    static void kernel(float[] ap, int ao, float[] bp, int bo, int kc, float[] tile) {
         FloatVector z = FloatVector.zero(SP);
         FloatVector c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
         FloatVector c40 = z, c41 = z, c50 = z, c51 = z, c60 = z, c61 = z, c70 = z, c71 = z;
@@ -290,114 +330,55 @@ final class VectorGemm {
             cb0 = av.fma(b0, cb0);
             cb1 = av.fma(b1, cb1);
         }
-        if (mr == MR && nr == NR) {
-            // full tile: update C straight from the registers
-            FloatVector va = FloatVector.broadcast(SP, alpha);
-            long ld = (long) ldc * Float.BYTES;
-            long h = (long) L * Float.BYTES;
-            long at = cAt * Float.BYTES;
-            if (overwrite) {
-                c00.mul(va).intoMemorySegment(c, at, BO);
-                c01.mul(va).intoMemorySegment(c, at + h, BO);
-                c10.mul(va).intoMemorySegment(c, at + 1 * ld, BO);
-                c11.mul(va).intoMemorySegment(c, at + 1 * ld + h, BO);
-                c20.mul(va).intoMemorySegment(c, at + 2 * ld, BO);
-                c21.mul(va).intoMemorySegment(c, at + 2 * ld + h, BO);
-                c30.mul(va).intoMemorySegment(c, at + 3 * ld, BO);
-                c31.mul(va).intoMemorySegment(c, at + 3 * ld + h, BO);
-                c40.mul(va).intoMemorySegment(c, at + 4 * ld, BO);
-                c41.mul(va).intoMemorySegment(c, at + 4 * ld + h, BO);
-                c50.mul(va).intoMemorySegment(c, at + 5 * ld, BO);
-                c51.mul(va).intoMemorySegment(c, at + 5 * ld + h, BO);
-                c60.mul(va).intoMemorySegment(c, at + 6 * ld, BO);
-                c61.mul(va).intoMemorySegment(c, at + 6 * ld + h, BO);
-                c70.mul(va).intoMemorySegment(c, at + 7 * ld, BO);
-                c71.mul(va).intoMemorySegment(c, at + 7 * ld + h, BO);
-                c80.mul(va).intoMemorySegment(c, at + 8 * ld, BO);
-                c81.mul(va).intoMemorySegment(c, at + 8 * ld + h, BO);
-                c90.mul(va).intoMemorySegment(c, at + 9 * ld, BO);
-                c91.mul(va).intoMemorySegment(c, at + 9 * ld + h, BO);
-                ca0.mul(va).intoMemorySegment(c, at + 10 * ld, BO);
-                ca1.mul(va).intoMemorySegment(c, at + 10 * ld + h, BO);
-                cb0.mul(va).intoMemorySegment(c, at + 11 * ld, BO);
-                cb1.mul(va).intoMemorySegment(c, at + 11 * ld + h, BO);
-            } else {
-                c00.fma(va, FloatVector.fromMemorySegment(SP, c, at, BO)).intoMemorySegment(c, at, BO);
-                c01.fma(va, FloatVector.fromMemorySegment(SP, c, at + h, BO))
-                        .intoMemorySegment(c, at + h, BO);
-                c10.fma(va, FloatVector.fromMemorySegment(SP, c, at + 1 * ld, BO)).intoMemorySegment(c, at + 1 * ld, BO);
-                c11.fma(va, FloatVector.fromMemorySegment(SP, c, at + 1 * ld + h, BO))
-                        .intoMemorySegment(c, at + 1 * ld + h, BO);
-                c20.fma(va, FloatVector.fromMemorySegment(SP, c, at + 2 * ld, BO)).intoMemorySegment(c, at + 2 * ld, BO);
-                c21.fma(va, FloatVector.fromMemorySegment(SP, c, at + 2 * ld + h, BO))
-                        .intoMemorySegment(c, at + 2 * ld + h, BO);
-                c30.fma(va, FloatVector.fromMemorySegment(SP, c, at + 3 * ld, BO)).intoMemorySegment(c, at + 3 * ld, BO);
-                c31.fma(va, FloatVector.fromMemorySegment(SP, c, at + 3 * ld + h, BO))
-                        .intoMemorySegment(c, at + 3 * ld + h, BO);
-                c40.fma(va, FloatVector.fromMemorySegment(SP, c, at + 4 * ld, BO)).intoMemorySegment(c, at + 4 * ld, BO);
-                c41.fma(va, FloatVector.fromMemorySegment(SP, c, at + 4 * ld + h, BO))
-                        .intoMemorySegment(c, at + 4 * ld + h, BO);
-                c50.fma(va, FloatVector.fromMemorySegment(SP, c, at + 5 * ld, BO)).intoMemorySegment(c, at + 5 * ld, BO);
-                c51.fma(va, FloatVector.fromMemorySegment(SP, c, at + 5 * ld + h, BO))
-                        .intoMemorySegment(c, at + 5 * ld + h, BO);
-                c60.fma(va, FloatVector.fromMemorySegment(SP, c, at + 6 * ld, BO)).intoMemorySegment(c, at + 6 * ld, BO);
-                c61.fma(va, FloatVector.fromMemorySegment(SP, c, at + 6 * ld + h, BO))
-                        .intoMemorySegment(c, at + 6 * ld + h, BO);
-                c70.fma(va, FloatVector.fromMemorySegment(SP, c, at + 7 * ld, BO)).intoMemorySegment(c, at + 7 * ld, BO);
-                c71.fma(va, FloatVector.fromMemorySegment(SP, c, at + 7 * ld + h, BO))
-                        .intoMemorySegment(c, at + 7 * ld + h, BO);
-                c80.fma(va, FloatVector.fromMemorySegment(SP, c, at + 8 * ld, BO)).intoMemorySegment(c, at + 8 * ld, BO);
-                c81.fma(va, FloatVector.fromMemorySegment(SP, c, at + 8 * ld + h, BO))
-                        .intoMemorySegment(c, at + 8 * ld + h, BO);
-                c90.fma(va, FloatVector.fromMemorySegment(SP, c, at + 9 * ld, BO)).intoMemorySegment(c, at + 9 * ld, BO);
-                c91.fma(va, FloatVector.fromMemorySegment(SP, c, at + 9 * ld + h, BO))
-                        .intoMemorySegment(c, at + 9 * ld + h, BO);
-                ca0.fma(va, FloatVector.fromMemorySegment(SP, c, at + 10 * ld, BO)).intoMemorySegment(c, at + 10 * ld, BO);
-                ca1.fma(va, FloatVector.fromMemorySegment(SP, c, at + 10 * ld + h, BO))
-                        .intoMemorySegment(c, at + 10 * ld + h, BO);
-                cb0.fma(va, FloatVector.fromMemorySegment(SP, c, at + 11 * ld, BO)).intoMemorySegment(c, at + 11 * ld, BO);
-                cb1.fma(va, FloatVector.fromMemorySegment(SP, c, at + 11 * ld + h, BO))
-                        .intoMemorySegment(c, at + 11 * ld + h, BO);
-            }
-            return;
-        }
-        float[] t = tile;
-        c00.intoArray(t, 0);
-        c01.intoArray(t, 0 + L);
-        c10.intoArray(t, NR);
-        c11.intoArray(t, NR + L);
-        c20.intoArray(t, 2 * NR);
-        c21.intoArray(t, 2 * NR + L);
-        c30.intoArray(t, 3 * NR);
-        c31.intoArray(t, 3 * NR + L);
-        c40.intoArray(t, 4 * NR);
-        c41.intoArray(t, 4 * NR + L);
-        c50.intoArray(t, 5 * NR);
-        c51.intoArray(t, 5 * NR + L);
-        c60.intoArray(t, 6 * NR);
-        c61.intoArray(t, 6 * NR + L);
-        c70.intoArray(t, 7 * NR);
-        c71.intoArray(t, 7 * NR + L);
-        c80.intoArray(t, 8 * NR);
-        c81.intoArray(t, 8 * NR + L);
-        c90.intoArray(t, 9 * NR);
-        c91.intoArray(t, 9 * NR + L);
-        ca0.intoArray(t, 10 * NR);
-        ca1.intoArray(t, 10 * NR + L);
-        cb0.intoArray(t, 11 * NR);
-        cb1.intoArray(t, 11 * NR + L);
-        storePartial(t, c, cAt, ldc, alpha, overwrite, mr, nr);
+        c00.intoArray(tile, 0 * NR);
+        c01.intoArray(tile, 0 * NR + L);
+        c10.intoArray(tile, 1 * NR);
+        c11.intoArray(tile, 1 * NR + L);
+        c20.intoArray(tile, 2 * NR);
+        c21.intoArray(tile, 2 * NR + L);
+        c30.intoArray(tile, 3 * NR);
+        c31.intoArray(tile, 3 * NR + L);
+        c40.intoArray(tile, 4 * NR);
+        c41.intoArray(tile, 4 * NR + L);
+        c50.intoArray(tile, 5 * NR);
+        c51.intoArray(tile, 5 * NR + L);
+        c60.intoArray(tile, 6 * NR);
+        c61.intoArray(tile, 6 * NR + L);
+        c70.intoArray(tile, 7 * NR);
+        c71.intoArray(tile, 7 * NR + L);
+        c80.intoArray(tile, 8 * NR);
+        c81.intoArray(tile, 8 * NR + L);
+        c90.intoArray(tile, 9 * NR);
+        c91.intoArray(tile, 9 * NR + L);
+        ca0.intoArray(tile, 10 * NR);
+        ca1.intoArray(tile, 10 * NR + L);
+        cb0.intoArray(tile, 11 * NR);
+        cb1.intoArray(tile, 11 * NR + L);
     }
 
-    /** Edge tiles: C = alpha * t (overwrite) or C = alpha * t + C, for the valid mr x nr part of the tile. */
-    private static void storePartial(float[] t, MemorySegment c, long cAt, int ldc, float alpha, boolean overwrite,
-                                     int mr, int nr) {
+    /**
+     * Writes the valid {@code mr x nr} part of a finished tile into C: {@code C = alpha * t} when
+     * {@code overwrite}, else {@code C = fma(t, alpha, C)}. Full rows of vectors are stored whole, the last
+     * partial vector of a row through a mask, so edge tiles round exactly like full ones.
+     */
+    static void update(float[] t, MemorySegment c, long cAt, int ldc, float alpha, boolean overwrite, int mr, int nr) {
+        FloatVector va = FloatVector.broadcast(SP, alpha);
+        int full = nr - nr % L;
+        VectorMask<Float> tail = full < nr ? SP.indexInRange(full, nr) : null;
         for (int r = 0; r < mr; r++) {
             long row = (cAt + (long) r * ldc) * Float.BYTES;
-            for (int j = 0; j < nr; j++) {
+            int to = r * NR;
+            for (int j = 0; j < full; j += L) {
                 long at = row + (long) j * Float.BYTES;
-                float v = t[r * NR + j];
-                c.set(F, at, overwrite ? alpha * v : Math.fma(v, alpha, c.get(F, at)));
+                FloatVector v = FloatVector.fromArray(SP, t, to + j);
+                (overwrite ? v.mul(va) : v.fma(va, FloatVector.fromMemorySegment(SP, c, at, BO)))
+                        .intoMemorySegment(c, at, BO);
+            }
+            if (tail != null) {
+                long at = row + (long) full * Float.BYTES;
+                FloatVector v = FloatVector.fromArray(SP, t, to + full);
+                (overwrite ? v.mul(va) : v.fma(va, FloatVector.fromMemorySegment(SP, c, at, BO, tail)))
+                        .intoMemorySegment(c, at, BO, tail);
             }
         }
     }

@@ -134,6 +134,44 @@ class TrainerTest {
     }
 
     @Test
+    void trainStepLowersTheLossOnARepeatedBatchAndFreesItsBuffers() {
+        TrainOptions opts = small().withSchedule("constant").withLr(0.05).withHistorySteps(0);
+        float[] x = new float[32 * 784];
+        int[] y = new int[32];
+        for (int i = 0; i < 32; i++) {
+            train.copyFeatures(i, x, i * 784);
+            y[i] = train.label(i);
+        }
+        io.vram4j.data.Batch batch = new io.vram4j.data.Batch(0, 32, 784, x, y);
+        try (DeviceBackend dev = Devices.open("host:1GiB")) {
+            CachingAllocator alloc = CachingAllocator.create(dev);
+            try (Trainer trainer = new Trainer(alloc, opts, 784, 10)) {
+                // each tensor's block is rounded up to 512 bytes, as PyTorch's allocator does
+                long params = round512(4 * 784L * 64) + round512(4 * 64) + round512(4 * 64 * 10) + round512(4 * 10);
+                assertEquals(params, alloc.memoryAllocated());
+                double first = trainer.trainStep(batch);
+                // after a step only parameters and momentum buffers are live
+                assertEquals(2 * params, alloc.memoryAllocated());
+                double last = first;
+                for (int i = 0; i < 20; i++) {
+                    last = trainer.trainStep(batch);
+                    assertEquals(2 * params, alloc.memoryAllocated());
+                }
+                assertTrue(first > 1.5 && first < 3.5, "initial loss near ln(10): " + first);
+                assertTrue(last < first / 2, first + " -> " + last);
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                        () -> trainer.trainStep(new io.vram4j.data.Batch(0, 1, 10, new float[10], new int[1])));
+                assertTrue(e.getMessage().contains("expects 784"), e.getMessage());
+            }
+            alloc.close();
+        }
+    }
+
+    private static long round512(long bytes) {
+        return (bytes + 511) / 512 * 512;
+    }
+
+    @Test
     void mismatchedDataIsRejected() {
         try (DeviceBackend dev = Devices.open("sim:1GiB")) {
             CachingAllocator alloc = CachingAllocator.create(dev);

@@ -1,0 +1,104 @@
+package io.vram4j.train;
+
+import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.data.CharCorpus;
+import io.vram4j.data.CharDataset;
+import io.vram4j.data.CharVocabulary;
+import io.vram4j.device.DeviceBackend;
+import io.vram4j.device.Devices;
+import io.vram4j.nn.Parameter;
+import io.vram4j.tensor.MemoryCategory;
+import io.vram4j.tensor.MemoryProfile;
+import io.vram4j.tensor.MemoryProfiler;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The peak of a training step split by category. */
+class MemoryProfileTest {
+    record Run(MemoryProfile profile, long peakAllocated, long parameterBlocks, long parameterBytes) {
+    }
+
+    /** Profiles {@code steps} training steps of a tiny GPT. */
+    static Run profile(TrainOptions o, int steps) {
+        CharCorpus corpus = CharCorpus.bundled();
+        CharVocabulary vocab = corpus.vocabulary();
+        CharDataset train = new CharDataset(corpus.trainText(), vocab, o.blockSize(), o.blockSize(), "train");
+        try (DeviceBackend dev = Devices.open("host:1GiB"); CachingAllocator alloc = CachingAllocator.create(dev);
+             Trainer t = new Trainer(alloc, o, vocab)) {
+            long blocks = 0;
+            long bytes = 0;
+            for (Parameter p : t.model().parameters()) {
+                blocks += alloc.blockSize(p.storage().address());
+                bytes += p.nbytes();
+            }
+            try (MemoryProfiler prof = MemoryProfiler.start(alloc)) {
+                for (int i = 0; i < steps; i++) {
+                    t.dryRun(train);
+                }
+                return new Run(prof.profile(), alloc.maxMemoryAllocated(), blocks, bytes);
+            }
+        }
+    }
+
+    @Test
+    void categoriesAddUpToTheAllocatorsPeak() {
+        Run r = profile(CharTransformerTest.tiny().withLayers(3), 2);
+        MemoryProfile p = r.profile();
+        assertEquals(r.peakAllocated(), p.peakAllocated(), "the profiler saw the allocator's peak");
+        long sum = 0;
+        for (MemoryCategory c : MemoryCategory.values()) {
+            sum += p.bytes(c);
+        }
+        assertEquals(0, p.untracked(), "every allocated byte belongs to a tensor storage");
+        assertEquals(p.peakAllocated(), sum);
+        // parameters: the blocks of the parameter storages (their sizes rounded up to 512 bytes)
+        assertEquals(r.parameterBlocks(), p.bytes(MemoryCategory.PARAMETERS));
+        assertTrue(r.parameterBlocks() >= r.parameterBytes() && r.parameterBlocks() < r.parameterBytes() + 512L * 64);
+        // the second step's peak has AdamW's two moments per parameter
+        assertEquals(2 * r.parameterBlocks(), p.bytes(MemoryCategory.OPTIMIZER_STATE));
+        assertTrue(p.bytes(MemoryCategory.ACTIVATIONS) > 0, p.table());
+        assertTrue(p.where().startsWith("forward") || p.where().startsWith("backward") || p.where().startsWith("optimizer"),
+                p.where());
+        assertTrue(p.table().contains("optimizer state"), p.table());
+    }
+
+    @Test
+    void checkpointingShrinksTheActivationsAtThePeak() {
+        TrainOptions o = CharTransformerTest.tiny().withLayers(4).withBlockSize(64);
+        MemoryProfile base = profile(o, 1).profile();
+        MemoryProfile ckpt = profile(o.withCheckpoint(4), 1).profile();
+        assertTrue(ckpt.bytes(MemoryCategory.ACTIVATIONS) < 0.5 * base.bytes(MemoryCategory.ACTIVATIONS),
+                base.table() + ckpt.table());
+    }
+
+    @Test
+    void peakActivationMemoryIsTrackedPerCategory() {
+        TrainOptions o = CharTransformerTest.tiny().withLayers(4).withBlockSize(64);
+        TechniqueBenchmark.Measurement base = TechniqueBenchmark.measure("host:1GiB", o, CharCorpus.bundled().vocabulary(), 0, 0, 1);
+        TechniqueBenchmark.Measurement ckpt = TechniqueBenchmark.measure("host:1GiB", o.withCheckpoint(4),
+                CharCorpus.bundled().vocabulary(), 0, 0, 1);
+        TechniqueBenchmark.Measurement acc = TechniqueBenchmark.measure("host:1GiB", o.withBatchSize(4).withAccumulate(4),
+                CharCorpus.bundled().vocabulary(), 0, 0, 1);
+        assertTrue(base.activations() >= base.profile().bytes(MemoryCategory.ACTIVATIONS));
+        assertTrue(base.activations() <= base.peakAllocated());
+        assertTrue(ckpt.activations() < 0.5 * base.activations(), ckpt.activations() + " vs " + base.activations());
+        double ratio = (double) base.activations() / acc.activations();
+        assertTrue(ratio > 3.5 && ratio < 4.5, "a quarter of the batch saves a quarter of the activations: " + ratio);
+        try (DeviceBackend dev = Devices.open("host:64MiB"); CachingAllocator alloc = CachingAllocator.create(dev);
+             MemoryProfiler p = MemoryProfiler.start(alloc)) {
+            assertThrows(IllegalStateException.class, () -> p.categoryPeak(MemoryCategory.ACTIVATIONS));
+        }
+    }
+
+    @Test
+    void onlyOneProfilerAtATime() {
+        try (DeviceBackend dev = Devices.open("host:64MiB"); CachingAllocator alloc = CachingAllocator.create(dev);
+             MemoryProfiler p = MemoryProfiler.start(alloc)) {
+            assertThrows(IllegalStateException.class, () -> MemoryProfiler.start(alloc));
+            assertEquals(0, p.profile().peakAllocated());
+        }
+    }
+}
