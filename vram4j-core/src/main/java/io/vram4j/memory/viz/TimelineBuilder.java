@@ -57,6 +57,8 @@ final class TimelineBuilder {
         Set<Long> allocatedSoFar = new HashSet<>();
         Set<Long> liveAtEnd = new HashSet<>();
         Map<Long, long[]> orphanFrees = new HashMap<>();
+        Ranges mappedInTrace = new Ranges();
+        Ranges mappedBefore = new Ranges();
         TreeSet<Long> starts = new TreeSet<>(Long::compareUnsigned);
         for (int i = 0; i < trace.size(); i++) {
             TraceEntry e = trace.get(i);
@@ -72,23 +74,46 @@ final class TimelineBuilder {
                     }
                     liveAtEnd.remove(e.addr());
                 }
-                case SEGMENT_ALLOC, SEGMENT_MAP -> created.add(e.addr());
-                case SEGMENT_FREE, SEGMENT_UNMAP -> {
+                case SEGMENT_ALLOC -> created.add(e.addr());
+                case SEGMENT_FREE -> {
                     if (!created.contains(e.addr()) && !orphanSegments.containsKey(e.addr())) {
                         orphanSegments.put(e.addr(), new long[] {e.size(), e.stream()});
                     }
+                }
+                // expandable segments: map and unmap ranges need not line up, so keep ranges, not addresses
+                case SEGMENT_MAP -> mappedInTrace.add(e.addr(), e.addr() + e.size());
+                case SEGMENT_UNMAP -> {
+                    for (long[] r : mappedInTrace.missing(e.addr(), e.addr() + e.size())) {
+                        mappedBefore.add(r[0], r[1]);
+                    }
+                    mappedInTrace.remove(e.addr(), e.addr() + e.size());
                 }
                 default -> { }
             }
         }
         StateTracker t = new StateTracker(config);
         for (SegmentInfo s : dump) {
-            if (!created.contains(s.address())) {
-                t.addSegment(s.address(), s.totalSize(), s.stream(), !s.isLarge(), s.isExpandable());
+            if (s.isExpandable()) {
+                // still mapped at the end and not mapped by the trace: mapped before it
+                for (long[] r : mappedInTrace.missing(s.address(), s.endAddress())) {
+                    mappedBefore.add(r[0], r[1]);
+                }
+            } else if (!created.contains(s.address())) {
+                t.addSegment(s.address(), s.totalSize(), s.stream(), !s.isLarge(), false);
             }
             for (BlockInfo b : s.blocks()) {
                 starts.add(b.address());
             }
+        }
+        for (long[] r : mappedBefore.list()) {
+            SegmentInfo owner = null;
+            for (SegmentInfo s : dump) {
+                if (s.isExpandable() && s.address() <= r[1] && r[0] <= s.endAddress()) {
+                    owner = s;
+                }
+            }
+            boolean small = owner != null ? !owner.isLarge() : (r[1] - r[0]) % SizeRules.LARGE_BUFFER != 0;
+            t.addSegment(r[0], r[1] - r[0], owner != null ? owner.stream() : 0, small, true);
         }
         for (Map.Entry<Long, long[]> o : orphanSegments.entrySet()) {
             long size = o.getValue()[0];

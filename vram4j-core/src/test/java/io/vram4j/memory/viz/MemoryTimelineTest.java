@@ -23,6 +23,7 @@ import static io.vram4j.memory.snapshot.TraceAction.FREE_REQUESTED;
 import static io.vram4j.memory.snapshot.TraceAction.SEGMENT_ALLOC;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -208,6 +209,64 @@ class MemoryTimelineTest {
                 new MemorySnapshot(s.segments(), s.deviceTraces(), Map.of("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:x"),
                         List.of()), 0, 100));
         assertTrue(conf.getMessage().contains("max_split_size_mb"), conf.getMessage());
+    }
+
+    /** vram4j's allocator with expandable segments; a ring of {@code maxEntries} makes the trace start mid-run. */
+    static MemorySnapshot expandableRun(int maxEntries) {
+        io.vram4j.device.DeviceBackend device = io.vram4j.device.Devices.open("sim:16GiB");
+        MemorySnapshot s;
+        try {
+            io.vram4j.alloc.CachingAllocator a = io.vram4j.alloc.CachingAllocator.create(device,
+                    io.vram4j.alloc.config.AllocatorConfig.DEFAULT.parse("expandable_segments:True"));
+            a.recordMemoryHistory("all", "all", "none", maxEntries);
+            java.util.Random r = new java.util.Random(5);
+            List<Long> live = new ArrayList<>();
+            for (int round = 0; round < 6; round++) {
+                for (int i = 0; i < 30; i++) {
+                    live.add(a.malloc(r.nextInt(4) == 0 ? 100 + r.nextInt(500_000) : (1L + r.nextInt(40)) << 20));
+                }
+                java.util.Collections.shuffle(live, r);
+                for (int i = 0; i < 20; i++) {
+                    a.free(live.remove(live.size() - 1));
+                }
+                if (round % 2 == 1) {
+                    a.emptyCache(); // unmaps the free pages
+                }
+            }
+            s = a.snapshot();
+        } finally {
+            device.close();
+        }
+        return s;
+    }
+
+    @Test
+    void expandableSegmentsMapAndUnmapAndEndAtTheDump() {
+        MemorySnapshot s = expandableRun(100_000);
+        assertTrue(s.trace(0).stream().anyMatch(x -> x.action() == TraceAction.SEGMENT_MAP));
+        assertTrue(s.trace(0).stream().anyMatch(x -> x.action() == TraceAction.SEGMENT_UNMAP));
+        MemoryTimeline t = MemoryTimeline.of(s, 0, 1000);
+        assertEquals(0, t.inconsistencies(), t.firstInconsistency());
+        assertTrue(t.finalState().stream().allMatch(SegmentInfo::isExpandable));
+        assertEquals(RealSnapshotTimelineTest.describe(RealSnapshotTimelineTest.sorted(s.segments(0))),
+                RealSnapshotTimelineTest.describe(t.finalState()));
+        assertEquals(RealSnapshotTimelineTest.describe(t.finalState()),
+                RealSnapshotTimelineTest.describe(t.stateAfterEntry(t.trace().size() - 1)), "the ops replay to the same end");
+        ReplayReport rep = Replayer.replay(s, ReplayOptions.EXACT).get(0);
+        assertEquals(rep.recordedPeakReserved(), t.headline().peakReserved());
+        assertEquals(rep.replayedPeakAllocated(), t.headline().peakAllocated());
+    }
+
+    @Test
+    void expandableTraceStartingMidRunRebuildsTheMappedRanges() {
+        MemorySnapshot s = expandableRun(200);
+        assertEquals(200, s.trace(0).size(), "the ring kept the last 200 entries");
+        assertTrue(s.trace(0).stream().anyMatch(x -> x.action() == TraceAction.SEGMENT_UNMAP));
+        MemoryTimeline t = MemoryTimeline.of(s, 0, 1000);
+        assertEquals(0, t.inconsistencies(), t.firstInconsistency());
+        assertFalse(t.initialState().isEmpty(), "memory was mapped before the trace");
+        assertEquals(RealSnapshotTimelineTest.describe(RealSnapshotTimelineTest.sorted(s.segments(0))),
+                RealSnapshotTimelineTest.describe(t.finalState()));
     }
 
     @Test
