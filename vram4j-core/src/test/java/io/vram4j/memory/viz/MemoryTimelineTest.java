@@ -179,6 +179,25 @@ class MemoryTimelineTest {
     }
 
     @Test
+    void aFreeWaitingForAnotherStreamIsPendingUntilCompleted() {
+        MemorySnapshot s = new MemorySnapshot(List.of(), List.of(List.of(
+                e(SEGMENT_ALLOC, BASE, 20 * MIB, null),
+                e(ALLOC, BASE, 4 * MIB, "a"),
+                e(ALLOC, BASE + 4 * MIB, 4 * MIB, "b"),
+                e(FREE_REQUESTED, BASE, 4 * MIB, "a"),
+                e(ALLOC, BASE + 8 * MIB, 2 * MIB, "c"),
+                e(FREE_COMPLETED, BASE, 4 * MIB, "a"))), Map.of(), List.of());
+        MemoryTimeline t = MemoryTimeline.of(s, 0, 100);
+        assertEquals(4, t.steps());
+        assertEquals(List.of("0x7f0000000000 4194304 active_pending_free", "0x7f0000400000 4194304 active_allocated",
+                "0x7f0000800000 2097152 active_allocated", "0x7f0000a00000 10485760 inactive"), lines(t.stateAt(3).get(0)));
+        assertEquals(6 * MIB, t.allocated(3), "a pending block is active but not allocated");
+        assertEquals(10 * MIB, t.total(3), "and still on the timeline until its free completes");
+        assertEquals(6 * MIB, t.total(4));
+        assertEquals("0x7f0000000000 4194304 inactive", lines(t.stateAt(4).get(0)).get(0));
+    }
+
+    @Test
     void smallPoolBlocksSplitAtHalfAKilobyte() {
         MemorySnapshot s = new MemorySnapshot(List.of(), List.of(List.of(
                 e(SEGMENT_ALLOC, BASE, 2 * MIB, null), e(ALLOC, BASE, 1000, "s"), e(ALLOC, BASE + 1024, 1, "t"))),
