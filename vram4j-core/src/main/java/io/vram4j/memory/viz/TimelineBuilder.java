@@ -272,10 +272,12 @@ final class TimelineBuilder {
                 }
                 case FREE_COMPLETED -> {
                     Integer id = liveElem.remove(e.addr());
-                    if (t.freeCompleted(e.addr(), i) >= 0 && id != null) {
-                        layout.remove(id, drawn[id], layout.steps() + 1);
-                        layout.recordStep(i, t);
+                    if (t.freeCompleted(e.addr(), i) >= 0) {
                         op(ops, i, OP_FREE, e.addr(), 0, 0, -1);
+                        if (id != null) {
+                            layout.remove(id, drawn[id], layout.steps() + 1);
+                            layout.recordStep(i, t);
+                        }
                     }
                 }
                 case OOM -> ooms.add(new int[] {i, layout.steps()});
