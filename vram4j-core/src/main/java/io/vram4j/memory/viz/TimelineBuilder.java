@@ -38,14 +38,24 @@ final class TimelineBuilder {
     private final List<SegmentInfo> dump;
     private final AllocatorConfig config;
     private final int maxEntries;
+    private final long vertexBudget;
     final StackTable stacks = new StackTable();
 
-    TimelineBuilder(int device, List<TraceEntry> trace, List<SegmentInfo> dump, AllocatorConfig config, int maxEntries) {
+    /** Thrown when the bands would need more vertices than the budget: the caller retries with fewer bands. */
+    static final class TooManyVertices extends RuntimeException {
+        TooManyVertices() {
+            super(null, null, false, false);
+        }
+    }
+
+    TimelineBuilder(int device, List<TraceEntry> trace, List<SegmentInfo> dump, AllocatorConfig config, int maxEntries,
+            long vertexBudget) {
         this.device = device;
         this.trace = trace;
         this.dump = dump;
         this.config = config;
         this.maxEntries = maxEntries;
+        this.vertexBudget = vertexBudget;
     }
 
     // ---- the state before the first entry ----
@@ -201,7 +211,7 @@ final class TimelineBuilder {
         }
         boolean[] drawn = largest(elemSize, maxEntries);
 
-        Layout layout = new Layout(trace.size() + 1);
+        Layout layout = new Layout(trace.size() + 1, vertexBudget);
         for (int i = 0; i < initialElems.size(); i++) {
             long[] v = initialElems.get(i);
             layout.add(i, drawn[i], v[0], v[1], v[2], (int) v[3], 0);
@@ -383,6 +393,8 @@ final class TimelineBuilder {
         private final Map<Integer, Long> summarized = new HashMap<>();
         private final List<Band> done = new ArrayList<>();
         private long drawnTotal;
+        private long vertices;
+        private final long vertexBudget;
         private long summaryTotal;
         final LongList stepEntry;
         final LongList total;
@@ -390,7 +402,8 @@ final class TimelineBuilder {
         final LongList allocated;
         final LongList reserved;
 
-        Layout(int capacity) {
+        Layout(int capacity, long vertexBudget) {
+            this.vertexBudget = vertexBudget;
             stepEntry = new LongList(capacity);
             total = new LongList(capacity);
             summary = new LongList(capacity);
@@ -430,6 +443,9 @@ final class TimelineBuilder {
             current.remove(idx);
             for (int j = idx; j < current.size(); j++) {
                 Live above = current.get(j);
+                if (++vertices > vertexBudget) {
+                    throw new TooManyVertices();
+                }
                 above.steps.add(step);
                 above.offsets.add(above.offsets.last() - l.size);
             }

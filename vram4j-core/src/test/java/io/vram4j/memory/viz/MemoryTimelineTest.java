@@ -198,6 +198,33 @@ class MemoryTimelineTest {
     }
 
     @Test
+    void theVertexBudgetLowersTheNumberOfBands() {
+        // a queue: 50 live 1 MiB blocks, the oldest freed before each new one, so each free moves 49 bands
+        List<TraceEntry> trace = new ArrayList<>();
+        trace.add(e(SEGMENT_ALLOC, BASE, 200 * MIB, null));
+        for (int i = 0; i < 50; i++) {
+            trace.add(e(ALLOC, BASE + i * MIB, MIB, "q"));
+        }
+        for (int i = 0; i < 100; i++) {
+            trace.add(e(FREE_REQUESTED, BASE + i * MIB, MIB, "q"));
+            trace.add(e(FREE_COMPLETED, BASE + i * MIB, MIB, "q"));
+            trace.add(e(ALLOC, BASE + (50 + i) * MIB, MIB, "q"));
+        }
+        MemoryTimeline full = MemoryTimeline.of(trace, List.of(), 0, io.vram4j.alloc.config.AllocatorConfig.DEFAULT, 1000,
+                MemoryTimeline.VERTEX_BUDGET);
+        assertEquals(1000, full.maxEntries());
+        assertEquals(150, full.bands().size());
+        long vertices = full.bands().stream().mapToLong(b -> b.steps().length).sum();
+        assertEquals(150 + 100 * 49, vertices, "one vertex per band plus one per band above each free");
+        MemoryTimeline capped = MemoryTimeline.of(trace, List.of(), 0, io.vram4j.alloc.config.AllocatorConfig.DEFAULT, 1000,
+                1000);
+        assertTrue(capped.maxEntries() < 150, "fewer bands: " + capped.maxEntries());
+        assertTrue(capped.bands().stream().mapToLong(b -> b.steps().length).sum() - capped.bands().size() <= 1000);
+        assertEquals(full.headline(), capped.headline(), "the figures do not depend on what is drawn");
+        assertEquals(full.total(120), capped.total(120));
+    }
+
+    @Test
     void smallPoolBlocksSplitAtHalfAKilobyte() {
         MemorySnapshot s = new MemorySnapshot(List.of(), List.of(List.of(
                 e(SEGMENT_ALLOC, BASE, 2 * MIB, null), e(ALLOC, BASE, 1000, "s"), e(ALLOC, BASE + 1024, 1, "t"))),
