@@ -18,6 +18,10 @@ import io.vram4j.memory.viz.MemoryTimeline;
 import io.vram4j.memory.viz.TimelinePage;
 import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.memory.stats.MemoryStats;
+import io.vram4j.tensor.LiveTensors;
+import io.vram4j.tensor.MemoryProfile;
+import io.vram4j.tensor.MemoryProfiler;
+import io.vram4j.train.BatchSizeFinder;
 import io.vram4j.train.DryRunResult;
 import io.vram4j.train.EpochResult;
 import io.vram4j.train.MemoryPoint;
@@ -99,6 +103,14 @@ final class TrainCommand implements Callable<Integer> {
 
     @Option(names = "--micro-batch", paramLabel = "N", defaultValue = "0", description = "split each batch into micro-batches of N samples (default: off)")
     int microBatch;
+
+    @Option(names = "--find-batch-size", description = "first search the largest batch that fits on --device (baseline, checkpointing, "
+            + "mixed precision, both, and these settings), then train with the largest for these settings")
+    boolean findBatchSize;
+
+    @Option(names = "--profile-memory", description = "split the peak memory of the training steps (evaluation left out) into parameters, gradients, optimizer state, activations "
+            + "and temporaries, name the module that reached it, and list the live tensors by allocation site at the end")
+    boolean profileMemory;
 
     @Option(names = "--sample", paramLabel = "N", defaultValue = "200", description = "transformer: characters to generate at the end (default: ${DEFAULT-VALUE}; 0 for none)")
     int sampleChars;
@@ -251,6 +263,12 @@ final class TrainCommand implements Callable<Integer> {
         PrintWriter stdout = spec.commandLine().getOut();
         PrintWriter report = json ? spec.commandLine().getErr() : stdout;
         Data d = loadData(options);
+        if (findBatchSize) {
+            options = findBatchSize(options, d, report);
+        }
+        if (profileMemory) {
+            LiveTensors.captureSites(true);
+        }
         DeviceBackend dev;
         try {
             dev = Devices.open(device);
@@ -285,6 +303,29 @@ final class TrainCommand implements Callable<Integer> {
         return 0;
     }
 
+    private List<BatchSizeFinder.Result> batchSearch;
+
+    /** Searches the batch sizes and returns the options with the largest batch that fits for them. */
+    private TrainOptions findBatchSize(TrainOptions options, Data d, PrintWriter report) {
+        int segments = options.checkpoint() > 0 ? options.checkpoint() : FindBatchSizeCommand.defaultSegments(options);
+        String amp = options.amp().equals("off") ? "bf16" : options.amp();
+        List<TrainOptions> settings = new ArrayList<>(BatchSizeFinder.standardSettings(options, segments, amp));
+        boolean own = settings.stream().noneMatch(o -> o.checkpoint() == options.checkpoint() && o.amp().equals(options.amp())
+                && options.accumulate() == 1 && options.microBatch() == 0);
+        if (own) {
+            settings.add(options);
+        }
+        batchSearch = FindBatchSizeCommand.search(device, allocConf, options, settings, d.vocabulary(), d.train().size(), report);
+        BatchSizeFinder.Result mine = batchSearch.stream().filter(r -> r.options().checkpoint() == options.checkpoint()
+                && r.options().amp().equals(options.amp()) && r.options().accumulate() == options.accumulate()
+                && r.options().microBatch() == options.microBatch()).findFirst().orElseThrow();
+        if (mine.largest() == 0) {
+            throw new UserException("--find-batch-size: not even a batch of 1 fits on " + device + " with these settings");
+        }
+        report.printf(Locale.ROOT, "training with the largest batch that fits these settings: %,d%n", mine.largest());
+        return options.withBatchSize(mine.largest());
+    }
+
     private void train(CachingAllocator alloc, TrainOptions options, Data d, TrainProgress.Mode progressMode, Path runDir,
                        PrintWriter stdout, PrintWriter report) {
         io.vram4j.compute.Kernels.best().warmUp(); // JIT-compile the kernels before the first step
@@ -292,7 +333,9 @@ final class TrainCommand implements Callable<Integer> {
         TrainResult result;
         String sample = null;
         long skipped;
-        try (Trainer trainer = d.trainer(alloc, options)) {
+        MemoryProfile profile = null;
+        String live = null;
+        try (Trainer trainer = d.trainer(alloc, options); MemoryProfiler profiler = profileMemory ? MemoryProfiler.start(alloc) : null) {
             report.printf(Locale.ROOT, "model: %s (%,d parameters)%n", trainer.description(), trainer.parameters());
             report.println("run folder: " + runDir);
             report.flush();
@@ -300,6 +343,10 @@ final class TrainCommand implements Callable<Integer> {
                 result = trainer.fit(d.train(), d.test(), listener);
             } finally {
                 listener.close();
+            }
+            if (profiler != null) {
+                profile = profiler.profile();
+                live = LiveTensors.report(alloc, 5);
             }
             skipped = trainer.skippedSteps();
             if (options.isTransformer() && sampleChars > 0) {
@@ -328,6 +375,7 @@ final class TrainCommand implements Callable<Integer> {
             report.println(sample.strip());
             summary.put("sample", sample);
         }
+        putProfile(summary, profile, live, report);
         report.println(result.memory().line("end"));
         report.println();
         report.print(result.memorySummary());
@@ -354,16 +402,23 @@ final class TrainCommand implements Callable<Integer> {
     private void dryRun(CachingAllocator alloc, TrainOptions options, Data d, Path runDir,
                         PrintWriter stdout, PrintWriter report) {
         DryRunResult r;
-        try (Trainer trainer = d.trainer(alloc, options)) {
+        MemoryProfile profile = null;
+        String live = null;
+        try (Trainer trainer = d.trainer(alloc, options); MemoryProfiler profiler = profileMemory ? MemoryProfiler.start(alloc) : null) {
             report.printf(Locale.ROOT, "model: %s (%,d parameters)%n", trainer.description(), trainer.parameters());
             r = trainer.dryRun(d.train());
+            if (profiler != null) {
+                profile = profiler.profile();
+                live = LiveTensors.report(alloc, 5);
+            }
         }
         report.printf(Locale.ROOT, "dry run: one step of %d samples needs %s at peak (the allocator reserved %s)%n",
                 r.batchSize(), FormatSize.formatSize(r.memory().peakAllocated()), FormatSize.formatSize(r.memory().peakReserved()));
         report.println(r.memory().line("after one step"));
+        Map<String, Object> summary = new LinkedHashMap<>();
+        putProfile(summary, profile, live, report);
         report.println();
         report.print(r.memorySummary());
-        Map<String, Object> summary = new LinkedHashMap<>();
         summary.put("status", "ok");
         summary.put("dry_run", true);
         summary.put("batch_size", r.batchSize());
@@ -376,6 +431,22 @@ final class TrainCommand implements Callable<Integer> {
         summary.put("files", writeRunFolder(runDir, r.memorySummary(), r.memoryStats(), r.snapshot(), summary));
         summary.put("memory_stats", r.memoryStats().asMap());
         finish(runDir, summary, stdout, report);
+    }
+
+    private void putProfile(Map<String, Object> summary, MemoryProfile profile, String live, PrintWriter report) {
+        if (batchSearch != null) {
+            summary.put("batch_size_search", BatchSizeReport.json(batchSearch));
+        }
+        if (profile == null) {
+            return;
+        }
+        report.print(profile.table());
+        report.println("live tensors at the end, by allocation site:");
+        report.print(live);
+        Map<String, Object> m = new LinkedHashMap<>(profile.asMap());
+        m.put("peak_allocated", profile.peakAllocated());
+        m.put("where", profile.where());
+        summary.put("memory_profile", m);
     }
 
     private void finish(Path runDir, Map<String, Object> summary, PrintWriter stdout, PrintWriter report) {

@@ -160,8 +160,10 @@ public final class Autocast implements AutoCloseable {
         State state = new State(false, DEFAULT_DTYPE, true);
         int nesting;
         // weight -> cast copy; one map per (dtype, grad mode)
-        final Map<DType, Map<Tensor, Tensor>> withGrad = new IdentityHashMap<>();
-        final Map<DType, Map<Tensor, Tensor>> withoutGrad = new IdentityHashMap<>();
+        // insertion-ordered (tensors compare by identity): the cache is freed in the same order on every run and
+        // device, so a dry run on sim reuses blocks exactly as the real run
+        final Map<DType, Map<Tensor, Tensor>> withGrad = new java.util.EnumMap<>(DType.class);
+        final Map<DType, Map<Tensor, Tensor>> withoutGrad = new java.util.EnumMap<>(DType.class);
         final AutocastHook.Interceptor interceptor = this::cast;
 
         Tensor[] cast(String op, Tensor[] inputs) {
@@ -223,7 +225,7 @@ public final class Autocast implements AutoCloseable {
                 return t.to(target);
             }
             Map<Tensor, Tensor> cache = (Autograd.isGradEnabled() ? withGrad : withoutGrad)
-                    .computeIfAbsent(target, d -> new IdentityHashMap<>());
+                    .computeIfAbsent(target, d -> new java.util.LinkedHashMap<>());
             Tensor c = cache.get(t);
             if (c == null || c.isClosed()) {
                 c = io.vram4j.tensor.MemoryScope.detachFromAny(t.to(target));

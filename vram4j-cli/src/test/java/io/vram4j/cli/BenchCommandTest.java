@@ -1,0 +1,78 @@
+package io.vram4j.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class BenchCommandTest {
+    static final String TEXT = TrainTransformerCommandTest.TEXT.toString();
+
+    @Test
+    void techniquesTableForTinyModels() throws Exception {
+        CliRunner.Result r = CliRunner.run("bench", "techniques", "--steps", "1", "--layers", "2", "--hidden", "32", "--heads", "2",
+                "--block-size", "32", "--batch-size", "8", "--mlp-hidden", "32", "--mlp-layers", "2", "--mlp-batch", "16",
+                "--device", "host:1GiB", "--finder-device", "sim:32MiB", "--data", TEXT, "--json");
+        assertEquals(0, r.exitCode(), r.err());
+        JsonNode json = new ObjectMapper().readTree(r.out());
+        assertEquals(2, json.get("models").size());
+        for (JsonNode m : json.get("models")) {
+            JsonNode rows = m.get("rows");
+            assertEquals(6, rows.size());
+            assertEquals("baseline", rows.get(0).get("technique").asText());
+            assertEquals("accumulation x4", rows.get(5).get("technique").asText());
+            assertEquals(4, rows.get(5).get("accumulate").asInt());
+            assertEquals(rows.get(0).get("batch_size").asInt() / 4, rows.get(5).get("batch_size").asInt());
+            assertTrue(rows.get(3).has("skipped_steps"), "fp16 reports skipped steps");
+            for (JsonNode row : rows) {
+                assertTrue(row.get("peak_reserved_bytes").asLong() >= row.get("peak_allocated_bytes").asLong());
+                assertTrue(row.get("step_seconds_median").asDouble() > 0);
+            }
+        }
+        assertEquals(4, json.get("batch_size_finder").get("results").size());
+        for (String s : List.of("target checkpointing cuts peak activation memory", "target bf16 autocast cuts peak allocated",
+                "target accumulation x4 cuts activation memory", "target batch-size finder")) {
+            assertTrue(r.err().contains(s), s + " in " + r.err());
+        }
+    }
+
+    @Test
+    void lossCurvesForThreePrecisions() throws Exception {
+        CliRunner.Result r = CliRunner.run("bench", "loss-curves", "--steps", "6", "--every", "3", "--layers", "1", "--hidden", "32",
+                "--batch-size", "4", "--device", "host:1GiB", "--data", TEXT, "--json");
+        assertEquals(0, r.exitCode(), r.err());
+        JsonNode json = new ObjectMapper().readTree(r.out());
+        for (String k : List.of("float32", "bf16", "fp16")) {
+            assertEquals(6, json.get(k).size(), k);
+        }
+        // same start, same batches: the first losses agree to low precision
+        assertEquals(json.get("float32").get(0).asDouble(), json.get("bf16").get(0).asDouble(), 0.05);
+        assertTrue(r.err().contains("bf16-fp32"), r.err());
+    }
+
+    @Test
+    void badValuesExitWithCode2() {
+        String[][] cases = {
+                {"bench", "techniques", "--steps", "0"},
+                {"bench", "techniques", "--model", "rnn"},
+                {"bench", "techniques", "--batch-size", "6"},
+                {"bench", "loss-curves", "--every", "0"},
+                {"bench", "loss-curves", "--data", "/nonexistent.txt"},
+        };
+        String[] expected = {"--steps", "--model", "--batch-size", "--every", "--data"};
+        for (int i = 0; i < cases.length; i++) {
+            CliRunner.Result r = CliRunner.run(cases[i]);
+            String what = String.join(" ", cases[i]);
+            assertEquals(2, r.exitCode(), what + ": " + r.err());
+            List<String> lines = r.err().lines().filter(l -> !l.startsWith("WARNING")).toList();
+            assertEquals(1, lines.size(), what + ": " + r.err());
+            assertTrue(lines.getFirst().contains(expected[i]), what + ": " + lines.getFirst());
+            assertFalse(r.err().contains("\tat "), what);
+        }
+    }
+}

@@ -1,0 +1,95 @@
+package io.vram4j.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class FindBatchSizeCommandTest {
+    static final String TEXT = TrainTransformerCommandTest.TEXT.toString();
+
+    @Test
+    void dryRunTableForTheFourSettings() throws Exception {
+        CliRunner.Result r = CliRunner.run("find-batch-size", "--device", "sim:64MiB", "--hidden", "32", "--heads", "2",
+                "--layers", "4", "--block-size", "64", "--data", TEXT, "--json");
+        assertEquals(0, r.exitCode(), r.err());
+        JsonNode json = new ObjectMapper().readTree(r.out());
+        JsonNode results = json.get("results");
+        assertEquals(4, results.size());
+        assertEquals(List.of("baseline", "checkpointing (4 segments)", "bf16 autocast", "checkpointing (4 segments), bf16 autocast"),
+                List.of(results.get(0).get("technique").asText(), results.get(1).get("technique").asText(),
+                        results.get(2).get("technique").asText(), results.get(3).get("technique").asText()));
+        int base = results.get(0).get("largest_batch").asInt();
+        assertTrue(base > 1, r.out());
+        assertTrue(results.get(3).get("largest_batch").asInt() > base, r.out());
+        for (JsonNode res : results) {
+            assertTrue(res.get("peak_reserved_bytes").asLong() <= 64L << 20);
+            assertTrue(res.get("tries").size() > 2);
+        }
+        assertTrue(r.err().contains("dry run, nothing computed"), r.err());
+        assertTrue(r.err().contains("largest batch"), r.err());
+    }
+
+    @Test
+    void trainFindsTheBatchThenTrainsWithIt(@TempDir Path tmp) throws Exception {
+        CliRunner.Result r = TrainTransformerCommandTest.run(tmp.resolve("run"), "--find-batch-size", "--dry-run", "--device", "sim:8MiB",
+                "--checkpoint", "--amp", "bf16", "--json");
+        assertEquals(0, r.exitCode(), r.err());
+        JsonNode json = new ObjectMapper().readTree(r.out());
+        JsonNode search = json.get("batch_size_search");
+        assertEquals(4, search.size(), "these settings are one of the four");
+        int found = search.get(3).get("largest_batch").asInt();
+        assertEquals(found, json.get("batch_size").asInt(), "the dry run used the batch that was found");
+        assertTrue(r.err().contains("training with the largest batch that fits these settings: "), r.err());
+    }
+
+    @Test
+    void profileMemoryPrintsTheCategories(@TempDir Path tmp) throws Exception {
+        CliRunner.Result r = TrainTransformerCommandTest.run(tmp.resolve("run"), "--profile-memory", "--json", "--sample", "0");
+        assertEquals(0, r.exitCode(), r.err());
+        JsonNode p = new ObjectMapper().readTree(r.out()).get("memory_profile");
+        long sum = 0;
+        for (String c : List.of("parameters", "gradients", "optimizer_state", "activations", "temporaries", "untracked")) {
+            sum += p.get(c).asLong();
+        }
+        assertEquals(p.get("peak_allocated").asLong(), sum);
+        assertTrue(p.get("parameters").asLong() > 0 && p.get("activations").asLong() > 0, p.toString());
+        assertTrue(r.err().contains("peak memory by category"), r.err());
+        assertTrue(r.err().contains("reached in: "), r.err());
+        assertTrue(r.err().contains("live tensors: "), r.err());
+    }
+
+    @Test
+    void badValuesExitWithCode2(@TempDir Path tmp) {
+        String[][] cases = {
+                {"--max-batch", "0"},
+                {"--amp", "fp8"},
+                {"--device", "gpu:1"},
+                {"--checkpoint", "0"},
+                {"--model", "cnn"},
+                {"--alloc-conf", "nonsense:1"},
+        };
+        String[] expected = {"--max-batch", "--amp", "--device", "--checkpoint", "--model", "--alloc-conf"};
+        for (int i = 0; i < cases.length; i++) {
+            String[] args = new String[cases[i].length + 3];
+            args[0] = "find-batch-size";
+            System.arraycopy(cases[i], 0, args, 1, cases[i].length);
+            args[args.length - 2] = "--data";
+            args[args.length - 1] = TEXT;
+            CliRunner.Result r = CliRunner.run(args);
+            String what = String.join(" ", cases[i]);
+            assertEquals(2, r.exitCode(), what + ": " + r.err());
+            List<String> lines = r.err().lines().filter(l -> !l.startsWith("WARNING")).toList();
+            assertEquals(1, lines.size(), what + ": " + r.err());
+            assertTrue(lines.getFirst().contains(expected[i]), what + ": " + lines.getFirst());
+            assertFalse(r.err().contains("\tat "), what);
+        }
+    }
+}

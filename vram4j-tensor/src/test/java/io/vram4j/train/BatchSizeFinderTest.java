@@ -1,0 +1,98 @@
+package io.vram4j.train;
+
+import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.data.CharVocabulary;
+import io.vram4j.device.DeviceBackend;
+import io.vram4j.device.Devices;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class BatchSizeFinderTest {
+    static final CharVocabulary VOCAB = CharVocabulary.of("abcdefghijklmnopqrstuvwxyz .,\n");
+
+    static List<BatchSizeFinder.Result> search(String device, TrainOptions base, int maxBatch) {
+        try (DeviceBackend dev = Devices.open(device); CachingAllocator alloc = CachingAllocator.create(dev)) {
+            BatchSizeFinder f = base.isTransformer() ? BatchSizeFinder.forTransformer(alloc, VOCAB, maxBatch)
+                    : BatchSizeFinder.forMlp(alloc, 784, 10, maxBatch);
+            List<BatchSizeFinder.Result> out = BatchSizeFinder.standardSettings(base, base.isTransformer() ? base.layers() : 5, "bf16")
+                    .stream().map(f::find).toList();
+            assertEquals(0, alloc.memoryAllocated(), "every try freed everything");
+            return out;
+        }
+    }
+
+    /**
+     * Every try of the dry run on sim, replayed for real on host: the same peak reserved (and allocated) bytes.
+     * Near the capacity the two may disagree on the last sample or two, because the allocator's best fit breaks
+     * ties by address and host segments come at mmap's addresses while sim's rise from 0; the test allows 2%.
+     */
+    @Test
+    void dryRunOnSimPredictsTheRealRunOnHost() {
+        TrainOptions lm = TrainOptions.defaults("transformer").withHidden(32).withHeads(2).withLayers(2).withBlockSize(32);
+        TrainOptions mlp = TrainOptions.defaults().withHidden(256).withLayers(2);
+        int exact = 0;
+        for (TrainOptions base : List.of(lm, mlp)) {
+            List<BatchSizeFinder.Result> sim = search("sim:12MiB", base, 4096);
+            try (DeviceBackend dev = Devices.open("host:12MiB"); CachingAllocator alloc = CachingAllocator.create(dev)) {
+                BatchSizeFinder host = base.isTransformer() ? BatchSizeFinder.forTransformer(alloc, VOCAB, 4096)
+                        : BatchSizeFinder.forMlp(alloc, 784, 10, 4096);
+                for (BatchSizeFinder.Result s : sim) {
+                    assertTrue(s.largest() > 1 && s.largest() < 4096, s.technique() + ": " + s.largest());
+                    for (BatchSizeFinder.Attempt a : s.attempts()) {
+                        BatchSizeFinder.Attempt h = host.attempt(s.options(), a.batchSize());
+                        if (h.fits() && a.fits()) {
+                            assertEquals(a.peakReserved(), h.peakReserved(), s.technique() + " batch " + a.batchSize());
+                            assertEquals(a.peakAllocated(), h.peakAllocated(), s.technique() + " batch " + a.batchSize());
+                        } else if (h.fits() != a.fits()) {
+                            assertTrue(Math.abs(a.batchSize() - s.largest()) <= 0.02 * s.largest(),
+                                    s.technique() + ": host and sim disagree at batch " + a.batchSize() + " far from " + s.largest());
+                        }
+                    }
+                    BatchSizeFinder.Result real = host.find(s.options());
+                    assertEquals(s.largest(), real.largest(), 0.02 * s.largest(), s.technique());
+                    if (real.largest() == s.largest()) {
+                        assertEquals(s.peakReserved(), real.peakReserved(), s.technique());
+                        exact++;
+                    }
+                }
+                assertEquals(0, alloc.memoryAllocated());
+            }
+        }
+        assertTrue(exact >= 6, "most settings agree exactly: " + exact + " of 8");
+    }
+
+    @Test
+    void searchDoublesThenBisects() {
+        TrainOptions lm = TrainOptions.defaults("transformer").withHidden(32).withHeads(2).withLayers(4).withBlockSize(64);
+        BatchSizeFinder.Result r = search("sim:12MiB", lm, 1 << 20).getFirst();
+        List<BatchSizeFinder.Attempt> a = r.attempts();
+        int i = 0;
+        for (int b = 1; a.get(i).fits(); b *= 2, i++) {
+            assertEquals(b, a.get(i).batchSize());
+        }
+        int firstFail = a.get(i).batchSize();
+        assertTrue(r.largest() >= firstFail / 2 && r.largest() < firstFail);
+        // every later try halves the interval: about log2(firstFail / 2) of them
+        assertTrue(a.size() - i - 1 <= Integer.numberOfTrailingZeros(firstFail), a.toString());
+        for (BatchSizeFinder.Attempt t : a) {
+            assertEquals(t.batchSize() <= r.largest(), t.fits(), t.toString());
+        }
+        // the techniques let a larger batch fit
+        List<BatchSizeFinder.Result> all = search("sim:12MiB", lm, 1 << 20);
+        assertTrue(all.get(1).largest() > all.get(0).largest(), "checkpointing: " + all);
+        assertTrue(all.get(3).largest() > all.get(1).largest(), "checkpointing + bf16: " + all);
+    }
+
+    @Test
+    void maxBatchCapsTheSearch() {
+        TrainOptions mlp = TrainOptions.defaults().withHidden(16).withLayers(1);
+        BatchSizeFinder.Result r = search("sim:64MiB", mlp, 40).getFirst();
+        assertEquals(40, r.largest());
+        assertEquals(List.of(1, 2, 4, 8, 16, 32, 40), r.attempts().stream().map(BatchSizeFinder.Attempt::batchSize).toList());
+    }
+}
