@@ -63,6 +63,10 @@ final class VizCommand implements Callable<Integer> {
                 h.entries(), h.allocs(), timeline.bands().size());
         out.printf(Locale.ROOT, "  peak allocated %s, peak reserved %s, reserved-unallocated at peak %s, OOMs %d%n",
                 gib(h.peakAllocated()), gib(h.peakReserved()), gib(h.fragmentationAtPeak()), h.ooms());
+        if (timeline.maxEntries() < maxEntries) {
+            out.printf(Locale.ROOT, "  note: only the %,d largest allocations get a band of their own (not %,d): more would need over"
+                    + " %,d band vertices%n", timeline.maxEntries(), maxEntries, MemoryTimeline.VERTEX_BUDGET);
+        }
         if (timeline.inconsistencies() > 0) {
             out.printf("  warning: %d entries did not fit the reconstructed state (first: %s)%n", timeline.inconsistencies(),
                     timeline.firstInconsistency());

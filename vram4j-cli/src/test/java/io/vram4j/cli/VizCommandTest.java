@@ -98,6 +98,34 @@ class VizCommandTest {
     }
 
     @Test
+    void severalDevicesDefaultToTheFirstWithATrace(@TempDir Path tmp) throws Exception {
+        long base = 0x7f0000000000L;
+        var seg0 = new io.vram4j.memory.snapshot.SegmentInfo(0, base, 2 << 20, 0, 0, 0, 0, "small",
+                io.vram4j.memory.snapshot.PoolId.DEFAULT, false, java.util.List.of(), java.util.List.of(
+                        new io.vram4j.memory.snapshot.BlockInfo(base, 2 << 20, 0, io.vram4j.memory.snapshot.BlockState.INACTIVE,
+                                java.util.List.of())));
+        var trace1 = java.util.List.of(
+                io.vram4j.memory.snapshot.TraceEntry.of(io.vram4j.memory.snapshot.TraceAction.SEGMENT_ALLOC, base, 20 << 20, 0,
+                        io.vram4j.memory.snapshot.TraceEntry.NO_TIME, java.util.List.of()),
+                io.vram4j.memory.snapshot.TraceEntry.of(io.vram4j.memory.snapshot.TraceAction.ALLOC, base, 5 << 20, 0,
+                        io.vram4j.memory.snapshot.TraceEntry.NO_TIME, java.util.List.of()));
+        var snap = new io.vram4j.memory.snapshot.MemorySnapshot(java.util.List.of(seg0),
+                java.util.List.of(java.util.List.of(), trace1), java.util.Map.of(), java.util.List.of());
+        Path file = tmp.resolve("two.pickle");
+        io.vram4j.memory.snapshot.SnapshotWriter.write(snap, file);
+        CliRunner.Result r = CliRunner.run("viz", file.toString(), "-o", tmp.resolve("d1.html").toString());
+        assertEquals(0, r.exitCode(), r.err());
+        assertTrue(r.out().contains("(device 1: 2 entries, 1 allocations"), r.out());
+        String page = Files.readString(tmp.resolve("d1.html"));
+        assertTrue(page.contains("<title>two.pickle · device 1 · memory timeline</title>"), "the title names the device");
+        assertEquals(5L << 20, field(page, "peak_allocated"));
+        r = CliRunner.run("viz", file.toString(), "--device", "0", "-o", tmp.resolve("d0.html").toString());
+        assertEquals(0, r.exitCode(), r.err());
+        assertTrue(r.out().contains("(device 0: 0 entries"), r.out());
+        assertEquals(2L << 20, field(Files.readString(tmp.resolve("d0.html")), "peak_reserved"));
+    }
+
+    @Test
     void missingFileIsOneClearLine(@TempDir Path tmp) {
         CliRunner.Result r = CliRunner.run("viz", tmp.resolve("nope.pickle").toString(), "-o", tmp.resolve("x.html").toString());
         assertEquals(2, r.exitCode());

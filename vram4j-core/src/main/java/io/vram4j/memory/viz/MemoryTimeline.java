@@ -103,7 +103,30 @@ public final class MemoryTimeline {
         if (conf instanceof String s && !s.isBlank()) {
             config = AllocatorConfig.DEFAULT.parse(s);
         }
-        return new TimelineBuilder(device, snapshot.trace(device), snapshot.segments(device), config, maxEntries).build();
+        return of(snapshot.trace(device), snapshot.segments(device), device, config, maxEntries, VERTEX_BUDGET);
+    }
+
+    /**
+     * The most band vertices (offset changes) a timeline keeps: a free moves every band above it, so a trace that
+     * frees old allocations under thousands of live ones would need steps × live vertices. Past this budget the
+     * number of bands drawn one by one is halved until it fits (see {@link #maxEntries()}).
+     */
+    public static final long VERTEX_BUDGET = 6_000_000;
+
+    static MemoryTimeline of(List<TraceEntry> trace, List<SegmentInfo> dump, int device, AllocatorConfig config,
+            int maxEntries, long vertexBudget) {
+        int n = maxEntries;
+        while (true) {
+            try {
+                return new TimelineBuilder(device, trace, dump, config, n, vertexBudget).build();
+            } catch (TimelineBuilder.TooManyVertices e) {
+                if (n == 1) {
+                    throw new IllegalStateException("the timeline needs more than " + vertexBudget + " band vertices"
+                            + " even with one band", e);
+                }
+                n = Math.max(1, n / 2);
+            }
+        }
     }
 
     /** @return the device index */
@@ -194,7 +217,10 @@ public final class MemoryTimeline {
         return ooms.stream().map(int[]::clone).toList();
     }
 
-    /** @return how many allocations get a band of their own at most */
+    /**
+     * @return how many allocations get a band of their own at most: the {@code maxEntries} asked for, or less when
+     *     the bands would have needed more than {@link #VERTEX_BUDGET} vertices
+     */
     public int maxEntries() {
         return maxEntries;
     }

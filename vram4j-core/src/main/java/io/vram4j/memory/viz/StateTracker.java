@@ -198,21 +198,42 @@ final class StateTracker {
         reserved -= s.size;
     }
 
-    /** {@code segment_map}: grows the mapped range that ends at {@code addr}, or starts a new one. */
+    /**
+     * {@code segment_map}: grows the mapped range that ends at {@code addr}, or starts a new one, and joins the
+     * range that starts where the new pages end: contiguous mapped pages form one segment, and blocks may span them.
+     */
     void segmentMap(long addr, long size, long stream, boolean small) {
         Map.Entry<Long, Seg> before = segments.lowerEntry(addr);
+        Seg s;
         if (before != null && before.getValue().end() == addr) {
-            Seg s = before.getValue();
+            s = before.getValue();
             s.size += size;
-            Blk last = s.blocks.lastEntry().getValue();
-            if (last.state == FREE) {
-                last.size += size;
-            } else {
-                s.blocks.put(addr, new Blk(addr, size));
-            }
+            appendFree(s, addr, size);
             reserved += size;
         } else {
-            addSegment(addr, size, stream, small, true);
+            s = addSegment(addr, size, stream, small, true);
+        }
+        Seg after = segments.get(s.end());
+        if (after != null) {
+            segments.remove(after.addr);
+            s.size += after.size;
+            for (Blk b : after.blocks.values()) {
+                Blk last = s.blocks.lastEntry().getValue();
+                if (b.state == FREE && last.state == FREE && last.addr + last.size == b.addr) {
+                    last.size += b.size;
+                } else {
+                    s.blocks.put(b.addr, b);
+                }
+            }
+        }
+    }
+
+    private static void appendFree(Seg s, long addr, long size) {
+        Blk last = s.blocks.lastEntry().getValue();
+        if (last.state == FREE) {
+            last.size += size;
+        } else {
+            s.blocks.put(addr, new Blk(addr, size));
         }
     }
 

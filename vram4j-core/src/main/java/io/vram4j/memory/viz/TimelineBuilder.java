@@ -38,14 +38,24 @@ final class TimelineBuilder {
     private final List<SegmentInfo> dump;
     private final AllocatorConfig config;
     private final int maxEntries;
+    private final long vertexBudget;
     final StackTable stacks = new StackTable();
 
-    TimelineBuilder(int device, List<TraceEntry> trace, List<SegmentInfo> dump, AllocatorConfig config, int maxEntries) {
+    /** Thrown when the bands would need more vertices than the budget: the caller retries with fewer bands. */
+    static final class TooManyVertices extends RuntimeException {
+        TooManyVertices() {
+            super(null, null, false, false);
+        }
+    }
+
+    TimelineBuilder(int device, List<TraceEntry> trace, List<SegmentInfo> dump, AllocatorConfig config, int maxEntries,
+            long vertexBudget) {
         this.device = device;
         this.trace = trace;
         this.dump = dump;
         this.config = config;
         this.maxEntries = maxEntries;
+        this.vertexBudget = vertexBudget;
     }
 
     // ---- the state before the first entry ----
@@ -57,6 +67,8 @@ final class TimelineBuilder {
         Set<Long> allocatedSoFar = new HashSet<>();
         Set<Long> liveAtEnd = new HashSet<>();
         Map<Long, long[]> orphanFrees = new HashMap<>();
+        Ranges mappedInTrace = new Ranges();
+        Ranges mappedBefore = new Ranges();
         TreeSet<Long> starts = new TreeSet<>(Long::compareUnsigned);
         for (int i = 0; i < trace.size(); i++) {
             TraceEntry e = trace.get(i);
@@ -72,23 +84,46 @@ final class TimelineBuilder {
                     }
                     liveAtEnd.remove(e.addr());
                 }
-                case SEGMENT_ALLOC, SEGMENT_MAP -> created.add(e.addr());
-                case SEGMENT_FREE, SEGMENT_UNMAP -> {
+                case SEGMENT_ALLOC -> created.add(e.addr());
+                case SEGMENT_FREE -> {
                     if (!created.contains(e.addr()) && !orphanSegments.containsKey(e.addr())) {
                         orphanSegments.put(e.addr(), new long[] {e.size(), e.stream()});
                     }
+                }
+                // expandable segments: map and unmap ranges need not line up, so keep ranges, not addresses
+                case SEGMENT_MAP -> mappedInTrace.add(e.addr(), e.addr() + e.size());
+                case SEGMENT_UNMAP -> {
+                    for (long[] r : mappedInTrace.missing(e.addr(), e.addr() + e.size())) {
+                        mappedBefore.add(r[0], r[1]);
+                    }
+                    mappedInTrace.remove(e.addr(), e.addr() + e.size());
                 }
                 default -> { }
             }
         }
         StateTracker t = new StateTracker(config);
         for (SegmentInfo s : dump) {
-            if (!created.contains(s.address())) {
-                t.addSegment(s.address(), s.totalSize(), s.stream(), !s.isLarge(), s.isExpandable());
+            if (s.isExpandable()) {
+                // still mapped at the end and not mapped by the trace: mapped before it
+                for (long[] r : mappedInTrace.missing(s.address(), s.endAddress())) {
+                    mappedBefore.add(r[0], r[1]);
+                }
+            } else if (!created.contains(s.address())) {
+                t.addSegment(s.address(), s.totalSize(), s.stream(), !s.isLarge(), false);
             }
             for (BlockInfo b : s.blocks()) {
                 starts.add(b.address());
             }
+        }
+        for (long[] r : mappedBefore.list()) {
+            SegmentInfo owner = null;
+            for (SegmentInfo s : dump) {
+                if (s.isExpandable() && s.address() <= r[1] && r[0] <= s.endAddress()) {
+                    owner = s;
+                }
+            }
+            boolean small = owner != null ? !owner.isLarge() : (r[1] - r[0]) % SizeRules.LARGE_BUFFER != 0;
+            t.addSegment(r[0], r[1] - r[0], owner != null ? owner.stream() : 0, small, true);
         }
         for (Map.Entry<Long, long[]> o : orphanSegments.entrySet()) {
             long size = o.getValue()[0];
@@ -176,7 +211,7 @@ final class TimelineBuilder {
         }
         boolean[] drawn = largest(elemSize, maxEntries);
 
-        Layout layout = new Layout(trace.size() + 1);
+        Layout layout = new Layout(trace.size() + 1, vertexBudget);
         for (int i = 0; i < initialElems.size(); i++) {
             long[] v = initialElems.get(i);
             layout.add(i, drawn[i], v[0], v[1], v[2], (int) v[3], 0);
@@ -247,10 +282,12 @@ final class TimelineBuilder {
                 }
                 case FREE_COMPLETED -> {
                     Integer id = liveElem.remove(e.addr());
-                    if (t.freeCompleted(e.addr(), i) >= 0 && id != null) {
-                        layout.remove(id, drawn[id], layout.steps() + 1);
-                        layout.recordStep(i, t);
+                    if (t.freeCompleted(e.addr(), i) >= 0) {
                         op(ops, i, OP_FREE, e.addr(), 0, 0, -1);
+                        if (id != null) {
+                            layout.remove(id, drawn[id], layout.steps() + 1);
+                            layout.recordStep(i, t);
+                        }
                     }
                 }
                 case OOM -> ooms.add(new int[] {i, layout.steps()});
@@ -356,6 +393,8 @@ final class TimelineBuilder {
         private final Map<Integer, Long> summarized = new HashMap<>();
         private final List<Band> done = new ArrayList<>();
         private long drawnTotal;
+        private long vertices;
+        private final long vertexBudget;
         private long summaryTotal;
         final LongList stepEntry;
         final LongList total;
@@ -363,7 +402,8 @@ final class TimelineBuilder {
         final LongList allocated;
         final LongList reserved;
 
-        Layout(int capacity) {
+        Layout(int capacity, long vertexBudget) {
+            this.vertexBudget = vertexBudget;
             stepEntry = new LongList(capacity);
             total = new LongList(capacity);
             summary = new LongList(capacity);
@@ -403,6 +443,9 @@ final class TimelineBuilder {
             current.remove(idx);
             for (int j = idx; j < current.size(); j++) {
                 Live above = current.get(j);
+                if (++vertices > vertexBudget) {
+                    throw new TooManyVertices();
+                }
                 above.steps.add(step);
                 above.offsets.add(above.offsets.last() - l.size);
             }

@@ -114,11 +114,18 @@
         const b = s && s.blocks.get(addr);
         if (b) b.pending = true;
       } else if (code === OP_MAP) {
-        let grown = false;
-        for (const s of segs.values()) {
-          if (s.exp && s.addr + s.size === addr) { s.size += size; grown = true; break; }
+        // contiguous mapped pages form one segment (as StateTracker.segmentMap)
+        let s = null;
+        for (const x of segs.values()) {
+          if (x.addr + x.size === addr) { x.size += size; s = x; break; }
         }
-        if (!grown) addSeg(addr, size, aux);
+        if (!s) { addSeg(addr, size, aux); s = segs.get(addr); }
+        const after = segs.get(s.addr + s.size);
+        if (after) {
+          segs.delete(after.addr);
+          s.size += after.size;
+          for (const [a, b] of after.blocks) s.blocks.set(a, b);
+        }
         sorted = null;
       } else if (code === OP_UNMAP) {
         const s = segOf(addr);

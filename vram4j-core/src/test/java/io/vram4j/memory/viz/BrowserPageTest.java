@@ -165,6 +165,12 @@ class BrowserPageTest {
     }
 
     @Test
+    void expandableSegments(@TempDir Path dir) throws Exception {
+        assumeTrue(chromium() != null, "no chromium installed");
+        check(MemoryTimeline.of(MemoryTimelineTest.expandableRun(100_000), 0, 1000), dir, "expandable");
+    }
+
+    @Test
     void realPytorchSnapshot(@TempDir Path dir) throws Exception {
         assumeTrue(chromium() != null, "no chromium installed");
         MemorySnapshot s = RealSnapshotTimelineTest.load("cs336-medium-ctx512_train-step_steady-state.pickle");

@@ -23,6 +23,7 @@ import static io.vram4j.memory.snapshot.TraceAction.FREE_REQUESTED;
 import static io.vram4j.memory.snapshot.TraceAction.SEGMENT_ALLOC;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -178,6 +179,52 @@ class MemoryTimelineTest {
     }
 
     @Test
+    void aFreeWaitingForAnotherStreamIsPendingUntilCompleted() {
+        MemorySnapshot s = new MemorySnapshot(List.of(), List.of(List.of(
+                e(SEGMENT_ALLOC, BASE, 20 * MIB, null),
+                e(ALLOC, BASE, 4 * MIB, "a"),
+                e(ALLOC, BASE + 4 * MIB, 4 * MIB, "b"),
+                e(FREE_REQUESTED, BASE, 4 * MIB, "a"),
+                e(ALLOC, BASE + 8 * MIB, 2 * MIB, "c"),
+                e(FREE_COMPLETED, BASE, 4 * MIB, "a"))), Map.of(), List.of());
+        MemoryTimeline t = MemoryTimeline.of(s, 0, 100);
+        assertEquals(4, t.steps());
+        assertEquals(List.of("0x7f0000000000 4194304 active_pending_free", "0x7f0000400000 4194304 active_allocated",
+                "0x7f0000800000 2097152 active_allocated", "0x7f0000a00000 10485760 inactive"), lines(t.stateAt(3).get(0)));
+        assertEquals(6 * MIB, t.allocated(3), "a pending block is active but not allocated");
+        assertEquals(10 * MIB, t.total(3), "and still on the timeline until its free completes");
+        assertEquals(6 * MIB, t.total(4));
+        assertEquals("0x7f0000000000 4194304 inactive", lines(t.stateAt(4).get(0)).get(0));
+    }
+
+    @Test
+    void theVertexBudgetLowersTheNumberOfBands() {
+        // a queue: 50 live 1 MiB blocks, the oldest freed before each new one, so each free moves 49 bands
+        List<TraceEntry> trace = new ArrayList<>();
+        trace.add(e(SEGMENT_ALLOC, BASE, 200 * MIB, null));
+        for (int i = 0; i < 50; i++) {
+            trace.add(e(ALLOC, BASE + i * MIB, MIB, "q"));
+        }
+        for (int i = 0; i < 100; i++) {
+            trace.add(e(FREE_REQUESTED, BASE + i * MIB, MIB, "q"));
+            trace.add(e(FREE_COMPLETED, BASE + i * MIB, MIB, "q"));
+            trace.add(e(ALLOC, BASE + (50 + i) * MIB, MIB, "q"));
+        }
+        MemoryTimeline full = MemoryTimeline.of(trace, List.of(), 0, io.vram4j.alloc.config.AllocatorConfig.DEFAULT, 1000,
+                MemoryTimeline.VERTEX_BUDGET);
+        assertEquals(1000, full.maxEntries());
+        assertEquals(150, full.bands().size());
+        long vertices = full.bands().stream().mapToLong(b -> b.steps().length).sum();
+        assertEquals(150 + 100 * 49, vertices, "one vertex per band plus one per band above each free");
+        MemoryTimeline capped = MemoryTimeline.of(trace, List.of(), 0, io.vram4j.alloc.config.AllocatorConfig.DEFAULT, 1000,
+                1000);
+        assertTrue(capped.maxEntries() < 150, "fewer bands: " + capped.maxEntries());
+        assertTrue(capped.bands().stream().mapToLong(b -> b.steps().length).sum() - capped.bands().size() <= 1000);
+        assertEquals(full.headline(), capped.headline(), "the figures do not depend on what is drawn");
+        assertEquals(full.total(120), capped.total(120));
+    }
+
+    @Test
     void smallPoolBlocksSplitAtHalfAKilobyte() {
         MemorySnapshot s = new MemorySnapshot(List.of(), List.of(List.of(
                 e(SEGMENT_ALLOC, BASE, 2 * MIB, null), e(ALLOC, BASE, 1000, "s"), e(ALLOC, BASE + 1024, 1, "t"))),
@@ -208,6 +255,64 @@ class MemoryTimelineTest {
                 new MemorySnapshot(s.segments(), s.deviceTraces(), Map.of("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:x"),
                         List.of()), 0, 100));
         assertTrue(conf.getMessage().contains("max_split_size_mb"), conf.getMessage());
+    }
+
+    /** vram4j's allocator with expandable segments; a ring of {@code maxEntries} makes the trace start mid-run. */
+    static MemorySnapshot expandableRun(int maxEntries) {
+        io.vram4j.device.DeviceBackend device = io.vram4j.device.Devices.open("sim:16GiB");
+        MemorySnapshot s;
+        try {
+            io.vram4j.alloc.CachingAllocator a = io.vram4j.alloc.CachingAllocator.create(device,
+                    io.vram4j.alloc.config.AllocatorConfig.DEFAULT.parse("expandable_segments:True"));
+            a.recordMemoryHistory("all", "all", "none", maxEntries);
+            java.util.Random r = new java.util.Random(5);
+            List<Long> live = new ArrayList<>();
+            for (int round = 0; round < 6; round++) {
+                for (int i = 0; i < 30; i++) {
+                    live.add(a.malloc(r.nextInt(4) == 0 ? 100 + r.nextInt(500_000) : (1L + r.nextInt(40)) << 20));
+                }
+                java.util.Collections.shuffle(live, r);
+                for (int i = 0; i < 20; i++) {
+                    a.free(live.remove(live.size() - 1));
+                }
+                if (round % 2 == 1) {
+                    a.emptyCache(); // unmaps the free pages
+                }
+            }
+            s = a.snapshot();
+        } finally {
+            device.close();
+        }
+        return s;
+    }
+
+    @Test
+    void expandableSegmentsMapAndUnmapAndEndAtTheDump() {
+        MemorySnapshot s = expandableRun(100_000);
+        assertTrue(s.trace(0).stream().anyMatch(x -> x.action() == TraceAction.SEGMENT_MAP));
+        assertTrue(s.trace(0).stream().anyMatch(x -> x.action() == TraceAction.SEGMENT_UNMAP));
+        MemoryTimeline t = MemoryTimeline.of(s, 0, 1000);
+        assertEquals(0, t.inconsistencies(), t.firstInconsistency());
+        assertTrue(t.finalState().stream().allMatch(SegmentInfo::isExpandable));
+        assertEquals(RealSnapshotTimelineTest.describe(RealSnapshotTimelineTest.sorted(s.segments(0))),
+                RealSnapshotTimelineTest.describe(t.finalState()));
+        assertEquals(RealSnapshotTimelineTest.describe(t.finalState()),
+                RealSnapshotTimelineTest.describe(t.stateAfterEntry(t.trace().size() - 1)), "the ops replay to the same end");
+        ReplayReport rep = Replayer.replay(s, ReplayOptions.EXACT).get(0);
+        assertEquals(rep.recordedPeakReserved(), t.headline().peakReserved());
+        assertEquals(rep.replayedPeakAllocated(), t.headline().peakAllocated());
+    }
+
+    @Test
+    void expandableTraceStartingMidRunRebuildsTheMappedRanges() {
+        MemorySnapshot s = expandableRun(200);
+        assertEquals(200, s.trace(0).size(), "the ring kept the last 200 entries");
+        assertTrue(s.trace(0).stream().anyMatch(x -> x.action() == TraceAction.SEGMENT_UNMAP));
+        MemoryTimeline t = MemoryTimeline.of(s, 0, 1000);
+        assertEquals(0, t.inconsistencies(), t.firstInconsistency());
+        assertFalse(t.initialState().isEmpty(), "memory was mapped before the trace");
+        assertEquals(RealSnapshotTimelineTest.describe(RealSnapshotTimelineTest.sorted(s.segments(0))),
+                RealSnapshotTimelineTest.describe(t.finalState()));
     }
 
     @Test
