@@ -52,7 +52,7 @@ class TrainCommandTest {
         byte[] pickle = Files.readAllBytes(runDir.resolve("memory_snapshot.pickle"));
         assertEquals((byte) 0x80, pickle[0]);
         String page = Files.readString(runDir.resolve("memory_timeline.html"));
-        assertTrue(page.contains("<canvas id=\"timeline\">") && page.contains("\"peak_allocated\":"), "the timeline page of the run");
+        assertTrue(page.contains("<canvas id=\"timeline\"") && page.contains("\"peak_allocated\":"), "the timeline page of the run");
         assertEquals(runDir.resolve("memory_timeline.html").toString(), json.get("files").get("memory_timeline").asText());
         // human output went to stderr
         assertTrue(r.err().contains("data: Fashion-MNIST from"), r.err());

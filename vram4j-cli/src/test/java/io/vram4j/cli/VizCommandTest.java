@@ -122,6 +122,18 @@ class VizCommandTest {
     }
 
     @Test
+    void truncatedPickleNamesTheFile(@TempDir Path tmp) throws Exception {
+        byte[] full = Files.readAllBytes(real("decomfl-opt-zo-finetune_from-empty.pickle"));
+        Path cut = tmp.resolve("cut.pickle");
+        Files.write(cut, java.util.Arrays.copyOf(full, 5000));
+        CliRunner.Result r = CliRunner.run("viz", cut.toString(), "-o", tmp.resolve("x.html").toString());
+        assertEquals(2, r.exitCode());
+        assertTrue(r.err().startsWith("vram4j viz: error: cut.pickle"), r.err());
+        assertFalse(r.err().contains("\tat "));
+        assertFalse(Files.exists(tmp.resolve("x.html")), "no page for a bad snapshot");
+    }
+
+    @Test
     void unwritableOutputIsOneClearLine(@TempDir Path tmp) throws Exception {
         Path snap = real("decomfl-opt-zo-finetune_from-empty.pickle");
         CliRunner.Result r = CliRunner.run("viz", snap.toString(), "-o", tmp.resolve("no/such/dir/x.html").toString());

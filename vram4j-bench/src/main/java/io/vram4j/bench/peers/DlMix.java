@@ -37,6 +37,27 @@ public final class DlMix {
         }
     }
 
+    /**
+     * The mix's sequence without running it (for footprint measurements).
+     *
+     * @param seed as for {@link #DlMix}
+     * @return {sizes[LENGTH], victims[LENGTH] (as longs), initial sizes[LIVE]}
+     */
+    public static long[][] sequence(long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        long[] sizes = new long[LENGTH];
+        long[] victims = new long[LENGTH];
+        for (int i = 0; i < LENGTH; i++) {
+            sizes[i] = size(r);
+            victims[i] = r.nextInt(LIVE);
+        }
+        long[] initial = new long[LIVE];
+        for (int i = 0; i < LIVE; i++) {
+            initial[i] = size(r);
+        }
+        return new long[][] {sizes, victims, initial};
+    }
+
     /** @return one size of the mix, in bytes */
     static long size(SplittableRandom r) {
         boolean small = r.nextDouble() < 0.7;

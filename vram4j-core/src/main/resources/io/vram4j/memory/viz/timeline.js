@@ -19,6 +19,7 @@
     return (b < 0 ? '-' : '') + v.toFixed(digits) + ' ' + units[u];
   }
   function fmtInt(n) { return n.toLocaleString('en-US'); }
+  function count(n, word) { return fmtInt(n) + ' ' + word + (n === 1 ? '' : 's'); }
   function hex(a) { return '0x' + a.toString(16); }
   function esc(s) {
     return String(s).replace(/[&<>"]/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}[c]));
@@ -168,9 +169,9 @@
         + fmtBytes(H.largest_free_at_peak) + ' of ' + fmtInt(H.free_blocks_at_peak)) +
       card('Peak requested', fmtBytes(H.peak_requested), 'top of the timeline') +
       card('OOMs', fmtInt(H.ooms), H.ooms ? 'out-of-memory entries in the trace' : 'no out-of-memory entry', H.ooms > 0);
-    const parts = ['device ' + D.device, fmtInt(H.entries) + ' trace entries', fmtInt(H.allocs) + ' allocations',
+    const parts = ['device ' + D.device, count(H.entries, 'trace entry').replace('entrys', 'entries'), count(H.allocs, 'allocation'),
       fmtInt(nBands) + ' drawn one by one' + (nBands < H.allocs ? ' (the ' + fmtInt(D.max_entries) + ' largest; the rest summed in grey)' : ''),
-      fmtInt(H.segments_at_end) + ' segments at the end'];
+      count(H.segments_at_end, 'segment') + ' at the end'];
     if (D.inconsistencies > 0) parts.push('⚠ ' + fmtInt(D.inconsistencies) + ' entries did not fit the state (first: ' + D.first_inconsistency + ')');
     document.getElementById('subtitle').textContent = parts.join(' · ');
   }
@@ -186,9 +187,9 @@
   const dpr = window.devicePixelRatio || 1;
   let W = 0, Hh = 0;
 
-  function resize(c) {
+  function resize(c, minHeight = 100) {
     const r = c.getBoundingClientRect();
-    const w = Math.max(300, Math.round(r.width)), h = Math.max(100, Math.round(r.height));
+    const w = Math.max(300, Math.round(r.width)), h = Math.max(minHeight, Math.round(r.height));
     if (c.width !== Math.round(w * dpr) || c.height !== Math.round(h * dpr)) {
       c.width = Math.round(w * dpr); c.height = Math.round(h * dpr);
     }
@@ -283,6 +284,9 @@
     const pxPerStep = pw / (view.x1 - view.x0);
     const bytesPerPx = yMax / ph;
     bandsDrawn = 0;
+    // while the wheel or a drag is moving the view, only bands covering a few pixels are drawn; the full
+    // drawing follows when the movement pauses
+    const minArea = interacting ? 12 : 0.5;
     const tp1 = performance.now();
     drawParts.envelope = tp1 - tp0 - drawParts.columns;
     let lastColour = null;
@@ -293,7 +297,7 @@
       // level of detail: a band covering less than half a pixel melts into the grey envelope; thinner bands that
       // cover more are drawn a pixel high, so the site colours of many small allocations still show
       const w = (Math.min(end, view.x1) - Math.max(start, view.x0)) * pxPerStep;
-      if (w * size / bytesPerPx < 0.5) continue;
+      if (w * size / bytesPerPx < minArea) continue;
       const colour = siteColour(bandSite(i));
       if (colour !== lastColour) { ctx.fillStyle = colour; lastColour = colour; }
       drawBand(B.vstart[i], B.vstart[i + 1], start, end, size);
@@ -319,7 +323,7 @@
       }
       ctx.stroke(); ctx.setLineDash([]);
     }
-    if (showReserved.checked) line(col.res, '#c2410c', [6, 3]);
+    if (showReserved.checked) line(col.res, '#c2410c', []); // solid: a dashed stroke costs more than all the bands
     if (showAllocated.checked) line(col.alc, 'rgba(30,58,138,0.8)', []);
     // OOMs
     for (const o of D.ooms) {
@@ -375,6 +379,11 @@
       const s1 = Math.min(k + 1 < v1 ? B.vsteps[k + 1] : end, view.x1 + 1);
       if (s0 > view.x1 + 1) break;
       const xa = xOf(s0), xb = xOf(s1);
+      const n = top.length;
+      if (n > 0 && xb - top[n - 4] < 1) { // steps within one pixel column: extend the last piece instead
+        top[n - 2] = xb; bottom[n - 2] = xb;
+        continue;
+      }
       top.push(xa, yOf(B.voffs[k] + size), xb, yOf(B.voffs[k] + size));
       bottom.push(xa, yOf(B.voffs[k]) - inset, xb, yOf(B.voffs[k]) - inset);
     }
@@ -454,7 +463,12 @@
   // Zoom, pan, toggles and clicks redraw everything; hovering only copies the last full drawing back and adds
   // the hover line, so moving the mouse costs a blit whatever the number of events.
   const base = document.createElement('canvas');
-  let drag = null, frame = 0, stale = true;
+  let drag = null, frame = 0, stale = true, interacting = false, settleTimer = 0;
+  function moving() {
+    interacting = true;
+    clearTimeout(settleTimer);
+    settleTimer = setTimeout(() => { interacting = false; redraw(); }, 160);
+  }
   function redraw(full = true) {
     stale = stale || full;
     if (frame) return;
@@ -486,10 +500,11 @@
     const at = stepOf(ev.clientX - r.left);
     const factor = Math.exp(Math.sign(ev.deltaY) * Math.min(Math.abs(ev.deltaY), 200) / 300);
     let w = (view.x1 - view.x0) * factor;
-    w = Math.min(steps + 1, Math.max(8, w));
+    w = Math.min(steps + 1, Math.max(4, w));
     const frac = (at - view.x0) / (view.x1 - view.x0);
     view.x0 = at - frac * w; view.x1 = view.x0 + w;
     clampView();
+    moving();
     redraw();
   }, {passive: false});
   function clampView() {
@@ -519,6 +534,7 @@
         const per = (drag.x1 - drag.x0) / plotW();
         view.x0 = drag.x0 - dx * per; view.x1 = drag.x1 - dx * per;
         clampView();
+        moving();
         hideTooltip();
         redraw();
         return;
@@ -543,6 +559,17 @@
     showTooltip(ev, html);
   });
   canvas.addEventListener('mouseleave', () => { hoverStep = -1; hideTooltip(); redraw(false); });
+  canvas.addEventListener('keydown', (ev) => {
+    const w = view.x1 - view.x0, mid = (view.x0 + view.x1) / 2;
+    let handled = true;
+    if (ev.key === '+' || ev.key === '=') { const n = Math.max(4, w / 1.5); view.x0 = mid - n / 2; view.x1 = mid + n / 2; }
+    else if (ev.key === '-' || ev.key === '_') { const n = Math.min(steps + 1, w * 1.5); view.x0 = mid - n / 2; view.x1 = mid + n / 2; }
+    else if (ev.key === 'ArrowLeft') { view.x0 -= w / 8; view.x1 -= w / 8; }
+    else if (ev.key === 'ArrowRight') { view.x0 += w / 8; view.x1 += w / 8; }
+    else if (ev.key === '0') { view.x0 = 0; view.x1 = steps + 1; }
+    else handled = false;
+    if (handled) { ev.preventDefault(); clampView(); redraw(); }
+  });
   canvas.addEventListener('dblclick', () => { view.x0 = 0; view.x1 = steps + 1; redraw(); });
   document.getElementById('reset').addEventListener('click', () => { view.x0 = 0; view.x1 = steps + 1; redraw(); });
   showReserved.addEventListener('change', redraw);
@@ -608,9 +635,9 @@
       + (s.entry === H.peak_allocated_entry ? ' · the allocated peak' : '');
     const frag = s.reserved - s.allocated;
     document.getElementById('state-summary').innerHTML =
-      '<b>' + fmtInt(s.segments.length) + '</b> segments · reserved <b>' + fmtBytes(s.reserved) + '</b> · allocated <b>'
+      '<b>' + fmtInt(s.segments.length) + '</b> segment' + (s.segments.length === 1 ? '' : 's') + ' · reserved <b>' + fmtBytes(s.reserved) + '</b> · allocated <b>'
       + fmtBytes(s.allocated) + '</b> · reserved but unallocated <b>' + fmtBytes(frag) + '</b> in '
-      + fmtInt(s.freeBlocks) + ' free blocks · largest free block <b>' + fmtBytes(s.largestFree) + '</b>';
+      + count(s.freeBlocks, 'free block') + ' · largest free block <b>' + fmtBytes(s.largestFree) + '</b>';
     drawState();
   }
 
@@ -621,7 +648,7 @@
     const gap = rowH >= 10 ? 3 : 1;
     const h = Math.max(40, segs.length * (rowH + gap) + 8);
     stateCanvas.style.height = h + 'px';
-    const [w] = resize(stateCanvas);
+    const [w] = resize(stateCanvas, h);
     sctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     sctx.fillStyle = '#ffffff';
     sctx.fillRect(0, 0, w, h);
@@ -704,17 +731,28 @@
   }
   // how long a redraw (whole range, and zoomed to a tenth) and a hover hit test take, for the self-check
   const timings = {};
+  // canvas drawing is deferred: reading a pixel makes the browser finish it, so the timings include rasterizing
+  function flush() { ctx.getImageData(0, 0, 1, 1); }
   function measureInteraction() {
+    flush();
     const x0 = view.x0, x1 = view.x1;
     let t = performance.now();
     drawTimeline();
+    flush();
     timings.redraw_ms = performance.now() - t;
     const mid = (x0 + x1) / 2, w = (x1 - x0) / 10;
     view.x0 = mid - w / 2; view.x1 = mid + w / 2;
     t = performance.now();
     drawTimeline();
+    flush();
     timings.zoomed_redraw_ms = performance.now() - t;
     view.x0 = x0; view.x1 = x1;
+    interacting = true;
+    t = performance.now();
+    drawTimeline();
+    flush();
+    timings.moving_redraw_ms = performance.now() - t;
+    interacting = false;
     drawTimeline();
     stale = true;
     paint();
@@ -723,6 +761,7 @@
       const h = hit(MARGIN.left + plotW() * (k + 0.5) / 20, MARGIN.top + plotH() * 0.6);
       hoverStep = h ? h.step : -1;
       paint();
+      flush();
     }
     hoverStep = -1;
     paint();
@@ -730,7 +769,28 @@
   }
   function round1(x) { return Math.round(x * 10) / 10; }
 
-  function selfCheck(renderMs) {
+  // drives the page as a user would (hover, click, wheel) and puts everything back
+  function exercise() {
+    const r = canvas.getBoundingClientRect();
+    const x = r.left + MARGIN.left + plotW() * 0.3, y = r.top + MARGIN.top + plotH() * 0.9;
+    canvas.dispatchEvent(new MouseEvent('mousemove', {clientX: x, clientY: y, bubbles: true}));
+    const tooltipShown = !tooltip.hidden && tooltip.textContent.includes('step');
+    canvas.dispatchEvent(new MouseEvent('mousedown', {clientX: x, clientY: y, bubbles: true}));
+    canvas.dispatchEvent(new MouseEvent('mouseup', {clientX: x, clientY: y, bubbles: true}));
+    const clicked = {step: selectedStep, entry: state.entry, heading: document.getElementById('state-when').textContent};
+    const before = view.x1 - view.x0;
+    canvas.dispatchEvent(new WheelEvent('wheel', {clientX: x, clientY: y, deltaY: -300, bubbles: true, cancelable: true}));
+    const zoomed = view.x1 - view.x0 < before;
+    view.x0 = 0; view.x1 = steps + 1;
+    hoverStep = -1; hideTooltip(); pinned = null;
+    selectEntry(H.peak_allocated_entry);
+    showLargestAt(selectedStep);
+    stale = true; paint();
+    return {tooltip: tooltipShown, clicked_step: clicked.step, clicked_entry: clicked.entry,
+      expected_entry: D.step_entry[Math.max(0, clicked.step)], heading: clicked.heading, zoomed};
+  }
+
+  function selfCheck(renderMs, interaction) {
     const cards = {};
     for (const el of document.querySelectorAll('.card')) {
       cards[el.dataset.figure] = el.querySelector('.value').textContent;
@@ -747,11 +807,12 @@
       headline: H,
       state_at_peak: state ? {entry: state.entry, segments: state.segments.length, reserved: state.reserved,
         allocated: state.allocated, largest_free: state.largestFree, free_blocks: state.freeBlocks} : null,
+      interaction,
       parse_ms: Math.round(parseMs * 10) / 10,
       render_ms: Math.round(renderMs * 10) / 10,
       load_ms: Math.round((performance.now() - T0) * 10) / 10,
       state_ms: round1(timings.state_ms), redraw_ms: round1(timings.redraw_ms),
-      zoomed_redraw_ms: round1(timings.zoomed_redraw_ms), hover_ms: round1(timings.hover_ms), draw_parts: drawParts,
+      zoomed_redraw_ms: round1(timings.zoomed_redraw_ms), moving_redraw_ms: round1(timings.moving_redraw_ms), hover_ms: round1(timings.hover_ms), draw_parts: drawParts,
       since_navigation_ms: Math.round(performance.now())
     };
     const pre = document.getElementById('selfcheck');
@@ -771,7 +832,8 @@
     drawTimeline();
     const renderMs = performance.now() - tr;
     measureInteraction();
-    selfCheck(renderMs);
+    const interaction = exercise();
+    selfCheck(renderMs, interaction);
   } catch (e) {
     errors.push(String(e && e.stack || e));
     document.getElementById('selfcheck').textContent = JSON.stringify({ok: false, errors});

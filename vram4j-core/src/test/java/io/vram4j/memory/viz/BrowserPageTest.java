@@ -106,6 +106,13 @@ class BrowserPageTest {
         assertTrue(c.get("timeline_pixels").asInt() > 5_000, "the timeline canvas is drawn: " + c.get("timeline_pixels"));
         assertTrue(c.get("state_pixels").asInt() > 100, "the state canvas is drawn: " + c.get("state_pixels"));
         assertTrue(c.get("bands_drawn").asInt() > 0);
+        JsonNode in = c.get("interaction");
+        assertTrue(in.get("tooltip").asBoolean(), "hovering shows the tooltip: " + in);
+        assertTrue(in.get("clicked_step").asInt() > 0, "a click picks a step: " + in);
+        assertEquals(in.get("expected_entry").asInt(), in.get("clicked_entry").asInt(), "and shows the state after its entry");
+        assertTrue(in.get("heading").asText().contains("step " + String.format(Locale.US, "%,d", in.get("clicked_step").asInt())),
+                in.toString());
+        assertTrue(in.get("zoomed").asBoolean(), "the wheel zooms in: " + in);
 
         Path png = dir.resolve("page.png");
         Run shot = chromium(dir.resolve("profile2"), "--screenshot=" + png, page.toUri().toString());
@@ -131,11 +138,11 @@ class BrowserPageTest {
         assertTrue(colours.size() > 50, "the screenshot is not blank: " + colours.size() + " colours");
         assertTrue(nonWhite > 20_000, "the screenshot shows drawings: " + nonWhite + " sampled pixels");
         System.out.printf(Locale.ROOT, "browser: %s: %,d entries, %,d steps, %,d bands, page %,d bytes: JSON parse %.1f ms,"
-                        + " first render %.1f ms, script total %.1f ms, since navigation %.0f ms; redraw %.1f ms, zoomed x10 %.1f ms,"
+                        + " first render %.1f ms, script total %.1f ms, since navigation %.0f ms; redraw %.1f ms (while moving %.1f ms), zoomed x10 %.1f ms,"
                         + " hover %.2f ms, state at a moment %.1f ms; chromium --dump-dom %,d ms, --screenshot %,d ms%n",
                 label, h.entries(), t.steps(), t.bands().size(), Files.size(page),
                 c.get("parse_ms").asDouble(), c.get("render_ms").asDouble(), c.get("load_ms").asDouble(),
-                c.get("since_navigation_ms").asDouble(), c.get("redraw_ms").asDouble(), c.get("zoomed_redraw_ms").asDouble(),
+                c.get("since_navigation_ms").asDouble(), c.get("redraw_ms").asDouble(), c.get("moving_redraw_ms").asDouble(), c.get("zoomed_redraw_ms").asDouble(),
                 c.get("hover_ms").asDouble(), c.get("state_ms").asDouble(), dom.wallMs(), shot.wallMs());
     }
 
@@ -146,6 +153,15 @@ class BrowserPageTest {
         assertTrue(s.trace(0).size() >= 100_000, "at least 100,000 events: " + s.trace(0).size());
         MemoryTimeline t = MemoryTimeline.of(s, 0, MemoryTimeline.DEFAULT_MAX_ENTRIES);
         check(t, dir, "synthetic-100k");
+    }
+
+    @Test
+    void smallTraceWithAnOutOfMemoryEntry(@TempDir Path dir) throws Exception {
+        assumeTrue(chromium() != null, "no chromium installed");
+        MemoryTimeline t = MemoryTimeline.of(MemoryTimelineTest.dumpAfterTrace(), 0, 100);
+        check(t, dir, "small-with-oom");
+        Run dom = chromium(dir.resolve("profile3"), "--dump-dom", dir.resolve("page.html").toUri().toString());
+        assertTrue(dom.output().contains("class=\"card bad\" data-figure=\"OOMs\""), "the OOM card is marked");
     }
 
     @Test

@@ -33,7 +33,7 @@ class TimelinePageTest {
         assertFalse(page.contains("http://") || page.contains("https://"), "no network address");
         assertFalse(page.contains("/*CSS*/") || page.contains("/*JS*/") || page.contains("/*DATA*/"), "every placeholder filled");
         assertTrue(page.contains("<title>run &lt;1&gt; &amp; co · memory timeline</title>"));
-        assertTrue(page.contains("<canvas id=\"timeline\">"));
+        assertTrue(page.contains("<canvas id=\"timeline\""));
         JsonNode d = data(page);
         assertEquals(t.headline().peakAllocated(), d.get("headline").get("peak_allocated").asLong());
         assertEquals(t.headline().peakReserved(), d.get("headline").get("peak_reserved").asLong());
