@@ -58,13 +58,13 @@ final class BenchTechniquesCommand implements Callable<Integer> {
     @Option(names = "--batch-size", paramLabel = "N", defaultValue = "8", description = "transformer batch (default: ${DEFAULT-VALUE})")
     int batchSize;
 
-    @Option(names = "--mlp-hidden", paramLabel = "N", defaultValue = "1024", description = "MLP width (default: ${DEFAULT-VALUE})")
+    @Option(names = "--mlp-hidden", paramLabel = "N", defaultValue = "256", description = "MLP width (default: ${DEFAULT-VALUE})")
     int mlpHidden;
 
-    @Option(names = "--mlp-layers", paramLabel = "N", defaultValue = "12", description = "MLP hidden layers (default: ${DEFAULT-VALUE})")
+    @Option(names = "--mlp-layers", paramLabel = "N", defaultValue = "16", description = "MLP hidden layers (default: ${DEFAULT-VALUE})")
     int mlpLayers;
 
-    @Option(names = "--mlp-batch", paramLabel = "N", defaultValue = "512", description = "MLP batch (default: ${DEFAULT-VALUE})")
+    @Option(names = "--mlp-batch", paramLabel = "N", defaultValue = "4096", description = "MLP batch (default: ${DEFAULT-VALUE})")
     int mlpBatch;
 
     @Option(names = "--finder-device", paramLabel = "SPEC", defaultValue = "sim:2GiB", description = "device of the batch-size finder's dry run; "
@@ -107,7 +107,7 @@ final class BenchTechniquesCommand implements Callable<Integer> {
         result.put("steps", steps);
         List<Map<String, Object>> models = new ArrayList<>();
         if (!m.equals("transformer")) {
-            models.add(run("mlp", mlp, null, 2 * mlpLayers + 1, report));
+            models.add(run("mlp", mlp, null, FindBatchSizeCommand.defaultSegments(mlp), report));
         }
         if (!m.equals("mlp")) {
             models.add(run("transformer", lm, vocab, layers, report));

@@ -57,7 +57,8 @@ final class FindBatchSizeCommand implements Callable<Integer> {
     @Option(names = "--optimizer", paramLabel = "NAME", description = "sgd or adamw (default: sgd for mlp, adamw for transformer)")
     String optimizer;
 
-    @Option(names = "--checkpoint", paramLabel = "SEGMENTS", description = "checkpoint segments of the checkpointing rows (default: one per block)")
+    @Option(names = "--checkpoint", paramLabel = "SEGMENTS", description = "checkpoint segments of the checkpointing rows "
+            + "(default: one per transformer block; about sqrt(modules) for the mlp)")
     Integer checkpoint;
 
     @Option(names = "--amp", paramLabel = "DTYPE", defaultValue = "bf16", description = "dtype of the mixed-precision rows: bf16 or fp16 (default: ${DEFAULT-VALUE})")
@@ -108,8 +109,12 @@ final class FindBatchSizeCommand implements Callable<Integer> {
         return 0;
     }
 
+    /**
+     * @return one segment per transformer block (a block's activations dwarf its input); for the MLP, whose
+     *     modules (Linear, ReLU, ...) save about as much as their inputs, about the square root of the module count
+     */
     static int defaultSegments(TrainOptions base) {
-        return base.isTransformer() ? base.layers() : 2 * base.layers() + 1;
+        return base.isTransformer() ? Math.max(1, base.layers()) : Math.max(1, (int) Math.round(Math.sqrt(2 * base.layers() + 1)));
     }
 
     static CharVocabulary vocabulary(Path data) {

@@ -92,7 +92,7 @@ final class TrainCommand implements Callable<Integer> {
 
     @Option(names = "--checkpoint", paramLabel = "SEGMENTS", arity = "0..1", fallbackValue = "auto",
             description = "activation checkpointing: recompute activations in backward; the blocks (mlp: layers) run as checkpoint_sequential "
-                    + "in SEGMENTS segments, the last one not checkpointed (default when given without a value: one segment per block)")
+                    + "in SEGMENTS segments, the last one not checkpointed (without a value: one segment per transformer block, about sqrt(modules) for the mlp)")
     String checkpoint;
 
     @Option(names = "--amp", paramLabel = "DTYPE", description = "mixed precision: bf16, or fp16 with a dynamic GradScaler (reports skipped steps)")
@@ -582,8 +582,7 @@ final class TrainCommand implements Callable<Integer> {
         int segments = 0;
         if ("auto".equals(checkpoint)) {
             TrainOptions d = TrainOptions.defaults(model.toLowerCase(Locale.ROOT).equals("transformer") ? "transformer" : "mlp");
-            int n = layers != null ? layers : d.layers();
-            segments = d.isTransformer() ? Math.max(1, n) : 2 * n + 1; // mlp: Linear, ReLU, ..., Linear
+            segments = FindBatchSizeCommand.defaultSegments(d.withLayers(layers != null ? Math.max(layers, 1) : d.layers()));
         } else if (checkpoint != null) {
             try {
                 segments = Integer.parseInt(checkpoint.strip());

@@ -94,6 +94,20 @@ public final class LiveTensors {
     }
 
     /**
+     * Counts {@code t}'s storage as saved for backward ({@link MemoryCategory#ACTIVATIONS}) until {@code t} is
+     * closed; for tensors kept for backward outside autograd nodes, such as a checkpointed region's inputs.
+     *
+     * @param t a handle that is closed when backward no longer needs it
+     * @return {@code t}
+     */
+    public static Tensor markSavedForBackward(Tensor t) {
+        if (!t.savedForBackward) {
+            Recorder.markSaved(t);
+        }
+        return t;
+    }
+
+    /**
      * One live storage.
      *
      * @param shape the allocating tensor's shape

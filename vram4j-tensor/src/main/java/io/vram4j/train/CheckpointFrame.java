@@ -76,7 +76,7 @@ final class CheckpointFrame {
             }
             inputRequiresGrad[i] = t.requiresGrad();
             if (inputHooks == null) {
-                heldInputs[i] = MemoryScope.detachFromAny(t.detach());
+                heldInputs[i] = io.vram4j.tensor.LiveTensors.markSavedForBackward(MemoryScope.detachFromAny(t.detach()));
             } else {
                 packedInputs[i] = inputHooks.pack(t);
             }
@@ -172,7 +172,7 @@ final class CheckpointFrame {
                             + t.dtype() + "}");
                 }
                 if (!released[i]) {
-                    out[i] = MemoryScope.detachFromAny(t.detach());
+                    out[i] = io.vram4j.tensor.LiveTensors.markSavedForBackward(MemoryScope.detachFromAny(t.detach()));
                 }
                 if (earlyStop && i + 1 == packed) {
                     throw new StopRecomputation();

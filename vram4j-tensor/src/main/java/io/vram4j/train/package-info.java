@@ -1,5 +1,7 @@
 /**
- * Training, as {@code vram4j train} runs it: a {@link io.vram4j.train.Trainer} drives an MLP on the tensor
+ * Training, as {@code vram4j train} runs it: a {@link io.vram4j.train.Trainer} drives an MLP classifier or a
+ * character-level Transformer language model ({@code TrainOptions.model()} {@code "transformer"}: {@link io.vram4j.nn.GPT}
+ * over a {@link io.vram4j.data.CharVocabulary}, {@link io.vram4j.train.Trainer#sample} generates text) on the tensor
  * runtime (one {@link io.vram4j.tensor.MemoryScope} per step, so every tensor is closed deterministically)
  * over batches from a {@link io.vram4j.data.DataLoader}, evaluates after each epoch, reports progress to a
  * {@link io.vram4j.train.TrainListener}, records the allocator's memory history for the first steps and
@@ -22,6 +24,13 @@
  *   <li>{@link io.vram4j.train.MicroBatcher}: cuts one batch into micro-batches ({@code torch.split}) and
  *       accumulates their gradients with share-weighted losses, so the result is the big batch's gradient.</li>
  *   <li>Mixed precision lives in {@link io.vram4j.amp}.</li>
+ *   <li>The trainer applies them from {@link io.vram4j.train.TrainOptions}: {@code checkpoint} segments,
+ *       {@code amp} ({@code bf16}, or {@code fp16} with a scaler whose skipped steps
+ *       {@link io.vram4j.train.Trainer#skippedSteps()} reports), {@code accumulate}, {@code microBatch}.</li>
+ *   <li>{@link io.vram4j.train.BatchSizeFinder}: the largest batch that fits (doubling, then binary search,
+ *       the cache emptied between tries), as a dry run on {@code sim} or for real on {@code host}.</li>
+ *   <li>{@link io.vram4j.train.TechniqueBenchmark}: peak allocated/reserved, peak activations and step time of
+ *       a setting, and loss curves, for {@code vram4j bench}.</li>
  * </ul>
  *
  * <pre>{@code
