@@ -206,6 +206,34 @@ final class VectorGemm {
                         ap[o] = a.get(F, row + (long) p * Float.BYTES);
                     }
                 }
+            } else if (L >= MR) {
+                // the mr values of a row of the stored A are contiguous: one vector load, the lanes past mr
+                // zeroed (they pad the panel), one masked store of MR lanes. Rows whose vector would run past
+                // the end of the segment (only ever the last few) are copied lane by lane in a loop of their
+                // own: the Vector API's out-of-bounds fallback is slow, and a rarely taken branch inside the
+                // hot loop made C2 deoptimize it again and again.
+                VectorMask<Float> keep = SP.indexInRange(0, mr);
+                VectorMask<Float> store = SP.indexInRange(0, MR);
+                FloatVector zero = FloatVector.zero(SP);
+                long row0 = (aOff + (long) pc * lda + ic + ir) * Float.BYTES;
+                long step = (long) lda * Float.BYTES;
+                long limit = a.byteSize() - (long) L * Float.BYTES;
+                int safe = row0 > limit ? 0 : (int) Math.min(kc, (limit - row0) / step + 1);
+                for (int p = 0; p < safe; p++) {
+                    zero.blend(FloatVector.fromMemorySegment(SP, a, row0 + p * step, BO), keep)
+                            .intoArray(ap, base + p * MR, store);
+                }
+                for (int p = safe; p < kc; p++) {
+                    long row = row0 + p * step;
+                    int o = base + p * MR;
+                    for (int r = 0; r < mr; r++) {
+                        ap[o + r] = a.get(F, row + (long) r * Float.BYTES);
+                    }
+                    for (int r = mr; r < MR; r++) {
+                        ap[o + r] = 0f;
+                    }
+                }
+                continue;
             } else {
                 for (int p = 0; p < kc; p++) {
                     long row = (aOff + (long) (pc + p) * lda + ic + ir) * Float.BYTES;
@@ -364,7 +392,6 @@ final class VectorGemm {
     static void update(float[] t, MemorySegment c, long cAt, int ldc, float alpha, boolean overwrite, int mr, int nr) {
         FloatVector va = FloatVector.broadcast(SP, alpha);
         int full = nr - nr % L;
-        VectorMask<Float> tail = full < nr ? SP.indexInRange(full, nr) : null;
         for (int r = 0; r < mr; r++) {
             long row = (cAt + (long) r * ldc) * Float.BYTES;
             int to = r * NR;
@@ -374,11 +401,28 @@ final class VectorGemm {
                 (overwrite ? v.mul(va) : v.fma(va, FloatVector.fromMemorySegment(SP, c, at, BO)))
                         .intoMemorySegment(c, at, BO);
             }
-            if (tail != null) {
-                long at = row + (long) full * Float.BYTES;
-                FloatVector v = FloatVector.fromArray(SP, t, to + full);
+        }
+        if (full < nr) {
+            // the partial vector at the end of each row: masked, except in rows where a whole vector would pass
+            // the end of the segment (the last rows of a C that ends there), done lane by lane in a loop of
+            // their own (see packA for why not a branch in the loop)
+            VectorMask<Float> tail = SP.indexInRange(full, nr);
+            long first = (cAt + full) * Float.BYTES;
+            long step = (long) ldc * Float.BYTES;
+            long limit = c.byteSize() - (long) L * Float.BYTES;
+            int safe = first > limit ? 0 : (int) Math.min(mr, (limit - first) / step + 1);
+            for (int r = 0; r < safe; r++) {
+                long at = first + r * step;
+                FloatVector v = FloatVector.fromArray(SP, t, r * NR + full);
                 (overwrite ? v.mul(va) : v.fma(va, FloatVector.fromMemorySegment(SP, c, at, BO, tail)))
                         .intoMemorySegment(c, at, BO, tail);
+            }
+            for (int r = safe; r < mr; r++) {
+                long at = first + r * step;
+                for (int j = full; j < nr; j++, at += Float.BYTES) {
+                    float v = t[r * NR + j];
+                    c.set(F, at, overwrite ? v * alpha : Math.fma(v, alpha, c.get(F, at)));
+                }
             }
         }
     }
