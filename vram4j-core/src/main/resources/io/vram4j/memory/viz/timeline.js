@@ -291,8 +291,8 @@
     const pxPerStep = pw / (view.x1 - view.x0);
     const bytesPerPx = yMax / ph;
     bandsDrawn = 0;
-    // while the wheel or a drag is moving the view, only bands covering a few pixels are drawn; the full
-    // drawing follows when the movement pauses
+    // while the wheel or a drag is moving the view, only bands at least a pixel high and covering a dozen pixels
+    // are drawn; the full drawing follows when the movement pauses
     const minArea = interacting ? 12 : 0.5;
     const tp1 = performance.now();
     drawParts.envelope = tp1 - tp0 - drawParts.columns;
@@ -304,7 +304,7 @@
       // level of detail: a band covering less than half a pixel melts into the grey envelope; thinner bands that
       // cover more are drawn a pixel high, so the site colours of many small allocations still show
       const w = (Math.min(end, view.x1) - Math.max(start, view.x0)) * pxPerStep;
-      if (w * size / bytesPerPx < minArea) continue;
+      if (w * size / bytesPerPx < minArea || (interacting && size < bytesPerPx)) continue;
       const colour = siteColour(bandSite(i));
       if (colour !== lastColour) { ctx.fillStyle = colour; lastColour = colour; }
       drawBand(B.vstart[i], B.vstart[i + 1], start, end, size);
