@@ -62,12 +62,14 @@ final class HistoryRecorder implements AllocatorListener {
     }
 
     private void add(Entry e) {
+        // Index arithmetic without '%': this runs for every trace entry while recording.
         if (count < ring.length) {
-            ring[(start + count) % ring.length] = e;
+            int i = start + count;
+            ring[i >= ring.length ? i - ring.length : i] = e;
             count++;
         } else {
             ring[start] = e;
-            start = (start + 1) % ring.length;
+            start = start + 1 == ring.length ? 0 : start + 1;
         }
     }
 
