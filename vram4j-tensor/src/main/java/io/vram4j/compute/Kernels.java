@@ -24,6 +24,10 @@ import java.lang.foreign.MemorySegment;
  *       In {@link #sgemm} the output must not overlap either input.</li>
  *   <li>Results agree with the scalar reference to within float rounding: vector kernels may sum in a
  *       different order and use vectorised transcendental functions accurate to a few ulps.</li>
+ *   <li>Repeating a call gives the same bits, also across JIT tiers for everything built on {@code exp}
+ *       (exp, sigmoid, GELU, softmax, log-softmax backward: the vector kernels use their own exp from adds,
+ *       multiplies and FMAs). The vector {@link #tanh} and {@link #log} use the Vector API's library functions,
+ *       whose last bit can differ between interpreted and C2-compiled code.</li>
  * </ul>
  *
  * <h2>Thread-safety</h2>

@@ -301,11 +301,11 @@ final class VectorKernels implements Kernels {
         Checks.range2(n, x, xOff, "x", out, outOff, "out");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(load(x, xOff + i).lanewise(VectorOperators.EXP), out, outOff + i);
+            store(VectorExp.exp(load(x, xOff + i)), out, outOff + i);
         }
         if (i < n) {
             VectorMask<Float> m = SP.indexInRange(i, n);
-            store(load(x, xOff + i, m).lanewise(VectorOperators.EXP), out, outOff + i, m);
+            store(VectorExp.exp(load(x, xOff + i, m)), out, outOff + i, m);
         }
     }
 
@@ -353,7 +353,7 @@ final class VectorKernels implements Kernels {
      * never overflows and keeps the subnormal results of large negative inputs.
      */
     private static FloatVector sigmoid(FloatVector v) {
-        FloatVector e = v.abs().neg().lanewise(VectorOperators.EXP);
+        FloatVector e = VectorExp.exp(v.abs().neg());
         FloatVector num = FloatVector.broadcast(SP, 1f).blend(e, v.compare(VectorOperators.LT, 0f));
         return num.div(e.add(1f));
     }
@@ -408,14 +408,14 @@ final class VectorKernels implements Kernels {
     private static FloatVector gelu(FloatVector x) {
         FloatVector x2 = x.mul(x);
         FloatVector u2 = x2.fma(GELU_K, 1f).mul(x).mul(-2f * GELU_C); // -2u
-        return x.div(u2.lanewise(VectorOperators.EXP).add(1f));
+        return x.div(VectorExp.exp(u2).add(1f));
     }
 
     /** d gelu / dx = s + 2 x s (1 - s) u', with s = sigmoid(2u), u' = c (1 + 3 k x^2). */
     private static FloatVector geluDerivative(FloatVector x) {
         FloatVector x2 = x.mul(x);
         FloatVector u2 = x2.fma(GELU_K, 1f).mul(x).mul(-2f * GELU_C);
-        FloatVector s = FloatVector.broadcast(SP, 1f).div(u2.lanewise(VectorOperators.EXP).add(1f));
+        FloatVector s = FloatVector.broadcast(SP, 1f).div(VectorExp.exp(u2).add(1f));
         FloatVector du = x2.fma(3f * GELU_K, 1f).mul(GELU_C);
         return x.mul(2f).mul(s).mul(s.neg().add(1f)).fma(du, s);
     }
@@ -611,13 +611,13 @@ final class VectorKernels implements Kernels {
             FloatVector s = FloatVector.zero(SP);
             int j = 0;
             for (int bound = SP.loopBound(cols); j < bound; j += L) {
-                FloatVector e = load(x, xr + j).sub(max).lanewise(VectorOperators.EXP);
+                FloatVector e = VectorExp.exp(load(x, xr + j).sub(max));
                 s = s.add(e);
                 store(e, out, or + j);
             }
             if (j < cols) {
                 VectorMask<Float> m = SP.indexInRange(j, cols);
-                FloatVector e = load(x, xr + j, m).sub(max).lanewise(VectorOperators.EXP);
+                FloatVector e = VectorExp.exp(load(x, xr + j, m).sub(max));
                 s = s.add(e, m);
                 store(e, out, or + j, m);
             }
@@ -644,11 +644,11 @@ final class VectorKernels implements Kernels {
             FloatVector s = FloatVector.zero(SP);
             int j = 0;
             for (int bound = SP.loopBound(cols); j < bound; j += L) {
-                s = s.add(load(x, xr + j).sub(max).lanewise(VectorOperators.EXP));
+                s = s.add(VectorExp.exp(load(x, xr + j).sub(max)));
             }
             if (j < cols) {
                 VectorMask<Float> m = SP.indexInRange(j, cols);
-                s = s.add(load(x, xr + j, m).sub(max).lanewise(VectorOperators.EXP), m);
+                s = s.add(VectorExp.exp(load(x, xr + j, m).sub(max)), m);
             }
             // (x - max) - log(sum), not x - (max + log(sum)): for large max the sum would round away log(sum)'s digits
             float logSum = (float) Math.log(s.reduceLanes(VectorOperators.ADD));
@@ -694,12 +694,12 @@ final class VectorKernels implements Kernels {
             FloatVector negSum = FloatVector.broadcast(SP, -rowSum(dy, dyOff + base, cols));
             int j = 0;
             for (int bound = SP.loopBound(cols); j < bound; j += L) {
-                FloatVector p = load(y, yOff + base + j).lanewise(VectorOperators.EXP);
+                FloatVector p = VectorExp.exp(load(y, yOff + base + j));
                 store(p.fma(negSum, load(dy, dyOff + base + j)), dx, dxOff + base + j);
             }
             if (j < cols) {
                 VectorMask<Float> m = SP.indexInRange(j, cols);
-                FloatVector p = load(y, yOff + base + j, m).lanewise(VectorOperators.EXP);
+                FloatVector p = VectorExp.exp(load(y, yOff + base + j, m));
                 store(p.fma(negSum, load(dy, dyOff + base + j, m)), dx, dxOff + base + j, m);
             }
         }

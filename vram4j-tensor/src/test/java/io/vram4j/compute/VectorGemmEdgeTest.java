@@ -105,6 +105,34 @@ class VectorGemmEdgeTest {
         }
     }
 
+    @ParameterizedTest(name = "{0}x{1}x{2} tA={3} tB={4}")
+    @MethodSource("shapes")
+    void segmentsThatEndWithTheMatrices(int m, int n, int k, boolean ta, boolean tb) {
+        // no padding and no offsets: the last rows' vectors would pass the end of A and C, which the packing
+        // and the masked C update must handle without reading or writing outside
+        Random rnd = new Random(7L * m + 3L * n + k);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment a = TestData.random(arena, rnd, (long) m * k, -1, 1);
+            MemorySegment b = TestData.random(arena, rnd, (long) k * n, -1, 1);
+            MemorySegment c0 = TestData.random(arena, rnd, (long) m * n, -1, 1);
+            MemorySegment expected = TestData.copyOf(arena, c0);
+            Kernels.scalar().sgemm(ta, tb, m, n, k, 1f, a, 0, ta ? m : k, b, 0, tb ? k : n, 0.5f, expected, 0, n);
+            double[] bound = bounds(ta, tb, m, n, k, 1f, a, 0, ta ? m : k, b, 0, tb ? k : n, 0.5f, c0, 0, n);
+            for (int threads = 1; threads <= 2; threads++) {
+                MemorySegment c = TestData.copyOf(arena, c0);
+                Kernels.vector().withThreads(threads)
+                        .sgemm(ta, tb, m, n, k, 1f, a, 0, ta ? m : k, b, 0, tb ? k : n, 0.5f, c, 0, n);
+                for (int i = 0; i < m * n; i++) {
+                    double diff = Math.abs((double) TestData.get(expected, i) - TestData.get(c, i));
+                    if (!(diff <= 2 * bound[i] + 1e-30)) {
+                        fail(m + "x" + n + "x" + k + " tA=" + ta + " tB=" + tb + " threads=" + threads + ": C[" + i / n
+                                + "][" + i % n + "] = " + TestData.get(c, i) + ", scalar gives " + TestData.get(expected, i));
+                    }
+                }
+            }
+        }
+    }
+
     /** Per element of C: the rounding bound of either kernel against the exact result. */
     private static double[] bounds(boolean ta, boolean tb, int m, int n, int k, float alpha,
                                    MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
