@@ -26,14 +26,16 @@ import java.util.concurrent.TimeUnit;
 /**
  * Trace events replayed per second on one core, for the real PyTorch snapshots in
  * {@code shared/data/snapshots} (the path is given by {@code -p dir=...}; default {@code ../shared/data/snapshots}).
- * The figure is events / time of one whole replay (both passes of {@link Replayer}: the replay and the
- * re-run to the moment of peak allocation), so it understates the per-event speed by about 2x.
+ * One operation is one whole {@link Replayer#replay}: the trace analysis, the rebuilt initial state, the replay
+ * and the re-run to the moment of peak allocation, and the final-state comparison. Events per second quoted
+ * from it (trace entries / time per operation) therefore understate the per-event speed by more than 2x.
+ * Sample-time mode, so the median and tail are visible on a shared machine.
  */
 @State(Scope.Benchmark)
-@BenchmarkMode(Mode.AverageTime)
+@BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
 @Warmup(iterations = 5, time = 1)
-@Measurement(iterations = 5, time = 1)
+@Measurement(iterations = 10, time = 1)
 @Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED"})
 public class ReplayBenchmark {
     @Param({"../shared/data/snapshots"})

@@ -36,6 +36,10 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--batch", defaultValue = "256", description = "batch size of the simulated model (default: ${DEFAULT-VALUE})")
     int batch;
 
+    @Option(names = "--snapshot", paramLabel = "FILE",
+            description = "record the memory history and write the snapshot (pickle, or JSON for a .json name), e.g. for 'vram4j viz'")
+    java.nio.file.Path snapshot;
+
     @Override
     public Integer call() {
         if (steps < 1 || batch < 1) {
@@ -47,6 +51,9 @@ final class DemoCommand implements Callable<Integer> {
         }
         try (DeviceBackend dev = Devices.open(device)) {
             CachingAllocator alloc = CachingAllocator.create(dev, config);
+            if (snapshot != null) {
+                alloc.recordMemoryHistory(100_000);
+            }
             int[] widths = {784, 1024, 1024, 512, 10};
             List<Long> params = new ArrayList<>();
             List<Long> optState = new ArrayList<>();
@@ -91,6 +98,14 @@ final class DemoCommand implements Callable<Integer> {
                         FormatSize.formatSize(alloc.maxMemoryAllocated()));
             }
             System.out.print(alloc.memorySummary());
+            if (snapshot != null) {
+                try {
+                    io.vram4j.memory.snapshot.SnapshotWriter.write(alloc.snapshot(), snapshot);
+                } catch (java.io.IOException e) {
+                    throw new UserException(snapshot + ": cannot write the snapshot: " + e.getMessage());
+                }
+                System.out.println("snapshot: " + snapshot);
+            }
             for (long p : params) {
                 alloc.free(p);
             }

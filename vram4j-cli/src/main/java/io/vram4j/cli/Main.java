@@ -13,7 +13,8 @@ import java.io.PrintWriter;
  */
 @Command(name = "vram4j", mixinStandardHelpOptions = true, version = "vram4j 0.1.0",
         description = "PyTorch-grade device-memory management for the JVM.",
-        subcommands = {DemoCommand.class, TrainCommand.class, ReplayCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {DemoCommand.class, TrainCommand.class, ReplayCommand.class, VizCommand.class,
+                CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;

@@ -4,12 +4,18 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.alloc.config.AllocatorConfig;
+import io.vram4j.data.CharCorpus;
+import io.vram4j.data.CharDataset;
+import io.vram4j.data.CharVocabulary;
+import io.vram4j.data.Dataset;
 import io.vram4j.data.FashionMnist;
 import io.vram4j.data.ImageDataset;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
 import io.vram4j.memory.snapshot.MemorySnapshot;
 import io.vram4j.memory.snapshot.SnapshotWriter;
+import io.vram4j.memory.viz.MemoryTimeline;
+import io.vram4j.memory.viz.TimelinePage;
 import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.memory.stats.MemoryStats;
 import io.vram4j.train.DryRunResult;
@@ -42,35 +48,65 @@ import java.util.concurrent.Callable;
  * where the memory went: a progress bar per epoch (loss, accuracy, samples/s, allocated/reserved), a memory
  * line after each epoch, then the test accuracy and {@code memory_summary}, and a run folder with
  * {@code memory_summary.txt}, {@code memory_stats.json}, {@code memory_snapshot.pickle} (the first steps'
- * trace, for PyTorch's memory_viz) and {@code result.json}.
+ * trace, for PyTorch's memory_viz), {@code memory_timeline.html} (the same trace as {@code vram4j viz} draws it)
+ * and {@code result.json}.
  */
 @Command(name = "train", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Train an MLP on Fashion-MNIST through the caching allocator and report where the memory went.",
-                "Data: --data DIR, else /usr/share/datasets/fashion-mnist (apt-get install dataset-fashion-mnist), "
-                        + "else the bundled subset (10,000 train / 2,000 test images)."})
+        description = {"Train a model through the caching allocator and report where the memory went: an MLP on Fashion-MNIST "
+                + "(--model mlp, the default) or a character-level Transformer language model on English text (--model transformer).",
+                "MLP data: --data DIR, else /usr/share/datasets/fashion-mnist (apt-get install dataset-fashion-mnist), "
+                        + "else the bundled subset (10,000 train / 2,000 test images).",
+                "Transformer data: --data FILE (UTF-8 text, .gz too), else Debian's fortune cookies (apt-get install fortunes), "
+                        + "else the bundled public-domain Jargon File excerpt (400,616 characters)."})
 final class TrainCommand implements Callable<Integer> {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    @Option(names = "--model", paramLabel = "NAME", defaultValue = "mlp", description = "model: mlp (default: ${DEFAULT-VALUE})")
+    @Option(names = "--model", paramLabel = "NAME", defaultValue = "mlp", description = "mlp or transformer (default: ${DEFAULT-VALUE})")
     String model;
 
-    @Option(names = "--hidden", paramLabel = "N", defaultValue = "" + TrainOptions.DEFAULT_HIDDEN, description = "width of each hidden layer (default: ${DEFAULT-VALUE})")
-    int hidden;
+    @Option(names = "--hidden", paramLabel = "N", description = "mlp: width of each hidden layer (default: " + TrainOptions.DEFAULT_HIDDEN
+            + "); transformer: model width (default: " + TrainOptions.LM_HIDDEN + ")")
+    Integer hidden;
 
-    @Option(names = "--layers", paramLabel = "N", defaultValue = "" + TrainOptions.DEFAULT_LAYERS, description = "number of hidden layers (default: ${DEFAULT-VALUE})")
-    int layers;
+    @Option(names = "--layers", paramLabel = "N", description = "mlp: hidden layers (default: " + TrainOptions.DEFAULT_LAYERS
+            + "); transformer: blocks (default: " + TrainOptions.LM_LAYERS + ")")
+    Integer layers;
 
-    @Option(names = "--epochs", paramLabel = "N", defaultValue = "" + TrainOptions.DEFAULT_EPOCHS, description = "passes over the training set (default: ${DEFAULT-VALUE})")
-    int epochs;
+    @Option(names = "--heads", paramLabel = "N", defaultValue = "" + TrainOptions.LM_HEADS, description = "transformer: attention heads (default: ${DEFAULT-VALUE})")
+    int heads;
 
-    @Option(names = "--batch-size", paramLabel = "N", defaultValue = "" + TrainOptions.DEFAULT_BATCH_SIZE, description = "samples per step (default: ${DEFAULT-VALUE})")
-    int batchSize;
+    @Option(names = "--block-size", paramLabel = "N", defaultValue = "" + TrainOptions.LM_BLOCK_SIZE, description = "transformer: context length in characters (default: ${DEFAULT-VALUE})")
+    int blockSize;
+
+    @Option(names = "--epochs", paramLabel = "N", description = "passes over the training set (default: " + TrainOptions.DEFAULT_EPOCHS + " for mlp, 1 for transformer)")
+    Integer epochs;
+
+    @Option(names = "--batch-size", paramLabel = "N", description = "samples per step (default: " + TrainOptions.DEFAULT_BATCH_SIZE
+            + " for mlp, " + TrainOptions.LM_BATCH_SIZE + " for transformer)")
+    Integer batchSize;
+
+    @Option(names = "--checkpoint", paramLabel = "SEGMENTS", arity = "0..1", fallbackValue = "auto",
+            description = "activation checkpointing: recompute activations in backward; the blocks (mlp: layers) run as checkpoint_sequential "
+                    + "in SEGMENTS segments, the last one not checkpointed (default when given without a value: one segment per block)")
+    String checkpoint;
+
+    @Option(names = "--amp", paramLabel = "DTYPE", description = "mixed precision: bf16, or fp16 with a dynamic GradScaler (reports skipped steps)")
+    String amp;
+
+    @Option(names = "--accumulate", paramLabel = "N", defaultValue = "1", description = "gradient accumulation: one optimizer step every N batches (default: ${DEFAULT-VALUE})")
+    int accumulate;
+
+    @Option(names = "--micro-batch", paramLabel = "N", defaultValue = "0", description = "split each batch into micro-batches of N samples (default: off)")
+    int microBatch;
+
+    @Option(names = "--sample", paramLabel = "N", defaultValue = "200", description = "transformer: characters to generate at the end (default: ${DEFAULT-VALUE}; 0 for none)")
+    int sampleChars;
 
     @Option(names = "--lr", paramLabel = "RATE", description = "learning rate (default: 0.05 for sgd, 0.001 for adamw)")
     Double lr;
 
-    @Option(names = "--optimizer", paramLabel = "NAME", defaultValue = "sgd", description = "sgd (with momentum) or adamw (default: ${DEFAULT-VALUE})")
+    @Option(names = "--optimizer", paramLabel = "NAME", description = "sgd (with momentum) or adamw (default: sgd for mlp, adamw for transformer)")
     String optimizer;
 
     @Option(names = "--schedule", paramLabel = "NAME", defaultValue = "cosine", description = "learning-rate schedule: cosine (to 0 over the run) or constant (default: ${DEFAULT-VALUE})")
@@ -92,7 +128,7 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--seed", paramLabel = "SEED", defaultValue = "42", description = "seed of initialization and shuffling (default: ${DEFAULT-VALUE})")
     long seed;
 
-    @Option(names = "--data", paramLabel = "DIR", description = "folder with the four Fashion-MNIST IDX files (.gz or plain)")
+    @Option(names = "--data", paramLabel = "PATH", description = "mlp: folder with the four Fashion-MNIST IDX files (.gz or plain); transformer: a UTF-8 text file")
     Path data;
 
     @Option(names = "--limit", defaultValue = "0", paramLabel = "N", description = "train on the first N samples only (default: all)")
@@ -114,6 +150,99 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--progress", paramLabel = "MODE", defaultValue = "auto", description = "auto, bar, lines or none (default: ${DEFAULT-VALUE})")
     String progress;
 
+    /**
+     * The training and test sets of the chosen model, and where they came from.
+     *
+     * @param train training samples
+     * @param test test (validation) samples
+     * @param describe the source in words
+     * @param origin {@code directory}, {@code system}, {@code bundled}, {@code file} or {@code fortunes}
+     * @param vocabulary the characters (transformer), or null (mlp)
+     */
+    private record Data(Dataset train, Dataset test, String describe, String origin, CharVocabulary vocabulary) {
+        Trainer trainer(CachingAllocator alloc, TrainOptions options) {
+            return vocabulary != null ? new Trainer(alloc, options, vocabulary)
+                    : new Trainer(alloc, options, train.features(), train.numClasses());
+        }
+    }
+
+    private Data loadData(TrainOptions options) {
+        if (options.isTransformer()) {
+            CharCorpus corpus;
+            try {
+                corpus = CharCorpus.resolve(data);
+            } catch (IllegalArgumentException e) {
+                throw new UserException("--data: " + e.getMessage(), e);
+            }
+            CharVocabulary vocab = corpus.vocabulary();
+            CharDataset train;
+            CharDataset test;
+            try {
+                train = new CharDataset(corpus.trainText(), vocab, options.blockSize(), options.blockSize(), "training text");
+                test = new CharDataset(corpus.validationText(), vocab, options.blockSize(), options.blockSize(), "validation text");
+            } catch (IllegalArgumentException e) {
+                throw new UserException("--block-size " + options.blockSize() + " is too long for the text: " + e.getMessage(), e);
+            }
+            Dataset trainSet = limit > 0 && limit < train.size() ? limited(train, limit) : train;
+            Dataset testSet = options.testLimit() > 0 && options.testLimit() < test.size() ? limited(test, options.testLimit()) : test;
+            return new Data(trainSet, testSet, corpus.describe() + ", " + vocab.size() + " distinct characters",
+                    corpus.origin().name().toLowerCase(Locale.ROOT), vocab);
+        }
+        FashionMnist.Source source;
+        try {
+            source = FashionMnist.resolve(data);
+        } catch (IllegalArgumentException e) {
+            throw new UserException("--data: " + e.getMessage(), e);
+        }
+        ImageDataset train;
+        ImageDataset test;
+        try {
+            train = source.train();
+            test = source.test();
+        } catch (IllegalArgumentException e) {
+            throw new UserException((source.origin() == FashionMnist.Origin.DIRECTORY ? "--data: " : "") + e.getMessage(), e);
+        }
+        if (limit > 0) {
+            train = train.limit(limit);
+        }
+        return new Data(train, test, source.describe(), source.origin().name().toLowerCase(Locale.ROOT), null);
+    }
+
+    /** The first {@code n} samples of a data set. */
+    static Dataset limited(Dataset d, int n) {
+        return new Dataset() {
+            @Override
+            public int size() {
+                return n;
+            }
+
+            @Override
+            public int features() {
+                return d.features();
+            }
+
+            @Override
+            public int numClasses() {
+                return d.numClasses();
+            }
+
+            @Override
+            public void copyFeatures(int index, float[] dst, int offset) {
+                d.copyFeatures(java.util.Objects.checkIndex(index, n), dst, offset);
+            }
+
+            @Override
+            public int label(int index) {
+                return d.label(java.util.Objects.checkIndex(index, n));
+            }
+
+            @Override
+            public String description() {
+                return d.description() + " (first " + n + ")";
+            }
+        };
+    }
+
     @Override
     public Integer call() {
         TrainOptions options = options();
@@ -121,13 +250,7 @@ final class TrainCommand implements Callable<Integer> {
         AllocatorConfig config = allocatorConfig();
         PrintWriter stdout = spec.commandLine().getOut();
         PrintWriter report = json ? spec.commandLine().getErr() : stdout;
-
-        FashionMnist.Source source;
-        try {
-            source = FashionMnist.resolve(data);
-        } catch (IllegalArgumentException e) {
-            throw new UserException("--data: " + e.getMessage(), e);
-        }
+        Data d = loadData(options);
         DeviceBackend dev;
         try {
             dev = Devices.open(device);
@@ -139,28 +262,18 @@ final class TrainCommand implements Callable<Integer> {
                 throw new UserException("--device: " + dev.description() + " is simulated and has no memory to compute in; "
                         + "add --dry-run to measure the memory one training step needs, or use --device host");
             }
-            report.println("data: " + source.describe());
-            ImageDataset train;
-            ImageDataset test;
-            try {
-                train = source.train();
-                test = source.test();
-            } catch (IllegalArgumentException e) {
-                throw new UserException((source.origin() == FashionMnist.Origin.DIRECTORY ? "--data: " : "") + e.getMessage(), e);
-            }
-            if (limit > 0) {
-                train = train.limit(limit);
-            }
-            report.printf(Locale.ROOT, "      %,d training samples, %,d test samples%n", train.size(), test.size());
+            report.println("data: " + d.describe());
+            report.printf(Locale.ROOT, "      %,d training %s, %,d test %s%n", d.train().size(),
+                    options.isTransformer() ? "windows" : "samples", d.test().size(), options.isTransformer() ? "windows" : "samples");
             report.println("device: " + dev.description());
             Path runDir = runFolder();
             boolean done = false;
             // closing the allocator throws, listing them, if a tensor was leaked
             try (CachingAllocator alloc = CachingAllocator.create(dev, config)) {
                 if (dryRun) {
-                    dryRun(alloc, options, train, runDir, stdout, report);
+                    dryRun(alloc, options, d, runDir, stdout, report);
                 } else {
-                    train(alloc, options, train, test, source, progressMode, runDir, stdout, report);
+                    train(alloc, options, d, progressMode, runDir, stdout, report);
                 }
                 done = true;
             } finally {
@@ -172,30 +285,52 @@ final class TrainCommand implements Callable<Integer> {
         return 0;
     }
 
-    private void train(CachingAllocator alloc, TrainOptions options, ImageDataset train, ImageDataset test,
-                       FashionMnist.Source source, TrainProgress.Mode progressMode, Path runDir,
+    private void train(CachingAllocator alloc, TrainOptions options, Data d, TrainProgress.Mode progressMode, Path runDir,
                        PrintWriter stdout, PrintWriter report) {
         io.vram4j.compute.Kernels.best().warmUp(); // JIT-compile the kernels before the first step
         TrainProgress listener = new TrainProgress(progressMode, System.err, report);
         TrainResult result;
-        try (Trainer trainer = new Trainer(alloc, options, train.features(), train.numClasses())) {
+        String sample = null;
+        long skipped;
+        try (Trainer trainer = d.trainer(alloc, options)) {
             report.printf(Locale.ROOT, "model: %s (%,d parameters)%n", trainer.description(), trainer.parameters());
             report.println("run folder: " + runDir);
             report.flush();
             try {
-                result = trainer.fit(train, test, listener);
+                result = trainer.fit(d.train(), d.test(), listener);
             } finally {
                 listener.close();
             }
+            skipped = trainer.skippedSteps();
+            if (options.isTransformer() && sampleChars > 0) {
+                sample = trainer.sample("\n", sampleChars, 0.8, options.seed());
+            }
         }
-        report.printf(Locale.ROOT, "test accuracy: %.2f%% (loss %.4f) on %,d samples after %d epoch%s; %,.0f samples/s, %.1f s in all%n",
-                100 * result.test().accuracy(), result.test().loss(), result.test().samples(), result.epochs().size(),
-                result.epochs().size() == 1 ? "" : "s", result.samplesPerSec(), result.seconds());
+        Map<String, Object> summary = new LinkedHashMap<>();
+        summary.put("status", "ok");
+        if (options.isTransformer()) {
+            report.printf(Locale.ROOT, "validation loss: %.4f nats/char = %.3f bits/char, next-character accuracy %.2f%% on %,d characters "
+                            + "after %d epoch%s; %,.0f characters/s, %.1f s in all%n",
+                    result.test().loss(), result.test().loss() / Math.log(2), 100 * result.test().accuracy(), result.test().samples(),
+                    result.epochs().size(), result.epochs().size() == 1 ? "" : "s", result.samplesPerSec(), result.seconds());
+            summary.put("bits_per_char", result.test().loss() / Math.log(2));
+        } else {
+            report.printf(Locale.ROOT, "test accuracy: %.2f%% (loss %.4f) on %,d samples after %d epoch%s; %,.0f samples/s, %.1f s in all%n",
+                    100 * result.test().accuracy(), result.test().loss(), result.test().samples(), result.epochs().size(),
+                    result.epochs().size() == 1 ? "" : "s", result.samplesPerSec(), result.seconds());
+        }
+        if (skipped >= 0) {
+            report.printf(Locale.ROOT, "fp16 GradScaler: %d optimizer step%s skipped (inf/NaN gradients)%n", skipped, skipped == 1 ? "" : "s");
+            summary.put("skipped_steps", skipped);
+        }
+        if (sample != null) {
+            report.println("sample (temperature 0.8):");
+            report.println(sample.strip());
+            summary.put("sample", sample);
+        }
         report.println(result.memory().line("end"));
         report.println();
         report.print(result.memorySummary());
-        Map<String, Object> summary = new LinkedHashMap<>();
-        summary.put("status", "ok");
         summary.put("accuracy", result.test().accuracy());
         summary.put("loss", result.test().loss());
         summary.put("train_accuracy", result.finalTrainAccuracy());
@@ -206,8 +341,9 @@ final class TrainCommand implements Callable<Integer> {
         summary.put("epochs", epochs(result.epochs()));
         summary.put("model", result.description());
         summary.put("parameters", result.parameters());
+        summary.put("techniques", options.techniques());
         summary.put("device", alloc.device().description());
-        summary.put("data", Map.of("source", source.describe(), "origin", source.origin().name().toLowerCase(Locale.ROOT),
+        summary.put("data", Map.of("source", d.describe(), "origin", d.origin(),
                 "train_samples", result.trainSamples(), "test_samples", result.test().samples()));
         summary.put("run_dir", runDir.toString());
         summary.put("files", writeRunFolder(runDir, result.memorySummary(), result.memoryStats(), result.snapshot(), summary));
@@ -215,12 +351,12 @@ final class TrainCommand implements Callable<Integer> {
         finish(runDir, summary, stdout, report);
     }
 
-    private void dryRun(CachingAllocator alloc, TrainOptions options, ImageDataset train, Path runDir,
+    private void dryRun(CachingAllocator alloc, TrainOptions options, Data d, Path runDir,
                         PrintWriter stdout, PrintWriter report) {
         DryRunResult r;
-        try (Trainer trainer = new Trainer(alloc, options, train.features(), train.numClasses())) {
+        try (Trainer trainer = d.trainer(alloc, options)) {
             report.printf(Locale.ROOT, "model: %s (%,d parameters)%n", trainer.description(), trainer.parameters());
-            r = trainer.dryRun(train);
+            r = trainer.dryRun(d.train());
         }
         report.printf(Locale.ROOT, "dry run: one step of %d samples needs %s at peak (the allocator reserved %s)%n",
                 r.batchSize(), FormatSize.formatSize(r.memory().peakAllocated()), FormatSize.formatSize(r.memory().peakReserved()));
@@ -234,6 +370,7 @@ final class TrainCommand implements Callable<Integer> {
         putMemory(summary, r.memory());
         summary.put("model", r.description());
         summary.put("parameters", r.parameters());
+        summary.put("techniques", options.techniques());
         summary.put("device", alloc.device().description());
         summary.put("run_dir", runDir.toString());
         summary.put("files", writeRunFolder(runDir, r.memorySummary(), r.memoryStats(), r.snapshot(), summary));
@@ -302,6 +439,13 @@ final class TrainCommand implements Callable<Integer> {
                 Path p = runDir.resolve("memory_snapshot.pickle");
                 SnapshotWriter.write(snapshot, p);
                 files.put("memory_snapshot", p.toString());
+                int device = VizCommand.defaultDevice(snapshot);
+                if (snapshot.devices().contains(device)) {
+                    Path html = runDir.resolve("memory_timeline.html");
+                    TimelinePage.write(MemoryTimeline.of(snapshot, device, MemoryTimeline.DEFAULT_MAX_ENTRIES),
+                            runDir.getFileName() + "/memory_snapshot.pickle", html);
+                    files.put("memory_timeline", html.toString());
+                }
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the run folder " + runDir + ": " + e.getMessage(), e);
@@ -364,15 +508,31 @@ final class TrainCommand implements Callable<Integer> {
         if (limit < 0) {
             throw new UserException("--limit must not be negative, got " + limit);
         }
+        int segments = 0;
+        if ("auto".equals(checkpoint)) {
+            TrainOptions d = TrainOptions.defaults(model.toLowerCase(Locale.ROOT).equals("transformer") ? "transformer" : "mlp");
+            int n = layers != null ? layers : d.layers();
+            segments = d.isTransformer() ? Math.max(1, n) : 2 * n + 1; // mlp: Linear, ReLU, ..., Linear
+        } else if (checkpoint != null) {
+            try {
+                segments = Integer.parseInt(checkpoint.strip());
+            } catch (NumberFormatException e) {
+                throw new UserException("--checkpoint: '" + checkpoint + "' is not a number of segments (expected an integer >= 1)");
+            }
+            if (segments < 1) {
+                throw new UserException("--checkpoint: the number of segments must be at least 1, got " + segments);
+            }
+        }
         try {
-            String opt = optimizer.toLowerCase(Locale.ROOT);
+            TrainOptions d = TrainOptions.defaults(model);
+            String opt = optimizer != null ? optimizer.toLowerCase(Locale.ROOT) : d.optimizer();
             boolean adamw = opt.equals("adamw");
             double rate = lr != null ? lr : adamw ? TrainOptions.DEFAULT_ADAMW_LR : TrainOptions.DEFAULT_SGD_LR;
             double decay = weightDecay != null ? weightDecay : adamw ? 0.01 : 0.0;
-            return TrainOptions.defaults().withLayers(layers).withHidden(hidden).withEpochs(epochs).withBatchSize(batchSize)
-                    .withOptimizer(optimizer).withSchedule(schedule).withLr(rate).withMomentum(momentum).withWeightDecay(decay).withSeed(seed)
-                    .withLimit(limit).withHistorySteps(historySteps)
-                    .withModel(model);
+            return new TrainOptions(d.model(), hidden != null ? hidden : d.hidden(), layers != null ? layers : d.layers(),
+                    epochs != null ? epochs : d.epochs(), batchSize != null ? batchSize : d.batchSize(), rate, opt, schedule,
+                    momentum, decay, seed, limit, d.testLimit(), d.prefetch(), historySteps, 0, blockSize, heads, segments,
+                    amp == null ? "off" : amp, accumulate, microBatch);
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
         }

@@ -43,13 +43,17 @@ class TrainCommandTest {
         assertEquals(json.get("peak_reserved_bytes").asLong(), stats.get("reserved_bytes.all.peak").asLong());
         assertTrue(stats.has("num_alloc_retries"));
         assertEquals(runDir.toString(), json.get("run_dir").asText());
-        for (String f : List.of("memory_summary.txt", "memory_stats.json", "memory_snapshot.pickle", "result.json")) {
+        for (String f : List.of("memory_summary.txt", "memory_stats.json", "memory_snapshot.pickle", "memory_timeline.html",
+                "result.json")) {
             assertTrue(Files.size(runDir.resolve(f)) > 0, f);
         }
         assertTrue(Files.readString(runDir.resolve("memory_summary.txt")).contains("Allocated memory"));
         // the snapshot is a pickle (protocol 2)
         byte[] pickle = Files.readAllBytes(runDir.resolve("memory_snapshot.pickle"));
         assertEquals((byte) 0x80, pickle[0]);
+        String page = Files.readString(runDir.resolve("memory_timeline.html"));
+        assertTrue(page.contains("<canvas id=\"timeline\">") && page.contains("\"peak_allocated\":"), "the timeline page of the run");
+        assertEquals(runDir.resolve("memory_timeline.html").toString(), json.get("files").get("memory_timeline").asText());
         // human output went to stderr
         assertTrue(r.err().contains("data: Fashion-MNIST from"), r.err());
         assertTrue(r.err().contains("epoch 1: allocated "), r.err());

@@ -13,10 +13,7 @@ import java.util.List;
  */
 final class Block {
     final Stream stream;
-    /**
-     * {@link Stream#handle()} of {@link #stream}, cached for ordering (compared unsigned). Only the
-     * allocator's reusable search keys ever change it.
-     */
+    /** {@link Stream#handle()} of {@link #stream}, cached for ordering (compared unsigned). */
     long streamKey;
     final BlockPool pool;
     long size;
@@ -38,6 +35,13 @@ final class Block {
     ExpandableSegment expandableSegment;
     /** Allocation-site context (stack frames) when history recording is on; otherwise null. */
     Object context;
+
+    // Links of the pool's free-block tree (see FreeBlockTree); meaningful only while inFreeTree.
+    Block treeLeft;
+    Block treeRight;
+    Block treeParent;
+    boolean treeRed;
+    boolean inFreeTree;
 
     Block(Stream stream, BlockPool pool, long size, long ptr) {
         this.stream = stream;

@@ -5,7 +5,7 @@ import java.util.function.Consumer;
 /**
  * Open-addressing hash map from a block's address to the allocated block (PyTorch's
  * {@code allocated_blocks}), with linear probing and backward-shift deletion, so the hot path neither boxes
- * nor allocates. Not thread-safe: guarded by the allocator's lock.
+ * nor allocates (except when it grows). The table is kept at most a quarter full. Not thread-safe: guarded by the allocator's lock.
  */
 final class BlockMap {
     private long[] keys;
@@ -40,7 +40,7 @@ final class BlockMap {
     }
 
     void put(long key, Block value) {
-        if ((size + 1) * 2 > keys.length) {
+        if ((size + 1) * 4 > keys.length) { // load factor at most 1/4: short probe runs on the free path
             resize();
         }
         int i = hash(key) & mask;

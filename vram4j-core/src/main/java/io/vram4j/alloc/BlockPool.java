@@ -10,7 +10,10 @@ import java.util.TreeSet;
  * lock.
  */
 final class BlockPool {
-    /** Orders free blocks by (stream, size, address): PyTorch's BlockComparatorSize. */
+    /**
+     * Orders free blocks by (stream, size, address): PyTorch's BlockComparatorSize. {@link FreeBlockTree} keeps
+     * this order itself; the comparator is its reference in tests.
+     */
     static final Comparator<Block> BY_SIZE = (a, b) -> {
         int c = Long.compareUnsigned(a.streamKey, b.streamKey);
         if (c != 0) {
@@ -26,7 +29,8 @@ final class BlockPool {
     };
 
     final boolean isSmall;
-    final TreeSet<Block> blocks = new TreeSet<>(BY_SIZE);
+    /** Free mapped blocks in {@link #BY_SIZE} order (an intrusive tree: see {@link FreeBlockTree}). */
+    final FreeBlockTree blocks = new FreeBlockTree();
     final TreeSet<Block> unmapped = new TreeSet<>(BY_ADDRESS);
     /** The ageing clock of garbage collection: incremented by each free-block search when GC is on. */
     long getFreeBlocksCallCount;

@@ -56,9 +56,6 @@ final class DeviceCachingAllocator {
     private final List<ExpandableSegment> expandableSegments = new ArrayList<>();
     private final List<OutOfMemoryObserver> oomObservers = new CopyOnWriteArrayList<>();
     private final DeviceStats stats;
-    /** Reused search key for best-fit lookups; only touched under the lock. */
-    private final Block searchKeySmall;
-    private final Block searchKeyLarge;
 
     private AllocatorConfig config;
     /** Sum of segment sizes and mapped expandable bytes (PyTorch's total_allocated_memory). */
@@ -81,9 +78,6 @@ final class DeviceCachingAllocator {
         this.device = device;
         this.config = config;
         this.stats = new DeviceStats(config.maxSplitSize() == AllocatorConfig.UNLIMITED ? -1 : config.maxSplitSize());
-        Stream keyStream = device.defaultStream();
-        this.searchKeySmall = new Block(keyStream, smallBlocks, 0, 0);
-        this.searchKeyLarge = new Block(keyStream, largeBlocks, 0, 0);
     }
 
     DeviceBackend device() {
@@ -98,7 +92,7 @@ final class DeviceCachingAllocator {
     // malloc (spec section 3)
     // ------------------------------------------------------------------------------------------------
 
-    /** Parameters of one malloc, as PyTorch's AllocParams. */
+    /** Parameters of one malloc that needs a new segment (the miss path), as PyTorch's AllocParams. */
     private static final class AllocParams {
         final Stream stream;
         final long streamKey;
@@ -123,54 +117,57 @@ final class DeviceCachingAllocator {
      * @param stream the allocation stream
      * @param context allocation-site context for history, or null
      * @return the block handed out
+     * @throws DeviceOutOfMemoryException after the OOM observers ran (outside the lock)
      */
     Block malloc(long origSize, Stream stream, Object context) {
+        OomReport oom;
         lock.lock();
         try {
-            processEvents();
+            if (!streamEvents.isEmpty()) {
+                processEvents();
+            }
             long size = SizeRules.roundSize(origSize, config);
             BlockPool pool = SizeRules.isSmall(size) ? smallBlocks : largeBlocks;
+            // The cache-hit path creates no parameter object: AllocParams exists only when a segment is needed.
+            Block block = getFreeBlock(pool, stream.handle(), size);
+            if (block != null) {
+                return allocFoundBlock(block, stream, pool, size, origSize, context);
+            }
             AllocParams params = new AllocParams(stream, pool, size, SizeRules.allocationSize(size));
-
-            boolean found = getFreeBlock(params);
-            if (!found) {
-                if (setFraction && config.garbageCollectionThreshold() > 0.0) {
-                    garbageCollectCachedBlocks();
-                }
-                found = allocBlock(params, false, context)
-                        || (releaseAvailableCachedBlocks(params) && allocBlock(params, false, context))
-                        || (releaseCachedBlocks() && allocBlock(params, true, context));
+            if (setFraction && config.garbageCollectionThreshold() > 0.0) {
+                garbageCollectCachedBlocks();
             }
-            if (!found) {
-                throw outOfMemory(params, origSize);
+            boolean found = allocBlock(params, false, context)
+                    || (releaseAvailableCachedBlocks(params) && allocBlock(params, false, context))
+                    || (releaseCachedBlocks() && allocBlock(params, true, context));
+            if (found) {
+                return allocFoundBlock(params.block, stream, pool, size, origSize, context);
             }
-            return allocFoundBlock(params, origSize, context);
+            oom = outOfMemory(params, origSize);
         } finally {
-            if (lock.isHeldByCurrentThread()) {
-                lock.unlock();
-            }
+            lock.unlock();
         }
+        for (OutOfMemoryObserver o : oomObservers) {
+            o.onOutOfMemory(device.index(), oom.allocSize, oom.allowed, oom.deviceFree);
+        }
+        throw oom.exception;
     }
 
-    /** Best fit on the same stream (spec 3.1). */
-    private boolean getFreeBlock(AllocParams p) {
-        BlockPool pool = p.pool;
+    /** Best fit on the same stream (spec 3.1); the block found is taken out of the pool. */
+    private Block getFreeBlock(BlockPool pool, long streamKey, long size) {
         if (setFraction && config.garbageCollectionThreshold() > 0.0) {
             pool.getFreeBlocksCallCount++;
         }
-        Block key = pool.isSmall ? searchKeySmall : searchKeyLarge;
-        key.size = p.size;
-        key.ptr = 0;
-        Block candidate = ceilingOnStream(pool, key, p.streamKey);
-        if (candidate == null) {
-            return false;
+        Block candidate = pool.blocks.ceiling(streamKey, size, 0);
+        if (candidate == null || candidate.streamKey != streamKey) {
+            return null;
         }
         if (candidate.expandableSegment != null) {
             if (config.expandableSegments()) {
                 // Best fit counts an expandable block as the size it can grow to: itself plus a directly
                 // following unmapped block.
                 Block next = pool.blocks.higher(candidate);
-                while (candidate.expandableSegment != null && next != null && next.streamKey == p.streamKey
+                while (candidate.expandableSegment != null && next != null && next.streamKey == streamKey
                         && expandableSize(next) < expandableSize(candidate)) {
                     candidate = next;
                     next = pool.blocks.higher(candidate);
@@ -179,30 +176,23 @@ final class DeviceCachingAllocator {
                 // Expandable segments were switched off at run time: only ordinary blocks may be used.
                 do {
                     candidate = pool.blocks.higher(candidate);
-                } while (candidate != null && candidate.expandableSegment != null && candidate.streamKey == p.streamKey);
-                if (candidate == null || candidate.streamKey != p.streamKey) {
-                    return false;
+                } while (candidate != null && candidate.expandableSegment != null && candidate.streamKey == streamKey);
+                if (candidate == null || candidate.streamKey != streamKey) {
+                    return null;
                 }
             }
         }
         long maxSplitSize = config.maxSplitSize();
         // Oversize blocks are kept for oversize requests ...
-        if (p.size < maxSplitSize && candidate.size >= maxSplitSize) {
-            return false;
+        if (size < maxSplitSize && candidate.size >= maxSplitSize) {
+            return null;
         }
         // ... and serve them only within max_non_split_rounding of their size.
-        if (p.size >= maxSplitSize && candidate.size >= p.size + config.maxNonSplitRounding()) {
-            return false;
+        if (size >= maxSplitSize && candidate.size >= size + config.maxNonSplitRounding()) {
+            return null;
         }
         pool.blocks.remove(candidate);
-        p.block = candidate;
-        return true;
-    }
-
-    private static Block ceilingOnStream(BlockPool pool, Block key, long streamKey) {
-        key.streamKey = streamKey;
-        Block c = pool.blocks.ceiling(key);
-        return c == null || c.streamKey != streamKey ? null : c;
+        return candidate;
     }
 
     private static long expandableSize(Block b) {
@@ -264,13 +254,12 @@ final class DeviceCachingAllocator {
     }
 
     /** Spec 3.4. */
-    private Block allocFoundBlock(AllocParams p, long origSize, Object context) {
-        Block block = p.block;
-        long size = p.size;
+    private Block allocFoundBlock(Block block, Stream stream, BlockPool pool, long size, long origSize, Object context) {
+        int poolType = poolType(pool);
         boolean alreadySplit = block.isSplit();
         if (shouldSplit(block, size)) {
             Block remaining = block;
-            block = new Block(p.stream, p.pool, size, remaining.ptr);
+            block = new Block(stream, pool, size, remaining.ptr);
             block.expandableSegment = remaining.expandableSegment;
             block.prev = remaining.prev;
             if (block.prev != null) {
@@ -280,32 +269,32 @@ final class DeviceCachingAllocator {
             remaining.prev = block;
             remaining.ptr += size;
             remaining.size -= size;
-            p.pool.insertIntoBlocks(remaining);
+            pool.insertIntoBlocks(remaining);
             if (remaining.expandableSegment == null) {
                 if (alreadySplit) {
                     // An already-split inactive block shrinks by size bytes.
-                    stats.inactiveSplitBytes.decrease(p.poolType, block.size);
+                    stats.inactiveSplitBytes.decrease(poolType, block.size);
                 } else {
                     // A previously unsplit block now leaves an inactive remainder.
-                    stats.inactiveSplitBytes.increase(p.poolType, remaining.size);
-                    stats.inactiveSplit.increase(p.poolType, 1);
+                    stats.inactiveSplitBytes.increase(poolType, remaining.size);
+                    stats.inactiveSplit.increase(poolType, 1);
                 }
             }
         } else if (alreadySplit && block.expandableSegment == null) {
             // An already-split inactive block becomes active.
-            stats.inactiveSplitBytes.decrease(p.poolType, block.size);
-            stats.inactiveSplit.decrease(p.poolType, 1);
+            stats.inactiveSplitBytes.decrease(poolType, block.size);
+            stats.inactiveSplit.decrease(poolType, 1);
         }
         block.allocated = true;
         block.requestedSize = origSize;
         block.context = context;
         allocatedBlocks.put(block.ptr, block);
 
-        stats.allocation.increase(p.poolType, 1);
-        stats.allocatedBytes.increase(p.poolType, block.size);
-        stats.active.increase(p.poolType, 1);
-        stats.activeBytes.increase(p.poolType, block.size);
-        stats.requestedBytes.increase(p.poolType, origSize);
+        stats.allocation.increase(poolType, 1);
+        stats.allocatedBytes.increase(poolType, block.size);
+        stats.active.increase(poolType, 1);
+        stats.activeBytes.increase(poolType, block.size);
+        stats.requestedBytes.increase(poolType, origSize);
         if (block.size >= config.maxSplitSize()) {
             stats.oversizeAllocations.increase(1);
         }
@@ -590,11 +579,10 @@ final class DeviceCachingAllocator {
         }
         BlockPool pool = p.pool;
         long keySize = Math.max(p.size, maxSplitSize);
-        Block key = new Block(p.stream, pool, keySize, 0);
-        Block found = pool.blocks.ceiling(key);
+        Block found = pool.blocks.ceiling(p.streamKey, keySize, 0);
         if (found == null || found.streamKey != p.streamKey || found.expandableSegment != null) {
             // No single block is large enough: release oversize blocks from the largest down.
-            Block cur = pool.blocks.lower(key);
+            Block cur = pool.blocks.lower(p.streamKey, keySize, 0);
             if (cur == null) {
                 return false;
             }
@@ -794,7 +782,11 @@ final class DeviceCachingAllocator {
     // Out of memory (spec 4.5)
     // ------------------------------------------------------------------------------------------------
 
-    private DeviceOutOfMemoryException outOfMemory(AllocParams p, long origSize) {
+    /** An out-of-memory failure decided under the lock, reported to the observers after it is released. */
+    private record OomReport(DeviceOutOfMemoryException exception, long allocSize, long allowed, long deviceFree) {
+    }
+
+    private OomReport outOfMemory(AllocParams p, long origSize) {
         MemInfo info = device.memGetInfo();
         String allowedInfo = setFraction ? FormatSize.formatSize(allowedMemoryMaximum) + " allowed; " : "";
         listener.oom(info.free(), p.size, p.stream);
@@ -802,10 +794,6 @@ final class DeviceCachingAllocator {
         long allocatedBytes = stats.allocatedBytes.all().current;
         long reservedBytes = stats.reservedBytes.all().current;
         long allowed = setFraction ? allowedMemoryMaximum : info.total();
-        lock.unlock();
-        for (OutOfMemoryObserver o : oomObservers) {
-            o.onOutOfMemory(device.index(), p.allocSize, allowed, info.free());
-        }
         String message = device.type() + " device out of memory. Tried to allocate " + FormatSize.formatSize(p.allocSize)
                 + ". GPU " + device.index() + " has a total capacity of " + FormatSize.formatSize(info.total())
                 + " of which " + FormatSize.formatSize(info.free()) + " is free. " + allowedInfo
@@ -814,7 +802,8 @@ final class DeviceCachingAllocator {
                 + " If reserved but unallocated memory is large try setting"
                 + " VRAM4J_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory"
                 + " Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
-        return new DeviceOutOfMemoryException(message, device.index(), origSize, p.allocSize);
+        return new OomReport(new DeviceOutOfMemoryException(message, device.index(), origSize, p.allocSize), p.allocSize,
+                allowed, info.free());
     }
 
     void attachOutOfMemoryObserver(OutOfMemoryObserver observer) {

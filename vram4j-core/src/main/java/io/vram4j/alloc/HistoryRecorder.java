@@ -8,13 +8,17 @@ import java.util.List;
 /**
  * The memory history of one device: a ring buffer of trace entries with PyTorch's actions and fields
  * (spec 10.1, 10.2). The allocator calls it under its lock; reading it also happens under that lock.
- * Time stamps are wall-clock epoch microseconds.
+ * Time stamps are wall-clock epoch microseconds (see {@link #nowUs()}).
  */
 final class HistoryRecorder implements AllocatorListener {
 
-    /** One trace entry. {@code frames} is null when no stack was kept. */
-    record Entry(String action, long addr, long size, long stream, long timeUs, List<StackCapture.JavaFrame> frames,
+    /** One trace entry. {@code stack} is null when no stack was kept. */
+    record Entry(String action, long addr, long size, long stream, long timeUs, StackCapture.Stack stack,
                  long deviceFree) {
+        /** @return the kept frames, innermost first; empty when none */
+        List<StackCapture.JavaFrame> frames() {
+            return stack == null ? List.of() : stack.frames();
+        }
     }
 
     final HistoryContext context;
@@ -23,7 +27,13 @@ final class HistoryRecorder implements AllocatorListener {
     private int start;
     private int count;
 
+    private final long startEpochUs;
+    private final long startNanos;
+
     HistoryRecorder(HistoryContext context, boolean javaStacks, int capacity) {
+        java.time.Instant now = java.time.Instant.now();
+        this.startNanos = System.nanoTime();
+        this.startEpochUs = now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
         this.context = context;
         this.javaStacks = javaStacks;
         this.ring = new Entry[Math.max(1, capacity)];
@@ -43,9 +53,8 @@ final class HistoryRecorder implements AllocatorListener {
         return context.compareTo(HistoryContext.ALLOC) >= 0;
     }
 
-    @SuppressWarnings("unchecked")
-    private List<StackCapture.JavaFrame> frames(Object ctx) {
-        return entriesKeepStacks() && ctx instanceof List<?> l ? (List<StackCapture.JavaFrame>) l : null;
+    private StackCapture.Stack frames(Object ctx) {
+        return entriesKeepStacks() && ctx instanceof StackCapture.Stack s ? s : null;
     }
 
     private void add(String action, long addr, long size, Stream stream, Object ctx) {
@@ -62,9 +71,12 @@ final class HistoryRecorder implements AllocatorListener {
         }
     }
 
-    static long nowUs() {
-        java.time.Instant now = java.time.Instant.now();
-        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+    /**
+     * @return wall-clock epoch microseconds: the wall clock read once when recording started plus the
+     *     monotonic clock's progress since (reading the wall clock per entry costs an Instant each time)
+     */
+    long nowUs() {
+        return startEpochUs + (System.nanoTime() - startNanos) / 1_000;
     }
 
     /** @return the entries, oldest first */

@@ -55,7 +55,7 @@ final class SnapshotBuilder {
                 h.snapshotTaken(engine.activeBytes(), engine.device().defaultStream());
                 for (HistoryRecorder.Entry e : h.entries()) {
                     TraceAction action = TraceAction.fromPytorchName(e.action());
-                    List<Frame> fr = e.frames() == null ? List.of() : frames(e.frames());
+                    List<Frame> fr = frames(e.stack());
                     trace.add(action == TraceAction.OOM
                             ? TraceEntry.oom(e.size(), e.stream(), e.timeUs(), e.deviceFree(), fr)
                             : TraceEntry.of(action, e.addr(), e.size(), e.stream(), e.timeUs(), fr));
@@ -70,14 +70,13 @@ final class SnapshotBuilder {
     }
 
     private static List<Frame> frames(Object ctx) {
-        if (!(ctx instanceof List<?> list)) {
+        if (!(ctx instanceof StackCapture.Stack stack)) {
             return List.of();
         }
+        List<StackCapture.JavaFrame> list = stack.frames();
         List<Frame> out = new ArrayList<>(list.size());
-        for (Object o : list) {
-            if (o instanceof StackCapture.JavaFrame f) {
-                out.add(new Frame(f.name(), f.filename(), f.line()));
-            }
+        for (StackCapture.JavaFrame f : list) {
+            out.add(new Frame(f.name(), f.filename(), f.line()));
         }
         return out;
     }

@@ -1,32 +1,83 @@
 package io.vram4j.alloc;
 
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Set;
-import java.util.stream.Collectors;
 
 /**
  * Captures the caller's Java stack for memory history, skipping vram4j's own allocator, device and memory
- * frames (and the JDK's) so the first frame is the code that asked for memory. At most {@link #MAX_FRAMES} frames are kept.
- * Thread-safe.
+ * frames (and the JDK's) so the first frame is the code that asked for memory. At most {@link #MAX_FRAMES}
+ * frames are kept. Thread-safe.
+ *
+ * <p>Capturing is on the allocator's hot path when recording is on, so it does the least it can there: the
+ * walk stops after {@link #MAX_FRAMES} kept frames, whether a class is skipped is decided once per class
+ * ({@link ClassValue}), and frames stay raw {@link StackWalker.StackFrame}s until a snapshot reads them
+ * ({@link Stack#frames()}), because turning a frame into a file name and line number costs more than the
+ * walk.
  */
 final class StackCapture {
     static final int MAX_FRAMES = 24;
-    private static final StackWalker WALKER = StackWalker.getInstance(Set.of(), MAX_FRAMES + 16);
+    private static final StackWalker WALKER = StackWalker.getInstance(Set.of(StackWalker.Option.RETAIN_CLASS_REFERENCE),
+            MAX_FRAMES + 16);
     private static final String[] SKIPPED = {"io.vram4j.alloc.", "io.vram4j.device.", "io.vram4j.memory.",
             "io.vram4j.tensor.Storage", "java.", "jdk.", "sun."};
+    private static final ClassValue<Boolean> SKIP = new ClassValue<>() {
+        @Override
+        protected Boolean computeValue(Class<?> type) {
+            return skipped(type.getName());
+        }
+    };
 
     /** One captured frame, as PyTorch's {name, filename, line}. */
     record JavaFrame(String name, String filename, int line) {
     }
 
+    /** A captured stack; its frames are resolved to names, files and lines on first read, then kept. */
+    static final class Stack {
+        private final StackWalker.StackFrame[] raw;
+        private volatile List<JavaFrame> resolved;
+
+        private Stack(StackWalker.StackFrame[] raw) {
+            this.raw = raw;
+        }
+
+        /** @return the kept frames, innermost first (immutable) */
+        List<JavaFrame> frames() {
+            List<JavaFrame> r = resolved;
+            if (r == null) {
+                List<JavaFrame> out = new ArrayList<>(raw.length);
+                for (StackWalker.StackFrame f : raw) {
+                    out.add(frame(f));
+                }
+                r = Collections.unmodifiableList(out);
+                resolved = r;
+            }
+            return r;
+        }
+    }
+
     private StackCapture() {
     }
 
-    static List<JavaFrame> capture() {
-        return WALKER.walk(s -> s.filter(f -> !skipped(f.getClassName()))
-                .limit(MAX_FRAMES)
-                .map(StackCapture::frame)
-                .collect(Collectors.toList()));
+    /** @return the caller's stack (vram4j's and the JDK's frames left out) */
+    static Stack capture() {
+        return new Stack(WALKER.walk(StackCapture::keep));
+    }
+
+    private static StackWalker.StackFrame[] keep(java.util.stream.Stream<StackWalker.StackFrame> frames) {
+        StackWalker.StackFrame[] out = new StackWalker.StackFrame[MAX_FRAMES];
+        int n = 0;
+        Iterator<StackWalker.StackFrame> it = frames.iterator();
+        while (n < MAX_FRAMES && it.hasNext()) {
+            StackWalker.StackFrame f = it.next();
+            if (!SKIP.get(f.getDeclaringClass())) {
+                out[n++] = f;
+            }
+        }
+        return n == MAX_FRAMES ? out : Arrays.copyOf(out, n);
     }
 
     private static boolean skipped(String className) {

@@ -41,8 +41,8 @@ final class TraceAnalysis {
     final Map<Long, long[]> orphanSegments = new HashMap<>();
     /** Segment addresses created during the trace. */
     final Set<Long> createdSegments = new HashSet<>();
-    /** Addresses allocated during the trace and still live at its end. */
-    final Set<Long> liveAtEnd = new HashSet<>();
+    /** Addresses allocated during the trace and still live at its end (value 1; a primitive set). */
+    final LongLongMap liveAtEnd = new LongLongMap();
     boolean expandable;
 
     TraceAnalysis(List<TraceEntry> trace, List<SegmentInfo> dump) {
@@ -65,16 +65,16 @@ final class TraceAnalysis {
         expandable = dump.stream().anyMatch(SegmentInfo::isExpandable)
                 || trace.stream().anyMatch(e -> e.action() == TraceAction.SEGMENT_MAP);
 
-        Set<Long> allocatedInTrace = new HashSet<>();
+        LongLongMap allocatedInTrace = new LongLongMap(); // as a set: value 1
         for (int i = 0; i < trace.size(); i++) {
             TraceEntry e = trace.get(i);
             switch (e.action()) {
                 case ALLOC -> {
-                    allocatedInTrace.add(e.addr());
-                    liveAtEnd.add(e.addr());
+                    allocatedInTrace.put(e.addr(), 1);
+                    liveAtEnd.put(e.addr(), 1);
                 }
                 case FREE_COMPLETED -> {
-                    if (!allocatedInTrace.contains(e.addr()) && !orphanFrees.containsKey(e.addr())) {
+                    if (allocatedInTrace.get(e.addr()) == 0 && !orphanFrees.containsKey(e.addr())) {
                         orphanFrees.put(e.addr(), new long[] {e.size(), e.stream(), i});
                     }
                     liveAtEnd.remove(e.addr());
@@ -94,7 +94,7 @@ final class TraceAnalysis {
         }
         for (SegmentInfo s : dump) {
             for (BlockInfo b : s.blocks()) {
-                if (b.state() == BlockState.ACTIVE_ALLOCATED && !liveAtEnd.contains(b.address())
+                if (b.state() == BlockState.ACTIVE_ALLOCATED && liveAtEnd.get(b.address()) == 0
                         && !orphanFrees.containsKey(b.address())) {
                     initialRequested += b.requestedSize();
                 }
@@ -155,6 +155,64 @@ final class TraceAnalysis {
         if (!bursts.isEmpty()) {
             inferredLower = Math.max(inferredLower, recordedPeakReserved);
         }
+    }
+
+    private long[] knownStarts;
+
+    /**
+     * Every block start the recording knows of (dump blocks, trace allocs, frees of pre-trace blocks), as a
+     * sorted array of addresses with the sign bit flipped, so signed order is the addresses' unsigned order.
+     * Computed once and shared by the replay's passes.
+     */
+    long[] knownStarts() {
+        if (knownStarts == null) {
+            long[] a = new long[64];
+            int n = 0;
+            for (SegmentInfo s : dump) {
+                for (BlockInfo b : s.blocks()) {
+                    a = ensure(a, n);
+                    a[n++] = b.address() ^ Long.MIN_VALUE;
+                }
+            }
+            for (TraceEntry e : trace) {
+                if (e.action() == TraceAction.ALLOC) {
+                    a = ensure(a, n);
+                    a[n++] = e.addr() ^ Long.MIN_VALUE;
+                }
+            }
+            for (long addr : orphanFrees.keySet()) {
+                a = ensure(a, n);
+                a[n++] = addr ^ Long.MIN_VALUE;
+            }
+            a = java.util.Arrays.copyOf(a, n);
+            java.util.Arrays.sort(a);
+            knownStarts = a;
+        }
+        return knownStarts;
+    }
+
+    private static long[] ensure(long[] a, int n) {
+        return n < a.length ? a : java.util.Arrays.copyOf(a, a.length * 2);
+    }
+
+    /**
+     * @param addr an address
+     * @return the least known block start above {@code addr} (unsigned), or null when none
+     */
+    Long nextKnownStart(long addr) {
+        long[] a = knownStarts();
+        long key = addr ^ Long.MIN_VALUE;
+        int lo = 0;
+        int hi = a.length;
+        while (lo < hi) { // first index with a[i] > key
+            int mid = (lo + hi) >>> 1;
+            if (a[mid] <= key) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return lo < a.length ? a[lo] ^ Long.MIN_VALUE : null;
     }
 
     boolean hasOomPathBursts() {

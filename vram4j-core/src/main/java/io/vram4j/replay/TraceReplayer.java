@@ -186,7 +186,7 @@ final class TraceReplayer implements AllocatorListener {
         TreeMap<Long, long[]> live = new TreeMap<>(Long::compareUnsigned);
         for (SegmentInfo s : analysis.dump) {
             for (BlockInfo b : s.blocks()) {
-                if (b.state() == BlockState.ACTIVE_ALLOCATED && !analysis.liveAtEnd.contains(b.address())
+                if (b.state() == BlockState.ACTIVE_ALLOCATED && analysis.liveAtEnd.get(b.address()) == 0
                         && !analysis.orphanFrees.containsKey(b.address())) {
                     live.put(b.address(), new long[] {b.size(), b.requestedSize()});
                 }
@@ -195,20 +195,8 @@ final class TraceReplayer implements AllocatorListener {
         for (Map.Entry<Long, long[]> o : analysis.orphanFrees.entrySet()) {
             live.put(o.getKey(), new long[] {0, o.getValue()[0]});
         }
-        // Every block start the recording knows of: a block's true end is the next known start when the gap
-        // could only be an unsplit remainder (Note [Initial state]).
-        java.util.TreeSet<Long> starts = new java.util.TreeSet<>(Long::compareUnsigned);
-        for (SegmentInfo s : analysis.dump) {
-            for (BlockInfo b : s.blocks()) {
-                starts.add(b.address());
-            }
-        }
-        for (TraceEntry e : analysis.trace) {
-            if (e.action() == io.vram4j.memory.snapshot.TraceAction.ALLOC) {
-                starts.add(e.addr());
-            }
-        }
-        starts.addAll(live.keySet());
+        // Every block start the recording knows of (TraceAnalysis.knownStarts): a block's true end is the next
+        // known start when the gap could only be an unsplit remainder (Note [Initial state]).
         int count = 0;
         for (Map.Entry<Long, long[]> seg : segments.entrySet()) {
             long base = seg.getKey();
@@ -222,8 +210,8 @@ final class TraceReplayer implements AllocatorListener {
                 long blockSize = v[0];
                 if (blockSize == 0) {
                     long rounded = SizeRules.roundSize(v[1], recordedConfig);
-                    Long next = starts.higher(addr);
-                    long nextStart = next == null || next >= base + size ? base + size : next;
+                    Long next = analysis.nextKnownStart(addr);
+                    long nextStart = next == null || Long.compareUnsigned(next, base + size) >= 0 ? base + size : next;
                     long limit = k + 1 < inside.size() ? inside.get(k + 1).getKey() : base + size;
                     nextStart = Math.min(nextStart, limit);
                     long gap = nextStart - (addr + rounded);

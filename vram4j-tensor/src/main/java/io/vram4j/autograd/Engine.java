@@ -1,5 +1,7 @@
 package io.vram4j.autograd;
 
+import io.vram4j.tensor.AutocastHook;
+import io.vram4j.tensor.ExecutionContext;
 import io.vram4j.tensor.MemoryScope;
 import io.vram4j.tensor.Tensor;
 
@@ -26,6 +28,9 @@ final class Engine {
             throw new IllegalStateException("element 0 of tensors does not require grad and does not have a grad_fn");
         }
         Map<Node, Tensor> pending = new IdentityHashMap<>();
+        // backward ops run in the dtypes of their forward ops: autocast is suspended (as in PyTorch, where the
+        // autocast state does not reach the autograd engine's threads)
+        AutocastHook.Interceptor autocast = AutocastHook.install(null);
         try (NoGrad ng = NoGrad.enter(); MemoryScope scope = MemoryScope.open()) {
             Tensor g;
             if (gradient == null) {
@@ -96,6 +101,7 @@ final class Engine {
                 }
             }
         } finally {
+            AutocastHook.install(autocast);
             for (Tensor t : pending.values()) {
                 t.close();
             }
@@ -108,7 +114,8 @@ final class Engine {
             node.saved(0); // throws the "backward through the graph a second time" error
         }
         Tensor[] gin;
-        try (MemoryScope s = MemoryScope.open()) {
+        try (ExecutionContext.Region r = ExecutionContext.enterBackward(node.module, node.prim.backwardName());
+             MemoryScope s = MemoryScope.open()) {
             gin = GradientRules.apply(node, gout);
             for (int i = 0; i < gin.length; i++) {
                 if (gin[i] != null) {

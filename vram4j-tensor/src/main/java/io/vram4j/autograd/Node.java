@@ -24,7 +24,12 @@ public final class Node {
     final float scalar;
     private final boolean hadSaved;
     Tensor[] saved;
+    /** Values from {@link SavedTensorsHooks.Hooks#pack} (null without hooks); unpacked lazily into {@link #saved}. */
+    private Object[] packed;
+    private SavedTensorsHooks.Hooks hooks;
     private int refs = 1;
+    /** The module whose forward recorded this node ({@link io.vram4j.tensor.ExecutionContext}), or null. */
+    final String module = io.vram4j.tensor.ExecutionContext.currentModule();
 
     private Node(Prim prim, Tensor[] inputs, Tensor[] saved, int[] ints, float scalar) {
         this.prim = prim;
@@ -70,6 +75,32 @@ public final class Node {
         return new Node(prim, inputs, saved, ints, scalar);
     }
 
+    /**
+     * Records a node whose saved tensors went through saved-tensors hooks: the node keeps {@code packed} and
+     * unpacks entry {@code i} the first time its rule reads saved tensor {@code i}. For the tensor runtime.
+     *
+     * @param prim the primitive
+     * @param inputs the op's inputs (entries may be null)
+     * @param packed what {@code hooks.pack} returned for each saved tensor (null for absent ones)
+     * @param hooks the hooks that packed them; {@link SavedTensorsHooks.Hooks#release} is called for each when
+     *     the node releases its saved values
+     * @param ints integer arguments of the primitive, or an empty array
+     * @param scalar a float argument of the primitive, or 0
+     * @return a node with one reference (the output's)
+     */
+    public static Node create(Prim prim, Tensor[] inputs, Object[] packed, SavedTensorsHooks.Hooks hooks, int[] ints,
+            float scalar) {
+        Node n = new Node(prim, inputs, new Tensor[packed.length], ints, scalar);
+        n.packed = packed;
+        n.hooks = hooks;
+        return n;
+    }
+
+    /** @return the dotted path of the module whose forward recorded this node, or null when outside any */
+    public String module() {
+        return module;
+    }
+
     /** @return the primitive this node records */
     public Prim prim() {
         return prim;
@@ -92,17 +123,34 @@ public final class Node {
                     + "freed when you call backward(). Specify retainGraph=true if you need to backward through the "
                     + "graph a second time.");
         }
-        return saved[i];
+        Tensor t = saved[i];
+        if (t == null && packed != null && packed[i] != null) {
+            t = hooks.unpack(packed[i]);
+            saved[i] = t;
+        }
+        return t;
     }
 
     /** Releases the saved tensors (the node stays usable as a structure). */
     void freeSaved() {
         Tensor[] s = saved;
+        Object[] p = packed;
         saved = null;
-        if (s != null) {
-            for (Tensor t : s) {
-                if (t != null) {
-                    t.close();
+        packed = null;
+        try {
+            if (s != null) {
+                for (Tensor t : s) {
+                    if (t != null) {
+                        t.close();
+                    }
+                }
+            }
+        } finally {
+            if (p != null) {
+                for (Object o : p) {
+                    if (o != null) {
+                        hooks.release(o);
+                    }
                 }
             }
         }

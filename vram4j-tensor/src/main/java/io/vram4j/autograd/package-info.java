@@ -9,7 +9,11 @@
  *       tensors it saved when backward has used them or when its output is closed.</li>
  *   <li>{@code Engine}: topological (Kahn) order from the root, gradient accumulation per node, broadcast
  *       reduction, leaf accumulation into {@link io.vram4j.tensor.Tensor#grad()} across calls.</li>
- *   <li>{@link io.vram4j.autograd.NoGrad}: try-with-resources block without recording.</li>
+ *   <li>{@link io.vram4j.autograd.NoGrad}: try-with-resources block without recording;
+ *       {@link io.vram4j.autograd.EnableGrad} switches it back on inside one ({@code torch.enable_grad()}).</li>
+ *   <li>{@link io.vram4j.autograd.SavedTensorsHooks}: pack/unpack hooks for the tensors ops save for backward
+ *       ({@code torch.autograd.graph.saved_tensors_hooks}), with a release callback; activation checkpointing
+ *       ({@link io.vram4j.train.Checkpoint}) is built on them. Backward runs with autocast suspended.</li>
  *   <li>{@link io.vram4j.autograd.GradCheck}: finite-difference check of analytic gradients (central
  *       differences accumulated in float64, on {@code host}).</li>
  * </ul>

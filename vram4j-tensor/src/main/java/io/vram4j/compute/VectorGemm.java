@@ -12,12 +12,13 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <pre>
  *   for jc in [0, n) step NB                            column blocks of C; usually one (NB = n)
+ *     KB = ceil(k / ceil(k / KC))                       equal slices of depth at most KC
  *     phase 1 (parallel over panels):
- *       pack op(B)[:, jc:jc+NB] -> bp                   for each KC slice: NR-column panels, zero-padded
+ *       pack op(B)[:, jc:jc+NB] -> bp                   for each KB slice: NR-column panels, zero-padded
  *     phase 2 (parallel, dynamic): for each chunk = rows [i0, i1) x panels [p0, p1) of the C block
- *       for pc in [0, k) step KC
- *         pack op(A)[i0:i1, pc:pc+KC] -> ap             MR-row panels, zero-padded (thread-local, L2)
- *         for jr in [p0, p1)                            one B panel (KC x NR, 32 KiB): stays in L1 over ir
+ *       for pc in [0, k) step KB
+ *         pack op(A)[i0:i1, pc:pc+KB] -> ap             MR-row panels, zero-padded (thread-local, L2)
+ *         for jr in [p0, p1)                            one B panel (KB x NR, <= 32 KiB): stays in L1 over ir
  *           for ir in [i0, i1) step MR
  *             micro-kernel: C[ir:ir+MR, jr:jr+NR] (+)= alpha * ap_panel * bp_panel
  * </pre>
@@ -26,18 +27,23 @@ import jdk.incubator.vector.VectorSpecies;
  * (12 x 32 floats with AVX-512). For each {@code p} it loads two vectors of the B panel, broadcasts twelve
  * values of the A panel and issues 24 FMAs. Packing absorbs the transposes, so the kernel sees one layout;
  * it also zero-pads the edges, so the kernel always computes a full tile and only the store is partial.
+ * The kernel leaves the tile in a small array and {@code update} adds it to C (masked on the edges): with the
+ * C update inside, the method was too large for C1, whose bailout kept it out of C2 (see {@link #kernel}).
  * Packed buffers are heap {@code float[]}s, which C2 reads faster than segments in the inner loop.
  *
  * <p><b>Blocking.</b> {@code KC = 256}: a B panel is 32 KiB (L1), an A block of {@code MC = 192} rows is
  * 192 KiB (L2), and a chunk's C block stays in L2 across the {@code pc} loop. op(B) is packed once per call
  * into one buffer shared by all threads (for very large {@code k * n} it is done per column block), so no
- * thread packs it again; each chunk packs only its own rows of op(A).
+ * thread packs it again; each chunk packs only its own rows of op(A). {@code k} is cut into
+ * {@code ceil(k / KC)} slices of equal depth (784 gives 4 x 196), so no thin last slice pays a full tile update
+ * for a few multiply-adds. Packing a row of the stored A (or of the stored B when it is transposed) loads a
+ * vector along {@code p} and scatters it into the panel.
  *
  * <p><b>Threads.</b> Phase 1 splits the B panels, phase 2 hands chunks out from an atomic counter, so a
  * thread that starts late or is descheduled simply takes fewer chunks. Chunks are about four per thread
  * (rows first, columns when there are too few row panels). Small problems run on the calling thread.
  *
- * <p><b>Exactness.</b> {@code beta} is applied with the first {@code KC} slice (later slices accumulate);
+ * <p><b>Exactness.</b> {@code beta} is applied with the first slice (later slices accumulate);
  * with {@code beta == 0} the old C is never read. Every element of C goes through the same operations
  * whatever chunk computes it, so results are bitwise identical for every thread count.
  */
@@ -61,6 +67,10 @@ final class VectorGemm {
     static final long PARALLEL_MIN_MACS = 1L << 21;
 
     private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    /** Scatter offsets {@code 0, MR, 2 MR, ...}: one vector of a row of A into an MR-row panel. */
+    private static final int[] STRIDE_MR = strides(MR);
+    /** Scatter offsets {@code 0, NR, 2 NR, ...}: one vector of a column of op(B) into an NR-column panel. */
+    private static final int[] STRIDE_NR = strides(NR);
     private static final ByteOrder BO = ByteOrder.nativeOrder();
 
     /** Per-thread buffers: an A block, a tile for partial stores, and (for callers) the shared packed B. */
@@ -92,6 +102,8 @@ final class VectorGemm {
         long macs = (long) m * n * k;
         int parts = macs < PARALLEL_MIN_MACS ? 1 : (int) Math.min(threads, macs / (PARALLEL_MIN_MACS / 2));
         int kBlocks = (k + KC - 1) / KC;
+        // equal slices (k = 784 gives 4 x 196, not 3 x 256 + 16: a thin last slice wastes its tile updates)
+        int kb = (k + kBlocks - 1) / kBlocks;
         // column block width: all of n unless packed B would exceed B_CAP
         int nb = (int) Math.min(roundUp(n, NR), Math.max(NR, (long) B_CAP / k / NR * NR));
         Workspace caller = WORKSPACE.get();
@@ -106,8 +118,8 @@ final class VectorGemm {
             int packUnits = kBlocks * panels;
             boolean packInParallel = parts > 1 && (long) k * ncPad >= PARALLEL_PACK_MIN;
             ComputePool.forEach(packInParallel ? parts - 1 : 0, packUnits, u -> {
-                int pc = (u / panels) * KC;
-                int kc = Math.min(KC, k - pc);
+                int pc = (u / panels) * kb;
+                int kc = Math.min(kb, k - pc);
                 int jr = (u % panels) * NR;
                 packB(tb, b, bOff, ldb, pc, kc, col0 + jr, Math.min(NR, nc - jr), bp, pc * ncPad + jr * kc);
             });
@@ -125,10 +137,18 @@ final class VectorGemm {
                 int i1 = Math.min(m, i0 + rowTiles * MR);
                 int p0 = (u % chunkCols) * panelsPerChunk;
                 int p1 = Math.min(panels, p0 + panelsPerChunk);
-                chunk(WORKSPACE.get(), ta, i0, i1, p0, p1, col0, nc, ncPad, k, alpha, a, aOff, lda, bp, beta,
+                chunk(WORKSPACE.get(), ta, i0, i1, p0, p1, col0, nc, ncPad, k, kb, alpha, a, aOff, lda, bp, beta,
                         c, cOff, ldc);
             });
         }
+    }
+
+    private static int[] strides(int step) {
+        int[] out = new int[L];
+        for (int i = 0; i < L; i++) {
+            out[i] = i * step;
+        }
+        return out;
     }
 
     private static int roundUp(int v, int unit) {
@@ -137,7 +157,7 @@ final class VectorGemm {
 
     /** Computes rows [i0, i1) x panels [p0, p1) of the current column block (starting at column col0). */
     private static void chunk(Workspace ws, boolean ta, int i0, int i1, int p0, int p1, int col0, int nc, int ncPad,
-                              int k, float alpha, MemorySegment a, long aOff, int lda, float[] bp,
+                              int k, int kb, float alpha, MemorySegment a, long aOff, int lda, float[] bp,
                               float beta, MemorySegment c, long cOff, int ldc) {
         float[] ap = ws.ap;
         float[] tile = ws.tile;
@@ -146,8 +166,8 @@ final class VectorGemm {
             // C = beta * C first; the kernels then add alpha * A * B (same rounding as fma(acc, alpha, beta * c))
             scaleC(c, cOff, ldc, i0, i1, col0 + p0 * NR, col0 + Math.min(nc, p1 * NR), beta);
         }
-        for (int pc = 0; pc < k; pc += KC) {
-            int kc = Math.min(KC, k - pc);
+        for (int pc = 0; pc < k; pc += kb) {
+            int kc = Math.min(kb, k - pc);
             packA(ta, a, aOff, lda, i0, mc, pc, kc, ap);
             boolean overwrite = pc == 0 && beta == 0f;
             int sliceAt = pc * ncPad;
@@ -173,12 +193,47 @@ final class VectorGemm {
             int mr = Math.min(MR, mc - ir);
             int base = ir * kc;
             if (!ta) {
+                // rows of A are contiguous in p: load L of them, scatter them MR apart
+                int pv = SP.loopBound(kc);
                 for (int r = 0; r < mr; r++) {
                     long row = (aOff + (long) (ic + ir + r) * lda + pc) * Float.BYTES;
-                    for (int p = 0, o = base + r; p < kc; p++, o += MR) {
+                    int p = 0;
+                    for (; p < pv; p += L) {
+                        FloatVector.fromMemorySegment(SP, a, row + (long) p * Float.BYTES, BO)
+                                .intoArray(ap, base + p * MR + r, STRIDE_MR, 0);
+                    }
+                    for (int o = base + p * MR + r; p < kc; p++, o += MR) {
                         ap[o] = a.get(F, row + (long) p * Float.BYTES);
                     }
                 }
+            } else if (L >= MR) {
+                // the mr values of a row of the stored A are contiguous: one vector load, the lanes past mr
+                // zeroed (they pad the panel), one masked store of MR lanes. Rows whose vector would run past
+                // the end of the segment (only ever the last few) are copied lane by lane in a loop of their
+                // own: the Vector API's out-of-bounds fallback is slow, and a rarely taken branch inside the
+                // hot loop made C2 deoptimize it again and again.
+                VectorMask<Float> keep = SP.indexInRange(0, mr);
+                VectorMask<Float> store = SP.indexInRange(0, MR);
+                FloatVector zero = FloatVector.zero(SP);
+                long row0 = (aOff + (long) pc * lda + ic + ir) * Float.BYTES;
+                long step = (long) lda * Float.BYTES;
+                long limit = a.byteSize() - (long) L * Float.BYTES;
+                int safe = row0 > limit ? 0 : (int) Math.min(kc, (limit - row0) / step + 1);
+                for (int p = 0; p < safe; p++) {
+                    zero.blend(FloatVector.fromMemorySegment(SP, a, row0 + p * step, BO), keep)
+                            .intoArray(ap, base + p * MR, store);
+                }
+                for (int p = safe; p < kc; p++) {
+                    long row = row0 + p * step;
+                    int o = base + p * MR;
+                    for (int r = 0; r < mr; r++) {
+                        ap[o + r] = a.get(F, row + (long) r * Float.BYTES);
+                    }
+                    for (int r = mr; r < MR; r++) {
+                        ap[o + r] = 0f;
+                    }
+                }
+                continue;
             } else {
                 for (int p = 0; p < kc; p++) {
                     long row = (aOff + (long) (pc + p) * lda + ic + ir) * Float.BYTES;
@@ -223,9 +278,16 @@ final class VectorGemm {
                 }
             }
         } else {
+            // rows of the stored B (columns of op(B)) are contiguous in p: load L of them, scatter them NR apart
+            int pv = SP.loopBound(kc);
             for (int j = 0; j < nr; j++) {
                 long col = (bOff + (long) (j0 + j) * ldb + pc) * Float.BYTES;
-                for (int p = 0, o = base + j; p < kc; p++, o += NR) {
+                int p = 0;
+                for (; p < pv; p += L) {
+                    FloatVector.fromMemorySegment(SP, b, col + (long) p * Float.BYTES, BO)
+                            .intoArray(bp, base + p * NR + j, STRIDE_NR, 0);
+                }
+                for (int o = base + p * NR + j; p < kc; p++, o += NR) {
                     bp[o] = b.get(F, col + (long) p * Float.BYTES);
                 }
             }
@@ -330,7 +392,6 @@ final class VectorGemm {
     static void update(float[] t, MemorySegment c, long cAt, int ldc, float alpha, boolean overwrite, int mr, int nr) {
         FloatVector va = FloatVector.broadcast(SP, alpha);
         int full = nr - nr % L;
-        VectorMask<Float> tail = full < nr ? SP.indexInRange(full, nr) : null;
         for (int r = 0; r < mr; r++) {
             long row = (cAt + (long) r * ldc) * Float.BYTES;
             int to = r * NR;
@@ -340,11 +401,28 @@ final class VectorGemm {
                 (overwrite ? v.mul(va) : v.fma(va, FloatVector.fromMemorySegment(SP, c, at, BO)))
                         .intoMemorySegment(c, at, BO);
             }
-            if (tail != null) {
-                long at = row + (long) full * Float.BYTES;
-                FloatVector v = FloatVector.fromArray(SP, t, to + full);
+        }
+        if (full < nr) {
+            // the partial vector at the end of each row: masked, except in rows where a whole vector would pass
+            // the end of the segment (the last rows of a C that ends there), done lane by lane in a loop of
+            // their own (see packA for why not a branch in the loop)
+            VectorMask<Float> tail = SP.indexInRange(full, nr);
+            long first = (cAt + full) * Float.BYTES;
+            long step = (long) ldc * Float.BYTES;
+            long limit = c.byteSize() - (long) L * Float.BYTES;
+            int safe = first > limit ? 0 : (int) Math.min(mr, (limit - first) / step + 1);
+            for (int r = 0; r < safe; r++) {
+                long at = first + r * step;
+                FloatVector v = FloatVector.fromArray(SP, t, r * NR + full);
                 (overwrite ? v.mul(va) : v.fma(va, FloatVector.fromMemorySegment(SP, c, at, BO, tail)))
                         .intoMemorySegment(c, at, BO, tail);
+            }
+            for (int r = safe; r < mr; r++) {
+                long at = first + r * step;
+                for (int j = full; j < nr; j++, at += Float.BYTES) {
+                    float v = t[r * NR + j];
+                    c.set(F, at, overwrite ? v * alpha : Math.fma(v, alpha, c.get(F, at)));
+                }
             }
         }
     }

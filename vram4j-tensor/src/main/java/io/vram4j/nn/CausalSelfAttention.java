@@ -43,15 +43,15 @@ public final class CausalSelfAttention extends Module {
         int t = x.size(1);
         int hd = nEmbd / nHead;
         Tensor y;
-        try (Tensor qkv = cAttn.forward(x);
+        try (Tensor qkv = cAttn.call(x);
              Tensor q = heads(qkv, 0, b, t, hd);
              Tensor k = heads(qkv, 1, b, t, hd);
              Tensor v = heads(qkv, 2, b, t, hd);
              Tensor att = Functional.scaledDotProductAttention(q, k, v, true);
              Tensor merged = att.transpose(1, 2);
              Tensor flat = merged.reshape(b, t, nEmbd);
-             Tensor proj = cProj.forward(flat)) {
-            y = residDropout.forward(proj);
+             Tensor proj = cProj.call(flat)) {
+            y = residDropout.call(proj);
         }
         return y;
     }

@@ -93,6 +93,19 @@ public final class GPT extends Module {
      */
     @Override
     public Tensor forward(Tensor tokens) {
+        try (Tensor x = embed(tokens); Tensor h = blocks.call(x)) {
+            return head(h);
+        }
+    }
+
+    /**
+     * The part before the blocks: token plus position embedding, then dropout. With {@link #blocks()} and
+     * {@link #head} it splits {@link #forward} so that callers can run the blocks differently (e.g. checkpointed).
+     *
+     * @param tokens int32/int64 token ids {@code [B, T]} with {@code T <= blockSize}
+     * @return float32 {@code [B, T, nEmbd]}
+     */
+    public Tensor embed(Tensor tokens) {
         if (tokens.dim() != 2) {
             throw new IllegalArgumentException("GPT expects tokens [B, T], got " + java.util.Arrays.toString(tokens.shape()));
         }
@@ -105,10 +118,26 @@ public final class GPT extends Module {
         for (int i = 0; i < t; i++) {
             pos[i] = i;
         }
-        try (Tensor p = device.tensor(pos, t); Tensor te = wte.forward(tokens); Tensor pe = wpe.forward(p);
-             Tensor x = te.add(pe); Tensor xd = drop.forward(x); Tensor h = blocks.forward(xd);
-             Tensor n = lnF.forward(h)) {
-            return lmHead.forward(n);
+        try (Tensor p = device.tensor(pos, t); Tensor te = wte.call(tokens); Tensor pe = wpe.call(p);
+             Tensor x = te.add(pe)) {
+            return drop.call(x);
+        }
+    }
+
+    /** @return the transformer blocks {@code h.0 ... h.(nLayer-1)}, applied in order */
+    public Sequential blocks() {
+        return blocks;
+    }
+
+    /**
+     * The part after the blocks: final layer norm and the language-model head.
+     *
+     * @param h float32 {@code [B, T, nEmbd]}, the output of the blocks
+     * @return float32 logits {@code [B, T, vocabSize]}
+     */
+    public Tensor head(Tensor h) {
+        try (Tensor n = lnF.call(h)) {
+            return lmHead.call(n);
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.vram4j.nn;
 
+import io.vram4j.tensor.ExecutionContext;
 import io.vram4j.tensor.Tensor;
 
 import java.io.IOException;
@@ -23,6 +24,9 @@ public abstract class Module implements AutoCloseable {
     private final Map<String, Module> children = new LinkedHashMap<>();
     private boolean training = true;
     private boolean closed;
+    private Module parent;
+    private String name;
+    private String path;
 
     /**
      * Registers a parameter that takes over {@code data}.
@@ -46,7 +50,34 @@ public abstract class Module implements AutoCloseable {
     protected final <M extends Module> M registerModule(String name, M module) {
         checkName(name);
         children.put(name, module);
+        Module m = module; // generic type variables cannot reach private fields
+        if (m.parent == null) {
+            m.parent = this;
+            m.name = name;
+        }
         return module;
+    }
+
+    /**
+     * Runs {@link #forward} inside an {@link ExecutionContext} region named by this module's path, so memory
+     * tools can tell which module allocated what and reached the peak (as PyTorch's {@code __call__} runs hooks
+     * around {@code forward}). Modules call their children through it.
+     *
+     * @param input the input (not closed)
+     * @return the output of {@link #forward}
+     */
+    public final Tensor call(Tensor input) {
+        try (ExecutionContext.Region r = ExecutionContext.enterForward(path())) {
+            return forward(input);
+        }
+    }
+
+    /** @return the dotted path from the root module, e.g. {@code h.3.attn}; {@code ""} for a root */
+    public final String path() {
+        if (path == null) {
+            path = parent == null ? "" : parent.path().isEmpty() ? name : parent.path() + "." + name;
+        }
+        return path;
     }
 
     private void checkName(String name) {

@@ -20,7 +20,7 @@ public final class Sequential extends Module {
     public Tensor forward(Tensor input) {
         Tensor cur = input;
         for (Module m : layers) {
-            Tensor next = m.forward(cur);
+            Tensor next = m.call(cur);
             if (cur != input) {
                 cur.close();
             }

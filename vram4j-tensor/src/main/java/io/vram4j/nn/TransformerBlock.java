@@ -38,11 +38,11 @@ public final class TransformerBlock extends Module {
     @Override
     public Tensor forward(Tensor x) {
         Tensor x1;
-        try (Tensor a = ln1.forward(x); Tensor b = attn.forward(a)) {
+        try (Tensor a = ln1.call(x); Tensor b = attn.call(a)) {
             x1 = x.add(b);
         }
-        try (x1; Tensor c = ln2.forward(x1); Tensor d = cFc.forward(c); Tensor e = gelu.forward(d);
-             Tensor f = cProj.forward(e); Tensor g = dropout.forward(f)) {
+        try (x1; Tensor c = ln2.call(x1); Tensor d = cFc.call(c); Tensor e = gelu.call(d);
+             Tensor f = cProj.call(e); Tensor g = dropout.call(f)) {
             return x1.add(g);
         }
     }

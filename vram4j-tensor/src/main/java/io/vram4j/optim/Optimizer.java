@@ -3,6 +3,8 @@ package io.vram4j.optim;
 import io.vram4j.autograd.NoGrad;
 import io.vram4j.tensor.DType;
 import io.vram4j.tensor.Device;
+import io.vram4j.tensor.ExecutionContext;
+import io.vram4j.tensor.LiveTensors;
 import io.vram4j.tensor.MemoryScope;
 import io.vram4j.tensor.Tensor;
 
@@ -45,9 +47,17 @@ public abstract class Optimizer implements AutoCloseable {
         this.lr = lr;
     }
 
+    /**
+     * @return the parameters, in the order given (read-only); for gradient tools such as
+     *     {@code io.vram4j.amp.GradScaler}, which unscales their gradients (PyTorch's {@code param_groups})
+     */
+    public final List<Tensor> parameters() {
+        return java.util.Collections.unmodifiableList(params);
+    }
+
     /** Applies one update to every parameter that has a gradient. */
     public final void step() {
-        try (NoGrad ng = NoGrad.enter()) {
+        try (NoGrad ng = NoGrad.enter(); ExecutionContext.Region r = ExecutionContext.enterPhase("optimizer.step")) {
             for (Tensor p : params) {
                 Tensor g = p.grad();
                 if (g != null) {
@@ -77,6 +87,7 @@ public abstract class Optimizer implements AutoCloseable {
             Device d = p.device();
             for (int i = 0; i < count; i++) {
                 s[i] = MemoryScope.detachFromAny(d.zeros(p.dtype(), p.shape()));
+                LiveTensors.markOptimizerState(s[i]);
             }
             state.put(p, s);
         }

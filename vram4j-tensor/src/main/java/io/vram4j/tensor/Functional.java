@@ -4,6 +4,9 @@ package io.vram4j.tensor;
  * Differentiable ops beyond the {@link Tensor} methods (as {@code torch.nn.functional}). Every method returns a
  * new tensor the caller owns; intermediates of composite ops are closed before returning (the autograd graph
  * keeps what backward needs), so memory behaves as in PyTorch, where they would be dropped at once.
+ * Under {@link io.vram4j.amp.Autocast}, {@code linear}, {@code layerNorm}, {@code scaledDotProductAttention},
+ * {@code nllLoss} and {@code crossEntropy} run in the dtype of their {@link io.vram4j.amp.CastPolicy} (through
+ * {@link AutocastHook}); the ops inside a composite op then run in that dtype.
  */
 public final class Functional {
     /** PyTorch's default {@code ignore_index} for losses. */
@@ -21,6 +24,10 @@ public final class Functional {
      * @return {@code [..., out]}
      */
     public static Tensor linear(Tensor x, Tensor weight, Tensor bias) {
+        return AutocastHook.run("linear", new Tensor[] {x, weight, bias}, a -> linearOp(a[0], a[1], a[2]));
+    }
+
+    private static Tensor linearOp(Tensor x, Tensor weight, Tensor bias) {
         try (Tensor wt = weight.t()) {
             if (bias == null) {
                 return x.matmul(wt);
@@ -42,7 +49,7 @@ public final class Functional {
      *     statistics (mean and reciprocal standard deviation) for backward, as PyTorch does
      */
     public static Tensor layerNorm(Tensor x, Tensor weight, Tensor bias, float eps) {
-        return Ops.layerNorm(x, weight, bias, eps);
+        return AutocastHook.run("layer_norm", new Tensor[] {x, weight, bias}, a -> Ops.layerNorm(a[0], a[1], a[2], eps));
     }
 
     /**
@@ -93,6 +100,11 @@ public final class Functional {
      * @return {@code [..., T, dv]}
      */
     public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, boolean causal) {
+        return AutocastHook.run("scaled_dot_product_attention", new Tensor[] {q, k, v},
+                a -> attention(a[0], a[1], a[2], causal));
+    }
+
+    private static Tensor attention(Tensor q, Tensor k, Tensor v, boolean causal) {
         float scale = (float) (1.0 / Math.sqrt(q.size(-1)));
         Tensor probs;
         try (Tensor kt = k.transpose(-2, -1); Tensor scores = q.matmul(kt); Tensor scaled = scores.mul(scale)) {
@@ -118,7 +130,7 @@ public final class Functional {
      * @return a scalar
      */
     public static Tensor nllLoss(Tensor logp, Tensor targets, int ignoreIndex) {
-        return Ops.nllLoss(logp, targets, ignoreIndex);
+        return AutocastHook.run("nll_loss", new Tensor[] {logp, targets}, a -> Ops.nllLoss(a[0], a[1], ignoreIndex));
     }
 
     /**
@@ -134,6 +146,11 @@ public final class Functional {
 
     /** Cross-entropy with an {@code ignoreIndex} (targets equal to it do not count). */
     public static Tensor crossEntropy(Tensor logits, Tensor targets, int ignoreIndex) {
+        return AutocastHook.run("cross_entropy_loss", new Tensor[] {logits, targets},
+                a -> crossEntropyOp(a[0], a[1], ignoreIndex));
+    }
+
+    private static Tensor crossEntropyOp(Tensor logits, Tensor targets, int ignoreIndex) {
         int c = logits.size(-1);
         try (Tensor l2 = logits.reshape(-1, c); Tensor t1 = targets.reshape(-1); Tensor logp = l2.logSoftmax()) {
             return nllLoss(logp, t1, ignoreIndex);

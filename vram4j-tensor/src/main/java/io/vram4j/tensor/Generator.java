@@ -11,6 +11,9 @@ package io.vram4j.tensor;
  */
 public final class Generator {
     private static final long GOLDEN = 0x9E3779B97F4A7C15L;
+    private static final ThreadLocal<Observation> OBSERVER = new ThreadLocal<>();
+    /** Open observations on all threads: a cheap gate so draws skip the thread-local lookup when zero. */
+    private static volatile int observations;
     private long state;
     private double spare = Double.NaN;
 
@@ -39,6 +42,11 @@ public final class Generator {
 
     /** @return 64 random bits */
     public long nextLong() {
+        if (observations != 0) {
+            for (Observation o = OBSERVER.get(); o != null; o = o.previous) {
+                o.observer.beforeDraw(this);
+            }
+        }
         spare = Double.NaN;
         return mix(state += GOLDEN);
     }
@@ -65,5 +73,62 @@ public final class Generator {
         double u2 = nextDouble();
         double r = Math.sqrt(-2 * Math.log(1 - u1));
         return r * Math.cos(2 * Math.PI * u2);
+    }
+
+    /**
+     * Told about every draw from any generator on the observing thread, before the draw changes its state.
+     * Activation checkpointing uses it to remember the state of each generator a checkpointed region draws
+     * from, so the recomputation replays the same dropout masks (PyTorch's {@code preserve_rng_state}).
+     */
+    @FunctionalInterface
+    public interface DrawObserver {
+        /** @param g the generator about to draw (its {@link #state()} is still the pre-draw state) */
+        void beforeDraw(Generator g);
+    }
+
+    /** An open observation; closing it restores the previous observer of this thread. */
+    public static final class Observation implements AutoCloseable {
+        private final Observation previous;
+        private final DrawObserver observer;
+        private boolean closed;
+
+        private Observation(DrawObserver observer) {
+            this.previous = OBSERVER.get();
+            this.observer = observer;
+            OBSERVER.set(this);
+            synchronized (Generator.class) {
+                observations++;
+            }
+        }
+
+        /** Stops observing. Idempotent. @throws IllegalStateException when an inner observation is open */
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            if (OBSERVER.get() != this) {
+                throw new IllegalStateException("generator observations must be closed innermost first");
+            }
+            closed = true;
+            OBSERVER.set(previous);
+            synchronized (Generator.class) {
+                observations--;
+            }
+        }
+    }
+
+    /**
+     * Observes draws on this thread until the returned block closes. Blocks nest: every open observer of the
+     * thread is told, innermost first. Draws on other threads are not observed.
+     *
+     * @param observer the observer
+     * @return the block
+     */
+    public static Observation observe(DrawObserver observer) {
+        if (observer == null) {
+            throw new IllegalArgumentException("observer must not be null");
+        }
+        return new Observation(observer);
     }
 }

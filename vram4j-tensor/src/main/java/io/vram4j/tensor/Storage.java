@@ -18,6 +18,8 @@ public final class Storage {
     private final MemorySegment segment;
     private final AtomicInteger refs = new AtomicInteger(1);
     private final LeakDetector.Tracker tracker;
+    /** What the memory holds, for the live-tensor registry (which keeps it without keeping the storage). */
+    final StorageInfo info;
 
     private Storage(Device device, long address, long bytes) {
         this.device = device;
@@ -26,18 +28,37 @@ public final class Storage {
         this.segment = address == 0 ? MemorySegment.NULL
                 : device.hasStorage() ? device.allocator().segment(address) : null;
         this.tracker = address == 0 ? null : LeakDetector.track(this, device.description(), address, bytes);
+        this.info = new StorageInfo(device, address, bytes);
     }
 
-    /** Allocates {@code bytes} on the device's stream; the new storage has one reference. */
-    static Storage allocate(Device device, long bytes) {
+    /**
+     * Allocates {@code bytes} on the device's stream; the new storage has one reference.
+     *
+     * @param shape the allocating tensor's shape, kept for the live-tensor report
+     * @param dtype its element type
+     */
+    static Storage allocate(Device device, long bytes, int[] shape, DType dtype) {
         long ptr = device.allocator().malloc(bytes, device.stream());
+        Storage s;
         try {
-            return new Storage(device, ptr, bytes);
+            s = new Storage(device, ptr, bytes);
         } catch (RuntimeException | Error e) {
             device.allocator().free(ptr);
             throw e;
         }
+        s.info.shape = shape;
+        s.info.dtype = dtype;
+        if (ptr != 0) {
+            LiveTensors.added(s.info);
+            MemoryProfiler p = MemoryProfiler.active;
+            if (p != null) {
+                p.afterAllocate(device.allocator());
+            }
+        }
+        return s;
     }
+
+
 
     void retain() {
         int r = refs.getAndUpdate(v -> v == 0 ? 0 : v + 1);
@@ -51,6 +72,9 @@ public final class Storage {
         if (r == 0) {
             if (tracker != null) {
                 tracker.released();
+            }
+            if (address != 0) {
+                LiveTensors.removed(info);
             }
             device.allocator().free(address);
         } else if (r < 0) {

@@ -49,6 +49,8 @@ public class Tensor implements AutoCloseable {
     Node gradFn;
     boolean closed;
     MemoryScope scope;
+    /** True for a handle an autograd node holds as a saved tensor (counted in its storage's {@code savedRefs}). */
+    boolean savedForBackward;
 
     /** A new handle; takes over one (already retained) reference to {@code storage}, joins the current scope. */
     Tensor(Storage storage, DType dtype, int[] shape, long[] strides, long offset) {
@@ -81,6 +83,7 @@ public class Tensor implements AutoCloseable {
         this.offset = source.offset;
         this.requiresGrad = source.requiresGrad;
         this.grad = source.grad;
+        this.storage.info.role = StorageInfo.ROLE_PARAMETER;
         MemoryScope.unregister(source);
         source.grad = null;
         source.storage = null;
@@ -89,7 +92,7 @@ public class Tensor implements AutoCloseable {
 
     static Tensor allocate(Device device, DType dtype, int[] shape) {
         long bytes = Math.multiplyExact(Shapes.numel(shape), dtype.byteSize());
-        Storage s = Storage.allocate(device, bytes);
+        Storage s = Storage.allocate(device, bytes, shape, dtype);
         return new Tensor(s, dtype, shape, Shapes.contiguousStrides(shape), 0);
     }
 
@@ -240,6 +243,9 @@ public class Tensor implements AutoCloseable {
             grad.close();
         }
         grad = newGrad == null ? null : MemoryScope.detachFromAny(newGrad);
+        if (grad != null && grad.storage != null && grad.storage.info.role == StorageInfo.ROLE_NONE) {
+            grad.storage.info.role = StorageInfo.ROLE_GRADIENT;
+        }
     }
 
     /** @return the node that created this tensor, or null for a leaf */
@@ -298,6 +304,10 @@ public class Tensor implements AutoCloseable {
         MemoryScope.unregister(this);
         Storage s = storage;
         storage = null;
+        if (savedForBackward && s != null) {
+            savedForBackward = false;
+            s.info.savedRefs--;
+        }
         Tensor g = grad;
         grad = null;
         Node n = gradFn;
@@ -503,12 +513,12 @@ public class Tensor implements AutoCloseable {
 
     /** @return {@code e^this} */
     public Tensor exp() {
-        return Ops.unary(Ops.Un.EXP, this);
+        return AutocastHook.run("exp", new Tensor[] {this}, a -> Ops.unary(Ops.Un.EXP, a[0]));
     }
 
     /** @return the natural logarithm */
     public Tensor log() {
-        return Ops.unary(Ops.Un.LOG, this);
+        return AutocastHook.run("log", new Tensor[] {this}, a -> Ops.unary(Ops.Un.LOG, a[0]));
     }
 
     /** @return the hyperbolic tangent */
@@ -530,24 +540,27 @@ public class Tensor implements AutoCloseable {
 
     /** @return the sum of all elements, a scalar (rank 0) */
     public Tensor sum() {
-        return Ops.sum(this, allDims(), false, 1f);
+        return AutocastHook.run("sum", new Tensor[] {this}, a -> Ops.sum(a[0], allDims(), false, 1f));
     }
 
     /** @return the sum over {@code dim}, which is removed unless {@code keepDim} */
     public Tensor sum(int dim, boolean keepDim) {
-        return Ops.sum(this, new int[] {Shapes.dim(dim, shape.length)}, keepDim, 1f);
+        int[] dims = {Shapes.dim(dim, shape.length)};
+        return AutocastHook.run("sum", new Tensor[] {this}, a -> Ops.sum(a[0], dims, keepDim, 1f));
     }
 
     /** @return the mean of all elements, a scalar */
     public Tensor mean() {
         long n = numel();
-        return Ops.sum(this, allDims(), false, n == 0 ? Float.NaN : 1f / n);
+        return AutocastHook.run("mean", new Tensor[] {this},
+                a -> Ops.sum(a[0], allDims(), false, n == 0 ? Float.NaN : 1f / n));
     }
 
     /** @return the mean over {@code dim} */
     public Tensor mean(int dim, boolean keepDim) {
         int d = Shapes.dim(dim, shape.length);
-        return Ops.sum(this, new int[] {d}, keepDim, shape[d] == 0 ? Float.NaN : 1f / shape[d]);
+        return AutocastHook.run("mean", new Tensor[] {this},
+                a -> Ops.sum(a[0], new int[] {d}, keepDim, shape[d] == 0 ? Float.NaN : 1f / shape[d]));
     }
 
     /**
@@ -586,17 +599,17 @@ public class Tensor implements AutoCloseable {
      * without copying.
      */
     public Tensor matmul(Tensor other) {
-        return Ops.matmul(this, other);
+        return AutocastHook.run("matmul", new Tensor[] {this, other}, a -> Ops.matmul(a[0], a[1]));
     }
 
     /** @return softmax over the last dimension */
     public Tensor softmax() {
-        return Ops.softmax(this, false);
+        return AutocastHook.run("softmax", new Tensor[] {this}, a -> Ops.softmax(a[0], false));
     }
 
     /** @return log-softmax over the last dimension */
     public Tensor logSoftmax() {
-        return Ops.softmax(this, true);
+        return AutocastHook.run("log_softmax", new Tensor[] {this}, a -> Ops.softmax(a[0], true));
     }
 
     // ------------------------------------------------------------------------------------------------ shape

@@ -41,6 +41,9 @@
  *       int32, int64, bool.</li>
  *   <li>{@link io.vram4j.tensor.Generator}: seeded, replayable randomness for initialisation and dropout.</li>
  *   <li>{@link io.vram4j.tensor.BackwardOps}: backward primitives used by the autograd rule table.</li>
+ *   <li>{@link io.vram4j.tensor.AutocastHook}: where {@link io.vram4j.amp.Autocast} picks the dtype of
+ *       {@code matmul}, {@code linear}, {@code softmax}, losses, reductions and the like (per thread; no
+ *       interceptor by default).</li>
  * </ul>
  *
  * <h2>Memory rules</h2>

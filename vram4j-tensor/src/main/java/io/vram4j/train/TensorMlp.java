@@ -1,17 +1,14 @@
 package io.vram4j.train;
 
 import io.vram4j.alloc.CachingAllocator;
-import io.vram4j.autograd.NoGrad;
 import io.vram4j.data.Batch;
 import io.vram4j.nn.Linear;
 import io.vram4j.nn.Module;
 import io.vram4j.nn.ReLU;
 import io.vram4j.nn.Sequential;
 import io.vram4j.optim.AdamW;
-import io.vram4j.optim.Optimizer;
 import io.vram4j.optim.SGD;
 import io.vram4j.tensor.Device;
-import io.vram4j.tensor.Functional;
 import io.vram4j.tensor.Generator;
 import io.vram4j.tensor.MemoryScope;
 import io.vram4j.tensor.Tensor;
@@ -37,22 +34,23 @@ import java.util.List;
  *     optimizer.zeroGrad(true);
  * }
  * }</pre>
+ * The memory-saving techniques are applied by {@link ModelNetwork}; checkpointing splits the layers into
+ * {@link TrainOptions#checkpoint()} segments.
  */
-final class TensorMlp implements Network {
-    private final Device dev;
-    private final TrainOptions options;
+final class TensorMlp extends ModelNetwork {
     private final int[] widths;
-    private final Sequential model;
-    private final Optimizer optimizer;
-    private boolean closed;
 
     TensorMlp(CachingAllocator alloc, TrainOptions options, int features, int classes) {
-        this.dev = Device.of(alloc);
-        this.options = options;
-        this.widths = options.widths(features, classes);
-        Generator gen = new Generator(options.seed());
+        this(Device.of(alloc), options, options.widths(features, classes));
+    }
+
+    private TensorMlp(Device dev, TrainOptions options, int[] widths) {
+        super(dev, options, build(dev, widths, new Generator(options.seed())));
+        this.widths = widths;
+    }
+
+    private static Sequential build(Device dev, int[] widths, Generator gen) {
         List<Module> layers = new ArrayList<>();
-        Sequential m = null;
         try {
             for (int l = 0; l + 1 < widths.length; l++) {
                 if (l > 0) {
@@ -60,21 +58,11 @@ final class TensorMlp implements Network {
                 }
                 layers.add(new Linear(dev, widths[l], widths[l + 1], gen));
             }
-            m = new Sequential(layers.toArray(Module[]::new));
-            float lr = (float) options.lr();
-            float wd = (float) options.weightDecay();
-            this.optimizer = options.optimizer().equals("adamw")
-                    ? new AdamW(m.parameters(), lr, 0.9f, 0.999f, 1e-8f, wd)
-                    : new SGD(m.parameters(), lr, (float) options.momentum(), wd);
+            return new Sequential(layers.toArray(Module[]::new));
         } catch (RuntimeException | Error e) {
-            if (m != null) {
-                m.close();
-            } else {
-                layers.forEach(Module::close);
-            }
+            layers.forEach(Module::close);
             throw e;
         }
-        this.model = m;
     }
 
     @Override
@@ -83,90 +71,28 @@ final class TensorMlp implements Network {
     }
 
     @Override
-    public long parameters() {
-        return model.parameterCount();
+    Tensor[] tensors(Batch batch, int from, int count) {
+        int f = batch.features();
+        float[] x = new float[count * f];
+        System.arraycopy(batch.x(), from * f, x, 0, x.length);
+        long[] y = new long[count];
+        for (int i = 0; i < count; i++) {
+            y[i] = batch.y()[from + i]; // int64, the dtype PyTorch's cross-entropy takes
+        }
+        return new Tensor[] {dev.tensor(x, count, f), dev.tensor(y, count)};
     }
 
     @Override
-    public void setLearningRate(double lr) {
-        optimizer.setLr((float) lr);
+    Tensor logits(Tensor input, boolean training) {
+        if (training && options.checkpoint() > 0) {
+            Sequential seq = (Sequential) model;
+            return Checkpoint.checkpointSequential(seq, Math.min(options.checkpoint(), seq.layers().size()), input);
+        }
+        return model.forward(input);
     }
 
     @Override
-    public StepStats trainStep(Batch batch) {
-        ensureOpen();
-        model.train();
-        try (MemoryScope step = MemoryScope.open()) {
-            Tensor x = dev.tensor(batch.x(), batch.size(), batch.features());
-            Tensor y = dev.tensor(labels(batch), batch.size());
-            Tensor logits = model.forward(x);
-            Tensor loss = Functional.crossEntropy(logits, y);
-            loss.backward();
-            optimizer.step();
-            optimizer.zeroGrad(true);
-            return stats(batch, logits, loss);
-        }
-    }
-
-    @Override
-    public StepStats evaluate(Batch batch) {
-        ensureOpen();
-        model.eval();
-        try (NoGrad noGrad = NoGrad.enter(); MemoryScope scope = MemoryScope.open()) {
-            Tensor x = dev.tensor(batch.x(), batch.size(), batch.features());
-            Tensor y = dev.tensor(labels(batch), batch.size());
-            Tensor logits = model.forward(x);
-            Tensor loss = Functional.crossEntropy(logits, y);
-            return stats(batch, logits, loss);
-        }
-    }
-
-    /** Labels as int64, the dtype PyTorch's cross-entropy takes. */
-    private static long[] labels(Batch batch) {
-        long[] y = new long[batch.size()];
-        for (int i = 0; i < y.length; i++) {
-            y[i] = batch.y()[i];
-        }
-        return y;
-    }
-
-    private StepStats stats(Batch batch, Tensor logits, Tensor loss) {
-        if (!dev.hasStorage()) {
-            return new StepStats(Double.NaN, 0, batch.size());
-        }
-        long[] predicted;
-        try (NoGrad noGrad = NoGrad.enter(); Tensor argmax = logits.argmax(1, false)) {
-            predicted = argmax.toLongArray();
-        }
-        int correct = 0;
-        for (int i = 0; i < predicted.length; i++) {
-            if (predicted[i] == batch.y()[i]) {
-                correct++;
-            }
-        }
-        return new StepStats((double) loss.item() * batch.size(), correct, batch.size());
-    }
-
-    private void ensureOpen() {
-        if (closed) {
-            throw new IllegalStateException("network closed");
-        }
-    }
-
-    @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        try {
-            optimizer.close();
-        } finally {
-            try {
-                model.close();
-            } finally {
-                dev.close();
-            }
-        }
+    int predictionsPerSample() {
+        return 1;
     }
 }

@@ -4,16 +4,17 @@ import java.util.Locale;
 import java.util.Objects;
 
 /**
- * What {@link Trainer} trains and how: the model (an MLP), the optimizer, the batches, and how much memory
- * history to record. Immutable; the {@code with…} methods return modified copies and check their argument,
+ * What {@link Trainer} trains and how: the model (an MLP or a character-level Transformer), the optimizer,
+ * the batches, the memory-saving techniques (activation checkpointing, mixed precision, gradient accumulation,
+ * micro-batching), and how much memory history to record. Immutable; the {@code with…} methods return modified copies and check their argument,
  * naming the setting in the exception (with the spelling of the {@code train} command's option).
  *
  * <p>The defaults reach about 88–89% test accuracy on the full Fashion-MNIST in 3 epochs: a 784-512-512-10
  * ReLU MLP trained by SGD with momentum 0.9, learning rate 0.05, batch size 128.
  *
- * @param model        the model; only {@code "mlp"}
- * @param hidden       width of each hidden layer
- * @param layers       number of hidden layers (0: a linear classifier)
+ * @param model        {@code "mlp"} or {@code "transformer"} (a GPT-style character-level language model)
+ * @param hidden       width of each hidden layer (mlp) or the model width {@code n_embd} (transformer)
+ * @param layers       number of hidden layers (mlp; 0: a linear classifier) or Transformer blocks
  * @param epochs       passes over the training set
  * @param batchSize    samples per step
  * @param lr           learning rate
@@ -29,10 +30,21 @@ import java.util.Objects;
  * @param historySteps record the allocator's memory history (with Java stacks) for this many first steps,
  *                     then take a snapshot and stop recording (0: none)
  * @param maxSteps     stop after this many steps in all (0: no limit); for quick runs and tests
+ * @param blockSize    context length of the transformer, in characters (ignored by the mlp)
+ * @param heads        attention heads of the transformer; must divide {@code hidden} (ignored by the mlp)
+ * @param checkpoint   activation checkpointing: 0 off, else the number of segments the blocks (transformer)
+ *                     or layers (mlp) are checkpointed in, as {@code checkpoint_sequential(segments)}
+ * @param amp          mixed precision: {@code "off"}, {@code "bf16"} (autocast to bfloat16) or {@code "fp16"}
+ *                     (autocast to float16 with a dynamic {@code GradScaler})
+ * @param accumulate   gradient accumulation: an optimizer step every {@code accumulate} batches, each batch's
+ *                     loss divided by {@code accumulate} (1: off)
+ * @param microBatch   split every batch into micro-batches of this many samples whose gradients are summed
+ *                     before the optimizer step (0: off)
  */
 public record TrainOptions(String model, int hidden, int layers, int epochs, int batchSize, double lr,
                            String optimizer, String schedule, double momentum, double weightDecay, long seed, int limit,
-                           int testLimit, int prefetch, int historySteps, int maxSteps) {
+                           int testLimit, int prefetch, int historySteps, int maxSteps, int blockSize, int heads,
+                           int checkpoint, String amp, int accumulate, int microBatch) {
     /** Default hidden width. */
     public static final int DEFAULT_HIDDEN = 512;
     /** Default number of hidden layers. */
@@ -45,6 +57,16 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
     public static final double DEFAULT_SGD_LR = 0.05;
     /** Default AdamW learning rate. */
     public static final double DEFAULT_ADAMW_LR = 1e-3;
+    /** Default Transformer width. */
+    public static final int LM_HIDDEN = 128;
+    /** Default Transformer blocks. */
+    public static final int LM_LAYERS = 4;
+    /** Default Transformer attention heads. */
+    public static final int LM_HEADS = 4;
+    /** Default Transformer context length. */
+    public static final int LM_BLOCK_SIZE = 64;
+    /** Default Transformer batch size. */
+    public static final int LM_BATCH_SIZE = 32;
     /** Default number of first steps whose memory history is recorded. */
     public static final int DEFAULT_HISTORY_STEPS = 5;
 
@@ -59,8 +81,8 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
         if (!schedule.equals("cosine") && !schedule.equals("constant")) {
             throw new IllegalArgumentException("--schedule: unknown schedule '" + schedule + "'; expected cosine or constant");
         }
-        if (!model.equals("mlp")) {
-            throw new IllegalArgumentException("--model: unknown model '" + model + "'; expected mlp");
+        if (!model.equals("mlp") && !model.equals("transformer")) {
+            throw new IllegalArgumentException("--model: unknown model '" + model + "'; expected mlp or transformer");
         }
         positive("--hidden", hidden);
         if (layers < 0 || layers > 64) {
@@ -85,12 +107,59 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
         nonNegative("--prefetch", prefetch);
         nonNegative("--history-steps", historySteps);
         nonNegative("--max-steps", maxSteps);
+        positive("--block-size", blockSize);
+        positive("--heads", heads);
+        if (model.equals("transformer") && hidden % heads != 0) {
+            throw new IllegalArgumentException("--heads " + heads + " must divide the model width --hidden " + hidden);
+        }
+        if (model.equals("transformer") && layers < 1) {
+            throw new IllegalArgumentException("--layers must be at least 1 for the transformer, got " + layers);
+        }
+        if (checkpoint < 0) {
+            throw new IllegalArgumentException("--checkpoint must be a number of segments >= 1 (or 0 for off), got " + checkpoint);
+        }
+        Objects.requireNonNull(amp, "amp");
+        amp = amp.toLowerCase(Locale.ROOT);
+        if (amp.equals("none") || amp.equals("fp32") || amp.equals("float32")) {
+            amp = "off";
+        }
+        if (!amp.equals("off") && !amp.equals("bf16") && !amp.equals("fp16")) {
+            throw new IllegalArgumentException("--amp: unknown precision '" + amp + "'; expected bf16 or fp16");
+        }
+        positive("--accumulate", accumulate);
+        nonNegative("--micro-batch", microBatch);
+        if (microBatch > batchSize) {
+            throw new IllegalArgumentException("--micro-batch " + microBatch + " is larger than --batch-size " + batchSize);
+        }
     }
 
     /** @return the defaults: MLP 784-512-512-10, 3 epochs, batch 128, SGD lr 0.05 momentum 0.9, seed 42 */
     public static TrainOptions defaults() {
         return new TrainOptions("mlp", DEFAULT_HIDDEN, DEFAULT_LAYERS, DEFAULT_EPOCHS, DEFAULT_BATCH_SIZE,
-                DEFAULT_SGD_LR, "sgd", "cosine", 0.9, 0.0, 42, 0, 0, 2, DEFAULT_HISTORY_STEPS, 0);
+                DEFAULT_SGD_LR, "sgd", "cosine", 0.9, 0.0, 42, 0, 0, 2, DEFAULT_HISTORY_STEPS, 0,
+                LM_BLOCK_SIZE, LM_HEADS, 0, "off", 1, 0);
+    }
+
+    /**
+     * The defaults of a model: {@link #defaults()} for {@code mlp}; for {@code transformer} a 4-block GPT of width
+     * 128 with 4 heads and a 64-character context, AdamW lr 1e-3 weight decay 0.01 (cosine schedule), batch 32,
+     * 1 epoch, validation on the first 256 windows of the held-out text.
+     *
+     * @param model {@code mlp} or {@code transformer}
+     * @return the defaults
+     */
+    public static TrainOptions defaults(String model) {
+        TrainOptions d = defaults().withModel(model);
+        if (d.model().equals("transformer")) {
+            return d.withHidden(LM_HIDDEN).withLayers(LM_LAYERS).withBatchSize(LM_BATCH_SIZE).withEpochs(1)
+                    .withOptimizer("adamw").withLr(DEFAULT_ADAMW_LR).withWeightDecay(0.01).withTestLimit(256);
+        }
+        return d;
+    }
+
+    /** @return true for the character-level Transformer */
+    public boolean isTransformer() {
+        return model.equals("transformer");
     }
 
     private static void positive(String name, long v) {
@@ -107,32 +176,32 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
 
     /** @param v the model, {@code mlp} @return a copy with it */
     public TrainOptions withModel(String v) {
-        return new TrainOptions(v, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(v, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v hidden width @return a copy with it */
     public TrainOptions withHidden(int v) {
-        return new TrainOptions(model, v, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, v, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v hidden layers @return a copy with it */
     public TrainOptions withLayers(int v) {
-        return new TrainOptions(model, hidden, v, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, v, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v epochs @return a copy with it */
     public TrainOptions withEpochs(int v) {
-        return new TrainOptions(model, hidden, layers, v, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, v, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v batch size @return a copy with it */
     public TrainOptions withBatchSize(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, v, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, v, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v learning rate @return a copy with it */
     public TrainOptions withLr(double v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, v, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, v, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /**
@@ -140,52 +209,82 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
      * @return a copy with it (the learning rate unchanged)
      */
     public TrainOptions withOptimizer(String v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, v, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, v, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v {@code cosine} or {@code constant} @return a copy with it */
     public TrainOptions withSchedule(String v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, v, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, v, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v SGD momentum @return a copy with it */
     public TrainOptions withMomentum(double v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, v, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, v, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v weight decay @return a copy with it */
     public TrainOptions withWeightDecay(double v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, v, seed, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, v, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v seed @return a copy with it */
     public TrainOptions withSeed(long v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, v, limit, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, v, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v training samples to use (0: all) @return a copy with it */
     public TrainOptions withLimit(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, v, testLimit, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, v, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v test samples to use (0: all) @return a copy with it */
     public TrainOptions withTestLimit(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, v, prefetch, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, v, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v batches prefetched (0: no loader thread) @return a copy with it */
     public TrainOptions withPrefetch(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, v, historySteps, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, v, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v first steps whose memory history is recorded (0: none) @return a copy with it */
     public TrainOptions withHistorySteps(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, v, maxSteps);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, v, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     /** @param v steps after which training stops (0: no limit) @return a copy with it */
     public TrainOptions withMaxSteps(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, v);
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, v, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+    }
+
+    /** @param v transformer context length @return a copy with it */
+    public TrainOptions withBlockSize(int v) {
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, v, heads, checkpoint, amp, accumulate, microBatch);
+    }
+
+    /** @param v transformer attention heads @return a copy with it */
+    public TrainOptions withHeads(int v) {
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, v, checkpoint, amp, accumulate, microBatch);
+    }
+
+    /** @param v checkpoint segments (0: off) @return a copy with it */
+    public TrainOptions withCheckpoint(int v) {
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, v, amp, accumulate, microBatch);
+    }
+
+    /** @param v {@code off}, {@code bf16} or {@code fp16} @return a copy with it */
+    public TrainOptions withAmp(String v) {
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, v, accumulate, microBatch);
+    }
+
+    /** @param v batches per optimizer step (1: off) @return a copy with it */
+    public TrainOptions withAccumulate(int v) {
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, v, microBatch);
+    }
+
+    /** @param v samples per micro-batch (0: off) @return a copy with it */
+    public TrainOptions withMicroBatch(int v) {
+        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, v);
     }
 
     /**
@@ -221,11 +320,17 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
     /** @return e.g. {@code "mlp 784-512-512-10 relu, sgd lr 0.05 momentum 0.9, batch 128, 3 epochs"} */
     public String describe(int inputs, int classes) {
         StringBuilder sb = new StringBuilder(model).append(' ');
-        int[] w = widths(inputs, classes);
-        for (int i = 0; i < w.length; i++) {
-            sb.append(i == 0 ? "" : "-").append(w[i]);
+        if (isTransformer()) {
+            sb.append(layers).append(layers == 1 ? " block" : " blocks").append(" of width ").append(hidden).append(", ")
+                    .append(heads).append(" heads, context ").append(blockSize).append(", vocabulary ").append(classes);
+        } else {
+            int[] w = widths(inputs, classes);
+            for (int i = 0; i < w.length; i++) {
+                sb.append(i == 0 ? "" : "-").append(w[i]);
+            }
+            sb.append(layers > 0 ? " relu" : "");
         }
-        sb.append(layers > 0 ? " relu" : "").append(", ").append(optimizer).append(" lr ").append(fmt(lr));
+        sb.append(", ").append(optimizer).append(" lr ").append(fmt(lr));
         if (optimizer.equals("sgd") && momentum > 0) {
             sb.append(" momentum ").append(fmt(momentum));
         }
@@ -235,7 +340,29 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
         sb.append(schedule.equals("cosine") ? ", cosine schedule" : "");
         sb.append(", batch ").append(batchSize).append(", ").append(epochs).append(epochs == 1 ? " epoch" : " epochs")
                 .append(", seed ").append(seed);
+        String t = techniques();
+        if (!t.isEmpty()) {
+            sb.append("; ").append(t);
+        }
         return sb.toString();
+    }
+
+    /** @return the memory-saving techniques in words, e.g. {@code "checkpointing (2 segments), bf16 autocast"}; empty when none */
+    public String techniques() {
+        java.util.List<String> parts = new java.util.ArrayList<>();
+        if (checkpoint > 0) {
+            parts.add("checkpointing (" + checkpoint + (checkpoint == 1 ? " segment)" : " segments)"));
+        }
+        if (!amp.equals("off")) {
+            parts.add(amp + " autocast" + (amp.equals("fp16") ? " with GradScaler" : ""));
+        }
+        if (accumulate > 1) {
+            parts.add("accumulation x" + accumulate);
+        }
+        if (microBatch > 0) {
+            parts.add("micro-batches of " + microBatch);
+        }
+        return String.join(", ", parts);
     }
 
     private static String fmt(double v) {

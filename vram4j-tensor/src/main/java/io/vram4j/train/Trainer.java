@@ -2,6 +2,7 @@ package io.vram4j.train;
 
 import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.data.Batch;
+import io.vram4j.data.CharVocabulary;
 import io.vram4j.data.DataLoader;
 import io.vram4j.data.Dataset;
 import io.vram4j.memory.snapshot.MemorySnapshot;
@@ -53,19 +54,41 @@ public final class Trainer implements AutoCloseable {
     private boolean closed;
 
     /**
-     * Creates the model (allocating its parameters) and, if {@code options.historySteps() > 0}, starts
+     * Creates the MLP classifier (allocating its parameters) and, if {@code options.historySteps() > 0}, starts
      * recording the allocator's memory history.
      *
      * @param alloc the allocator of the device to train on
-     * @param options what to train
+     * @param options what to train ({@code model} must be {@code mlp})
      * @param features floats per sample
      * @param classes number of classes
      */
     public Trainer(CachingAllocator alloc, TrainOptions options, int features, int classes) {
+        this(alloc, options, features, classes, null);
+    }
+
+    /**
+     * Creates the character-level Transformer (allocating its parameters) for data sets of
+     * {@link io.vram4j.data.CharDataset} windows of {@code options.blockSize() + 1} tokens; starts recording the
+     * memory history if {@code options.historySteps() > 0}.
+     *
+     * @param alloc the allocator of the device to train on
+     * @param options what to train ({@code model} must be {@code transformer})
+     * @param vocabulary the characters
+     */
+    public Trainer(CachingAllocator alloc, TrainOptions options, CharVocabulary vocabulary) {
+        this(alloc, options, options.blockSize() + 1, vocabulary.size(), vocabulary);
+    }
+
+    private Trainer(CachingAllocator alloc, TrainOptions options, int features, int classes, CharVocabulary vocabulary) {
         this.alloc = Objects.requireNonNull(alloc, "alloc");
         this.options = Objects.requireNonNull(options, "options");
         if (features < 1 || classes < 2) {
             throw new IllegalArgumentException("need at least 1 feature and 2 classes, got " + features + " and " + classes);
+        }
+        if (options.isTransformer() != (vocabulary != null)) {
+            throw new IllegalArgumentException(options.isTransformer()
+                    ? "the transformer is a language model: create the trainer with a CharVocabulary"
+                    : "a vocabulary is only for --model transformer, not " + options.model());
         }
         this.features = features;
         this.classes = classes;
@@ -74,11 +97,50 @@ public final class Trainer implements AutoCloseable {
             recording = true;
         }
         try {
-            this.net = new TensorMlp(alloc, options, features, classes);
+            this.net = vocabulary != null ? new CharTransformer(alloc, options, vocabulary)
+                    : new TensorMlp(alloc, options, features, classes);
         } catch (RuntimeException e) {
             stopRecording();
             throw e;
         }
+    }
+
+    /**
+     * Generates text with the language model (see {@link #Trainer(CachingAllocator, TrainOptions, CharVocabulary)}).
+     *
+     * @param prompt the beginning
+     * @param length characters to generate
+     * @param temperature softmax temperature, {@code > 0}
+     * @param seed sampling seed
+     * @return the prompt and the generated characters
+     * @throws IllegalStateException when the model is not the language model
+     * @throws UnsupportedOperationException on a device without storage
+     */
+    public String sample(String prompt, int length, double temperature, long seed) {
+        ensureOpen();
+        if (!(net instanceof CharTransformer lm)) {
+            throw new IllegalStateException("only the transformer language model generates text");
+        }
+        return lm.sample(prompt, length, temperature, seed);
+    }
+
+    /**
+     * @return optimizer steps the fp16 loss scaler skipped because gradients overflowed, or -1 without fp16
+     */
+    public long skippedSteps() {
+        Techniques.ScalerStats s = ((ModelNetwork) net).scalerStats();
+        return s == null ? -1 : s.skippedSteps();
+    }
+
+    /** @return the fp16 loss scaler's current scale, or NaN without fp16 */
+    public double lossScale() {
+        Techniques.ScalerStats s = ((ModelNetwork) net).scalerStats();
+        return s == null ? Double.NaN : s.scale();
+    }
+
+    /** @return the model being trained (its parameters are live until {@link #close()}) */
+    public io.vram4j.nn.Module model() {
+        return ((ModelNetwork) net).module();
     }
 
     /** @return the model and optimizer in words */

@@ -1,0 +1,94 @@
+package io.vram4j.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@code train --model transformer} and the flags of the memory-saving techniques. */
+class TrainTransformerCommandTest {
+    /** The bundled text in the source tree, so the test does not depend on the machine's fortunes. */
+    static final Path TEXT = Path.of("../vram4j-tensor/src/main/resources/io/vram4j/data/text/jargon-lexicon.txt.gz");
+    /** A tiny model: 1 block of width 32, 2 heads, context 16; 4 steps of 16 windows. */
+    static final String[] TINY = {"train", "--model", "transformer", "--hidden", "32", "--layers", "1", "--heads", "2",
+            "--block-size", "16", "--batch-size", "16", "--limit", "64", "--history-steps", "0", "--progress", "none",
+            "--data", TEXT.toString(), "--device", "host:1GiB"};
+
+    static CliRunner.Result run(Path out, String... extra) {
+        List<String> args = new ArrayList<>(List.of(TINY));
+        args.addAll(List.of(extra));
+        args.add("--out");
+        args.add(out.toString());
+        return CliRunner.run(args.toArray(String[]::new));
+    }
+
+    @Test
+    void trainsTheLanguageModelAndPrintsASample(@TempDir Path tmp) throws Exception {
+        CliRunner.Result r = run(tmp.resolve("run"), "--json", "--sample", "30");
+        assertEquals(0, r.exitCode(), r.err());
+        JsonNode json = new ObjectMapper().readTree(r.out());
+        assertEquals("ok", json.get("status").asText());
+        assertTrue(json.get("model").asText().startsWith("transformer 1 block of width 32, 2 heads, context 16, vocabulary 96"),
+                json.get("model").asText());
+        double loss = json.get("loss").asDouble();
+        assertEquals(loss / Math.log(2), json.get("bits_per_char").asDouble(), 1e-9);
+        assertTrue(loss > 0 && loss < Math.log(96) + 0.5, "validation loss " + loss);
+        String sample = json.get("sample").asText();
+        assertEquals(31, sample.length(), sample); // the newline prompt and 30 characters
+        assertEquals("file", json.get("data").get("origin").asText());
+        assertEquals(64, json.get("data").get("train_samples").asInt());
+        assertTrue(r.err().contains("bits/char"), r.err());
+        assertTrue(r.err().contains("sample (temperature 0.8):"), r.err());
+        assertTrue(Files.exists(tmp.resolve("run").resolve("result.json")));
+    }
+
+    @Test
+    void dryRunOnASimulatedDeviceComputesNothing(@TempDir Path tmp) throws Exception {
+        CliRunner.Result r = CliRunner.run("train", "--model", "transformer", "--dry-run", "--device", "sim:A100-80GB",
+                "--data", TEXT.toString(), "--layers", "12", "--block-size", "256", "--batch-size", "64", "--out", tmp.toString(), "--json");
+        assertEquals(0, r.exitCode(), r.err());
+        JsonNode json = new ObjectMapper().readTree(r.out());
+        assertEquals(64, json.get("batch_size").asInt());
+        // 12 blocks keep at least their 4 heads' attention probabilities: 12 x 64 x 4 x 256 x 256 floats
+        assertTrue(json.get("peak_allocated_bytes").asLong() > 12L * 64 * 4 * 256 * 256 * 4, json.toString());
+    }
+
+    @Test
+    void badValuesExitWithCode2AndNameTheOption(@TempDir Path tmp) {
+        String[][] cases = {
+                {"--heads", "3"},
+                {"--block-size", "0"},
+                {"--amp", "fp8"},
+                {"--checkpoint", "0"},
+                {"--checkpoint", "two"},
+                {"--accumulate", "0"},
+                {"--micro-batch", "-1"},
+                {"--micro-batch", "17"},
+                {"--model", "rnn"},
+                {"--data", "/nonexistent/text.txt"},
+                {"--block-size", "500000"},
+        };
+        String[] expected = {"--heads", "--block-size", "--amp", "--checkpoint", "--checkpoint", "--accumulate", "--micro-batch",
+                "--micro-batch", "--model", "--data", "--block-size"};
+        for (int i = 0; i < cases.length; i++) {
+            CliRunner.Result r = run(tmp.resolve("never"), cases[i]);
+            String what = String.join(" ", cases[i]);
+            assertEquals(2, r.exitCode(), what + ": " + r.err());
+            List<String> lines = r.err().lines().filter(l -> !l.startsWith("WARNING")).toList();
+            assertEquals(1, lines.size(), what + ": " + r.err());
+            assertTrue(lines.getFirst().startsWith("vram4j train: error: ") && lines.getFirst().contains(expected[i]),
+                    what + ": " + lines.getFirst());
+            assertFalse(r.err().contains("\tat "), what + ": no stack trace");
+        }
+        assertFalse(Files.exists(tmp.resolve("never")), "no run folder for a failed run");
+    }
+}

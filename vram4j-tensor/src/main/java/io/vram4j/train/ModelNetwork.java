@@ -1,0 +1,196 @@
+package io.vram4j.train;
+
+import io.vram4j.autograd.NoGrad;
+import io.vram4j.data.Batch;
+import io.vram4j.nn.Module;
+import io.vram4j.optim.AdamW;
+import io.vram4j.optim.Optimizer;
+import io.vram4j.optim.SGD;
+import io.vram4j.tensor.Device;
+import io.vram4j.tensor.Functional;
+import io.vram4j.tensor.MemoryScope;
+import io.vram4j.tensor.Tensor;
+
+/**
+ * The training step shared by the models, with the memory-saving techniques of {@link TrainOptions}, built on
+ * the technique library: the forward pass and loss run in an {@link io.vram4j.amp.Autocast} region for
+ * {@code --amp}; subclasses run their layers through {@link Checkpoint#checkpointSequential} for
+ * {@code --checkpoint}; a batch is split by {@link MicroBatcher} for {@code --micro-batch} (each micro-batch's
+ * loss weighted by its share of the batch, its activations freed before the next starts); and
+ * {@link GradientAccumulation} divides the loss by {@code --accumulate N}, scales it with the fp16
+ * {@link io.vram4j.amp.GradScaler}, and steps the optimizer every {@code N}-th batch, dropping the gradients
+ * afterwards ({@code zero_grad(set_to_none=True)}).
+ */
+abstract class ModelNetwork implements Network {
+    final Device dev;
+    final TrainOptions options;
+    final Module model;
+    final Optimizer optimizer;
+    final Techniques techniques;
+    private final GradientAccumulation accumulation;
+    private int pendingBatches;
+    private boolean closed;
+
+    /**
+     * @param dev the device (owned: closed with the network, which does not close its allocator)
+     * @param options the settings
+     * @param model the model (closed with the network, also when this constructor fails)
+     */
+    ModelNetwork(Device dev, TrainOptions options, Module model) {
+        this.dev = dev;
+        this.options = options;
+        this.model = model;
+        try {
+            float lr = (float) options.lr();
+            float wd = (float) options.weightDecay();
+            this.optimizer = options.optimizer().equals("adamw")
+                    ? new AdamW(model.parameters(), lr, 0.9f, 0.999f, 1e-8f, wd)
+                    : new SGD(model.parameters(), lr, (float) options.momentum(), wd);
+            this.techniques = Techniques.of(options, optimizer);
+            this.accumulation = new GradientAccumulation(optimizer, options.accumulate(), techniques.scaler());
+        } catch (RuntimeException | Error e) {
+            model.close();
+            throw e;
+        }
+    }
+
+    /**
+     * The model's input and targets for samples {@code [from, from + count)} of a batch.
+     *
+     * @return {@code {input, targets}}, created in the caller's scope
+     */
+    abstract Tensor[] tensors(Batch batch, int from, int count);
+
+    /**
+     * The forward pass, with checkpointing when {@link TrainOptions#checkpoint()} is on.
+     *
+     * @param input the model's input
+     * @param training true in a training step (checkpointing applies), false for evaluation
+     * @return the logits
+     */
+    abstract Tensor logits(Tensor input, boolean training);
+
+    /** @return how many predictions (samples or tokens) one sample contributes to the statistics */
+    abstract int predictionsPerSample();
+
+    @Override
+    public long parameters() {
+        return model.parameterCount();
+    }
+
+    @Override
+    public void setLearningRate(double lr) {
+        optimizer.setLr((float) lr);
+    }
+
+    /** @return the model */
+    Module module() {
+        return model;
+    }
+
+    @Override
+    public StepStats trainStep(Batch batch) {
+        ensureOpen();
+        model.train();
+        double[] lossSum = {0};
+        int[] correct = {0};
+        try (MemoryScope scope = MemoryScope.open()) {
+            Tensor[] xy = tensors(batch, 0, batch.size());
+            if (options.microBatch() > 0 && options.microBatch() < batch.size()) {
+                // micro-batches: each weighted by its share of the batch, gradients summed; then one accumulation step
+                MicroBatcher.accumulate(options.microBatch(), mb -> {
+                    Tensor[] lossAndLogits = forwardLoss(mb[0], mb[1]);
+                    StepStats s = stats(lossAndLogits[1], lossAndLogits[0], mb[1], mb[0].size(0));
+                    lossSum[0] += s.lossSum();
+                    correct[0] += s.correct();
+                    Tensor loss = lossAndLogits[0];
+                    return options.accumulate() == 1 ? loss : loss.div(options.accumulate());
+                }, techniques.scaler(), xy[0], xy[1]);
+                if (++pendingBatches >= options.accumulate()) {
+                    pendingBatches = 0;
+                    accumulation.step();
+                }
+            } else {
+                Tensor[] lossAndLogits = forwardLoss(xy[0], xy[1]);
+                StepStats s = stats(lossAndLogits[1], lossAndLogits[0], xy[1], batch.size());
+                lossSum[0] += s.lossSum();
+                correct[0] += s.correct();
+                accumulation.backward(lossAndLogits[0]); // divides by N, steps every N-th batch, zero_grad(set_to_none)
+            }
+        }
+        return new StepStats(lossSum[0], correct[0], batch.size() * predictionsPerSample());
+    }
+
+    /** Forward and loss inside the autocast region; returns {@code {loss, logits}} in the caller's scope. */
+    private Tensor[] forwardLoss(Tensor x, Tensor y) {
+        try (AutoCloseable autocast = techniques.autocast()) {
+            Tensor logits = logits(x, true);
+            return new Tensor[] {Functional.crossEntropy(logits, y), logits};
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Override
+    public StepStats evaluate(Batch batch) {
+        ensureOpen();
+        model.eval();
+        try (NoGrad noGrad = NoGrad.enter(); MemoryScope scope = MemoryScope.open()) {
+            Tensor[] xy = tensors(batch, 0, batch.size());
+            Tensor logits = logits(xy[0], false);
+            Tensor loss = Functional.crossEntropy(logits, xy[1]);
+            return stats(logits, loss, xy[1], batch.size());
+        }
+    }
+
+    /** @return loss summed over predictions and correct predictions (NaN and 0 on a device without storage) */
+    private StepStats stats(Tensor logits, Tensor loss, Tensor targets, int samples) {
+        int n = samples * predictionsPerSample();
+        if (!dev.hasStorage()) {
+            return new StepStats(Double.NaN, 0, n);
+        }
+        long[] predicted;
+        long[] truth;
+        try (NoGrad noGrad = NoGrad.enter(); Tensor argmax = logits.argmax(-1, false)) {
+            predicted = argmax.toLongArray();
+            truth = targets.toLongArray();
+        }
+        int correct = 0;
+        for (int i = 0; i < predicted.length; i++) {
+            if (predicted[i] == truth[i]) {
+                correct++;
+            }
+        }
+        return new StepStats((double) loss.item() * n, correct, n);
+    }
+
+    /** @return the loss scaler's statistics, or null without fp16 */
+    Techniques.ScalerStats scalerStats() {
+        return techniques.scalerStats();
+    }
+
+    void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("network closed");
+        }
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            optimizer.close();
+        } finally {
+            try {
+                model.close();
+            } finally {
+                dev.close();
+            }
+        }
+    }
+}
