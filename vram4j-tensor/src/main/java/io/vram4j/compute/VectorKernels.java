@@ -311,15 +311,9 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void log(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(load(x, xOff + i).lanewise(VectorOperators.LOG), out, outOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(load(x, xOff + i, m).lanewise(VectorOperators.LOG), out, outOff + i, m);
-        }
+        // per element with Math (the scalar kernel): C2 would evaluate lanewise(LOG) with the platform's vector
+        // math library and the interpreter with Math lane by lane, which can differ in the last bit (see Lanes)
+        ScalarKernels.INSTANCE.log(n, x, xOff, out, outOff);
     }
 
     @Override
@@ -337,15 +331,9 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void tanh(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(load(x, xOff + i).lanewise(VectorOperators.TANH), out, outOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(load(x, xOff + i, m).lanewise(VectorOperators.TANH), out, outOff + i, m);
-        }
+        // per element with Math (the scalar kernel): C2 would evaluate lanewise(TANH) with the platform's vector
+        // math library and the interpreter with Math lane by lane, which can differ in the last bit (see Lanes)
+        ScalarKernels.INSTANCE.tanh(n, x, xOff, out, outOff);
     }
 
     /**
@@ -473,7 +461,7 @@ final class VectorKernels implements Kernels {
             s0 = s0.add(lo(v));
             s1 = s1.add(hi(v));
         }
-        return (float) s0.add(s1).reduceLanes(VectorOperators.ADD);
+        return (float) Lanes.sum(s0.add(s1));
     }
 
     @Override
@@ -511,7 +499,7 @@ final class VectorKernels implements Kernels {
             s0 = a.fma(a, s0);
             s1 = b.fma(b, s1);
         }
-        return (float) s0.add(s1).reduceLanes(VectorOperators.ADD);
+        return (float) Lanes.sum(s0.add(s1));
     }
 
     @Override
@@ -534,7 +522,7 @@ final class VectorKernels implements Kernels {
             s0 = lo(u).fma(lo(v), s0);
             s1 = hi(u).fma(hi(v), s1);
         }
-        return (float) s0.add(s1).reduceLanes(VectorOperators.ADD);
+        return (float) Lanes.sum(s0.add(s1));
     }
 
     @Override
@@ -582,7 +570,7 @@ final class VectorKernels implements Kernels {
         if (j < cols) {
             s = s.add(load(x, off + j, SP.indexInRange(j, cols)));
         }
-        return s.reduceLanes(VectorOperators.ADD);
+        return Lanes.sum(s);
     }
 
     /** The float-lane dot product of two rows. */
@@ -596,7 +584,7 @@ final class VectorKernels implements Kernels {
             VectorMask<Float> m = SP.indexInRange(j, cols);
             s = load(x, xo + j, m).fma(load(y, yo + j, m), s);
         }
-        return s.reduceLanes(VectorOperators.ADD);
+        return Lanes.sum(s);
     }
 
     @Override
@@ -621,7 +609,7 @@ final class VectorKernels implements Kernels {
                 s = s.add(e, m);
                 store(e, out, or + j, m);
             }
-            float inv = 1f / s.reduceLanes(VectorOperators.ADD);
+            float inv = 1f / Lanes.sum(s);
             j = 0;
             for (int bound = SP.loopBound(cols); j < bound; j += L) {
                 store(load(out, or + j).mul(inv), out, or + j);
@@ -651,7 +639,7 @@ final class VectorKernels implements Kernels {
                 s = s.add(VectorExp.exp(load(x, xr + j, m).sub(max)), m);
             }
             // (x - max) - log(sum), not x - (max + log(sum)): for large max the sum would round away log(sum)'s digits
-            float logSum = (float) Math.log(s.reduceLanes(VectorOperators.ADD));
+            float logSum = (float) Math.log(Lanes.sum(s));
             j = 0;
             for (int bound = SP.loopBound(cols); j < bound; j += L) {
                 store(load(x, xr + j).sub(max).sub(logSum), out, or + j);
@@ -734,7 +722,7 @@ final class VectorKernels implements Kernels {
                 FloatVector d = load(x, xr + j, m).sub(mu);
                 s = s.add(d.mul(d), m);
             }
-            float var = cols == 0 ? 0f : s.reduceLanes(VectorOperators.ADD) / cols;
+            float var = cols == 0 ? 0f : Lanes.sum(s) / cols;
             float rs = (float) (1.0 / Math.sqrt((double) var + eps));
             j = 0;
             for (int bound = SP.loopBound(cols); j < bound; j += L) {
@@ -827,8 +815,8 @@ final class VectorKernels implements Kernels {
             if (dx == null || cols == 0) {
                 continue;
             }
-            float meanG = sg.reduceLanes(VectorOperators.ADD) / cols;
-            FloatVector negMeanGx = FloatVector.broadcast(SP, -sgx.reduceLanes(VectorOperators.ADD) / cols);
+            float meanG = Lanes.sum(sg) / cols;
+            FloatVector negMeanGx = FloatVector.broadcast(SP, -Lanes.sum(sgx) / cols);
             // pass 2: dx = rstd * (g - meanG - xhat * meanGx)
             j = 0;
             for (int bound = SP.loopBound(cols); j < bound; j += L) {
