@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Prints a JMH JSON result file (sample-time mode) as a Markdown table: one row per parameter set,
-one column group per benchmark method, p50 / p90 / p99 in ns per operation.
+"""Prints a JMH JSON result file as a Markdown table: one row per parameter set, one column per benchmark
+method; sample-time results as p50 / p90 / p99 in ns per operation, throughput results as score +- error
+with their unit (e.g. ops/us).
 Usage: jmh-table.py RESULT.json"""
 import json, sys
 from collections import OrderedDict
@@ -13,7 +14,12 @@ for r in json.load(open(sys.argv[1])):
         methods.append(m)
     key = ",".join(f"{v}" for k, v in sorted(r.get("params", {}).items()))
     pct = r["primaryMetric"].get("scorePercentiles", {})
-    if pct:
+    if r.get("mode") == "thrpt":
+        pm = r["primaryMetric"]
+        err = pm['scoreError']
+        err = f"{err:,.2f}" if isinstance(err, (int, float)) else "?"  # NaN with one iteration
+        cell = f"{pm['score']:,.2f} ± {err} {pm['scoreUnit']}"
+    elif pct:
         cell = "%s / %s / %s" % tuple(f"{pct[p]:,.0f}" for p in ("50.0", "90.0", "99.0"))
     else:
         cell = f"{r['primaryMetric']['score']:,.1f} {r['primaryMetric']['scoreUnit']}"

@@ -1,6 +1,7 @@
 package io.vram4j.bench;
 
 import io.vram4j.bench.peers.DlMix;
+import io.vram4j.bench.peers.HitMix;
 import io.vram4j.bench.peers.Peer;
 import io.vram4j.bench.peers.SlotAllocator;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -32,6 +33,9 @@ import java.util.concurrent.TimeUnit;
  *       (the time is per operation of one thread).</li>
  *   <li>{@code hit4KiB} / {@code hit1MiB}: allocate and free the same size again and again (a cache hit for
  *       every caching allocator).</li>
+ *   <li>{@code hitMix1} / {@code hitMix2}: cache hits over mixed sizes ({@link HitMix}, 512 B to 2 MiB), with 1
+ *       and 2 threads sharing one allocator; also in throughput mode ({@code hitMixThroughput1/2}, pairs per
+ *       microsecond summed over the threads).</li>
  * </ul>
  * Mode is sample time over batches of {@value #BATCH} pairs, so the percentiles (p50, p90, p99) are of the
  * per-pair mean within a batch; the batch keeps the cost of reading the clock below 2% of a 90 ns pair.
@@ -57,6 +61,8 @@ public class AllocatorBenchmark {
     Peer peer;
     /** Every thread's live buffers, freed before the peer closes (JMH may tear the shared state down first). */
     final List<DlMix> mixes = new CopyOnWriteArrayList<>();
+    /** Every thread's live buffers of the hit mix, likewise. */
+    final List<HitMix> hitMixes = new CopyOnWriteArrayList<>();
 
     @Setup(Level.Trial)
     public void open() {
@@ -66,6 +72,9 @@ public class AllocatorBenchmark {
     @TearDown(Level.Trial)
     public void close() {
         for (DlMix m : mixes) {
+            m.close();
+        }
+        for (HitMix m : hitMixes) {
             m.close();
         }
         peer.close();
@@ -80,6 +89,23 @@ public class AllocatorBenchmark {
         public void setup(AllocatorBenchmark b, ThreadParams tp) {
             mix = new DlMix(b.peer.slots(DlMix.LIVE), 42 + tp.getThreadIndex());
             b.mixes.add(mix);
+        }
+
+        @TearDown(Level.Trial)
+        public void teardown() {
+            mix.close();
+        }
+    }
+
+    /** One thread's {@link HitMix#LIVE} live buffers of the hit mix. */
+    @State(Scope.Thread)
+    public static class Hits {
+        HitMix mix;
+
+        @Setup(Level.Trial)
+        public void setup(AllocatorBenchmark b) {
+            mix = new HitMix(b.peer.slots(HitMix.LIVE));
+            b.hitMixes.add(mix);
         }
 
         @TearDown(Level.Trial)
@@ -132,5 +158,37 @@ public class AllocatorBenchmark {
             s.alloc(0, size);
             s.free(0);
         }
+    }
+
+    @Benchmark
+    @Threads(1)
+    @OperationsPerInvocation(BATCH)
+    public void hitMix1(Hits h) {
+        h.mix.run(BATCH);
+    }
+
+    @Benchmark
+    @Threads(2)
+    @OperationsPerInvocation(BATCH)
+    public void hitMix2(Hits h) {
+        h.mix.run(BATCH);
+    }
+
+    @Benchmark
+    @Threads(1)
+    @BenchmarkMode(Mode.Throughput)
+    @OutputTimeUnit(TimeUnit.MICROSECONDS)
+    @OperationsPerInvocation(BATCH)
+    public void hitMixThroughput1(Hits h) {
+        h.mix.run(BATCH);
+    }
+
+    @Benchmark
+    @Threads(2)
+    @BenchmarkMode(Mode.Throughput)
+    @OutputTimeUnit(TimeUnit.MICROSECONDS)
+    @OperationsPerInvocation(BATCH)
+    public void hitMixThroughput2(Hits h) {
+        h.mix.run(BATCH);
     }
 }
