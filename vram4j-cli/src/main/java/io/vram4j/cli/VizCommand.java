@@ -1,6 +1,7 @@
 package io.vram4j.cli;
 
 import io.vram4j.memory.snapshot.MemorySnapshot;
+import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.memory.viz.Headline;
 import io.vram4j.memory.viz.MemoryTimeline;
 import io.vram4j.memory.viz.TimelinePage;
@@ -62,7 +63,8 @@ final class VizCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "wrote %s (device %d: %,d entries, %,d allocations, %,d drawn one by one)%n", target, d,
                 h.entries(), h.allocs(), timeline.bands().size());
         out.printf(Locale.ROOT, "  peak allocated %s, peak reserved %s, reserved-unallocated at peak %s, OOMs %d%n",
-                gib(h.peakAllocated()), gib(h.peakReserved()), gib(h.fragmentationAtPeak()), h.ooms());
+                FormatSize.formatSize(h.peakAllocated()), FormatSize.formatSize(h.peakReserved()),
+                FormatSize.formatSize(h.fragmentationAtPeak()), h.ooms());
         if (timeline.maxEntries() < maxEntries) {
             out.printf(Locale.ROOT, "  note: only the %,d largest allocations get a band of their own (not %,d): more would need over"
                     + " %,d band vertices%n", timeline.maxEntries(), maxEntries, MemoryTimeline.VERTEX_BUDGET);
@@ -115,9 +117,5 @@ final class VizCommand implements Callable<Integer> {
         String name = file.getFileName().toString();
         int dot = name.lastIndexOf('.');
         return dot > 0 ? name.substring(0, dot) : name;
-    }
-
-    private static String gib(long bytes) {
-        return String.format(Locale.ROOT, "%.2f GiB", bytes / (double) (1L << 30));
     }
 }

@@ -172,8 +172,8 @@
     document.getElementById('cards').innerHTML =
       card('Peak allocated', fmtBytes(H.peak_allocated), fmtInt(H.peak_allocated) + ' B in blocks') +
       card('Peak reserved', fmtBytes(H.peak_reserved), fmtInt(H.peak_reserved) + ' B in segments') +
-      card('Fragmentation at peak', fmtBytes(H.fragmentation_at_peak), fragPct + '% of reserved unallocated; largest free block '
-        + fmtBytes(H.largest_free_at_peak) + ' of ' + fmtInt(H.free_blocks_at_peak)) +
+      card('Fragmentation at peak', fmtBytes(H.fragmentation_at_peak), fragPct + '% of reserved unallocated, in '
+        + count(H.free_blocks_at_peak, 'free block') + '; the largest ' + fmtBytes(H.largest_free_at_peak)) +
       card('Peak requested', fmtBytes(H.peak_requested), 'top of the timeline') +
       card('OOMs', fmtInt(H.ooms), H.ooms ? 'out-of-memory entries in the trace' : 'no out-of-memory entry', H.ooms > 0);
     const parts = ['device ' + D.device, count(H.entries, 'trace entry').replace('entrys', 'entries'), count(H.allocs, 'allocation'),
