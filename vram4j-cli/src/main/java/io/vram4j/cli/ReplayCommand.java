@@ -166,7 +166,12 @@ final class ReplayCommand implements Callable<Integer> {
         out.printf("  %-20s %15s %15s%n", "", "recorded", "replayed");
         out.printf("  %-20s %15s %15s%n", "peak reserved", gib(r.recordedPeakReserved()), gib(r.replayedPeakReserved()));
         out.printf("  %-20s %15s %15s%n", "peak requested", gib(r.recordedPeakRequested()), gib(r.replayedPeakRequested()));
-        out.printf("  %-20s %15s %15s%n", "peak allocated", "-", gib(r.replayedPeakAllocated()));
+        out.printf("  %-20s %15s %15s%n", "peak allocated", gib(r.recordedPeakAllocated()),
+                gib(r.replayedPeakAllocated()));
+        if (r.recordedPeakAllocated() != r.replayedPeakAllocated()) {
+            out.printf("  %-20s %s%n", "", "(recorded allocated = round_size(requested) per block: it cannot see unsplit"
+                    + " remainders, which the replay counts)");
+        }
         out.printf("  %-20s %15d %15d%n", "new segments", r.recordedSegmentSizes().size(), r.replayedSegmentSizes().size());
         out.printf("  %-20s %15d %15d%n", "OOMs", r.recordedOoms(), r.predictedOoms());
         out.printf("  segment sequence     %s (first %d of %d agree)%n", r.segmentSequenceEqual() ? "identical" : "differs",
@@ -275,6 +280,7 @@ final class ReplayCommand implements Callable<Integer> {
             m.put("replayed_peak_reserved", r.replayedPeakReserved());
             m.put("recorded_peak_requested", r.recordedPeakRequested());
             m.put("replayed_peak_requested", r.replayedPeakRequested());
+            m.put("recorded_peak_allocated", r.recordedPeakAllocated());
             m.put("replayed_peak_allocated", r.replayedPeakAllocated());
             m.put("segment_sequence_equal", r.segmentSequenceEqual());
             m.put("segment_sequence_prefix", r.segmentSequencePrefix());

@@ -71,7 +71,8 @@ public final class Replayer {
         at.run();
         return new ReplayReport(r.device(), r.conf(), r.capacity(), r.capacitySource(), r.recordedAddresses(), r.events(),
                 r.eventsPerSecond(), r.fromEmpty(), r.initialReserved(), r.initialLiveBlocks(), r.recordedPeakReserved(),
-                r.replayedPeakReserved(), r.recordedPeakRequested(), r.replayedPeakRequested(), r.replayedPeakAllocated(),
+                r.replayedPeakReserved(), r.recordedPeakRequested(), r.replayedPeakRequested(), r.recordedPeakAllocated(),
+                r.replayedPeakAllocated(),
                 r.recordedSegmentSizes(), r.replayedSegmentSizes(), r.allocs(), r.allocsAtOtherAddress(), r.finalStateEqual(),
                 r.finalStateDifferences(), r.recordedOoms(), r.predictedOoms(), r.firstPredictedOomEntry(), r.bursts(),
                 r.skipped(), at.atPeak(), at.statsAtPeak(), r.finalStats());

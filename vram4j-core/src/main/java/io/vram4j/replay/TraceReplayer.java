@@ -13,6 +13,7 @@ import io.vram4j.device.sim.SimDevice;
 import io.vram4j.memory.snapshot.BlockInfo;
 import io.vram4j.memory.snapshot.BlockState;
 import io.vram4j.memory.snapshot.SegmentInfo;
+import io.vram4j.memory.snapshot.TraceAction;
 import io.vram4j.memory.snapshot.TraceEntry;
 import io.vram4j.memory.stats.MemoryStats;
 
@@ -69,6 +70,9 @@ final class TraceReplayer implements AllocatorListener {
     private final Set<Long> ourSegments = new HashSet<>();
     private final Map<Long, Long> segmentRecordedToOurs = new HashMap<>();
     private final List<Long> replayedSegmentSizes = new ArrayList<>();
+    /** Pre-trace live blocks as rebuilt: recorded address → block size in bytes. */
+    private final LongLongMap preTraceSizes = new LongLongMap();
+    private long preTraceAllocated;
     private long allocs;
     private long otherAddress;
     private int predictedOoms;
@@ -151,7 +155,7 @@ final class TraceReplayer implements AllocatorListener {
                     options.recordedAddresses(), trace.size(), trace.size() / seconds, analysis.fromEmpty(),
                     analysis.initialReserved, initialLive, analysis.recordedPeakReserved,
                     finalStats.maxReservedBytes(), analysis.recordedPeakRequested,
-                    finalStats.get("requested_bytes.all.peak"), finalStats.maxAllocatedBytes(),
+                    finalStats.get("requested_bytes.all.peak"), recordedPeakAllocated(), finalStats.maxAllocatedBytes(),
                     List.copyOf(analysis.segmentSizes), List.copyOf(replayedSegmentSizes), allocs, otherAddress,
                     diffs.isEmpty(), diffs, analysis.ooms, predictedOoms, firstPredictedOom, List.copyOf(analysis.bursts),
                     skipped, atPeak, statsAtPeak, finalStats);
@@ -220,6 +224,8 @@ final class TraceReplayer implements AllocatorListener {
                     blockSize = !small && gap > 0 && gap <= tolerance ? rounded + gap : rounded;
                 }
                 blocks.add(new long[] {addr, blockSize, v[1]});
+                preTraceSizes.put(addr, blockSize);
+                preTraceAllocated += blockSize;
                 recordedToOurs.put(addr, addr);
                 count++;
             }
@@ -245,6 +251,35 @@ final class TraceReplayer implements AllocatorListener {
         }
         skipped += live.size();
         return count;
+    }
+
+    /**
+     * The recorded peak allocated bytes, derived from the trace as PyTorch's allocator counts
+     * {@code allocated_bytes}: the pre-trace live blocks at their rebuilt sizes, plus for each {@code alloc}
+     * {@code round_size(size)} under the recorded settings, minus the same at its {@code free_completed}.
+     * Blind spot: a block that keeps an unsplit remainder (large pool, remainder at most 1 MiB; or an
+     * oversize block served from a cached block up to {@code max_non_split_rounding_mb} larger) counts its
+     * whole size in PyTorch and in the replay, but only its rounded size here, so this can read lower than
+     * the replay's peak by the remainders live at that moment.
+     *
+     * @return bytes
+     */
+    private long recordedPeakAllocated() {
+        LongLongMap sizes = new LongLongMap();
+        long allocated = preTraceAllocated;
+        long peak = allocated;
+        for (TraceEntry e : analysis.trace) {
+            if (e.action() == TraceAction.ALLOC) {
+                long rounded = SizeRules.roundSize(e.size(), recordedConfig);
+                sizes.put(e.addr(), rounded);
+                allocated += rounded;
+                peak = Math.max(peak, allocated);
+            } else if (e.action() == TraceAction.FREE_COMPLETED) {
+                long size = sizes.remove(e.addr());
+                allocated -= size != 0 ? size : preTraceSizes.remove(e.addr());
+            }
+        }
+        return peak;
     }
 
     // ---- the entries ----

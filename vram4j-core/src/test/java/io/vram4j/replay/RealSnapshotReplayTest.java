@@ -44,6 +44,11 @@ class RealSnapshotReplayTest {
         assertEquals(1_897_922_560L, r.replayedPeakReserved());
         assertTrue(r.finalStateEqual(), String.join("\n", r.finalStateDifferences()));
         assertTrue(r.exact());
+        // Recorded allocated counts round_size(requested) per block; the replay (like PyTorch) also counts the
+        // unsplit remainders kept inside blocks: at the replayed peak 7,229,440 B of remainders were live.
+        assertEquals(1_783_665_152L, r.recordedPeakAllocated());
+        assertEquals(1_790_894_592L, r.replayedPeakAllocated());
+        assertEquals(7_229_440L, r.replayedPeakAllocated() - r.recordedPeakAllocated());
     }
 
     @Test
@@ -57,6 +62,11 @@ class RealSnapshotReplayTest {
         assertEquals(12_660_506_624L, r.recordedPeakReserved());
         assertEquals(12_660_506_624L, r.replayedPeakReserved());
         assertTrue(r.finalStateEqual(), String.join("\n", r.finalStateDifferences()));
+        // The pre-trace blocks count at their rebuilt sizes (remainders included); blocks allocated in the trace
+        // count round_size(requested): 2,949,120 B of unsplit remainders were live at the replayed peak.
+        assertEquals(12_431_545_344L, r.recordedPeakAllocated());
+        assertEquals(12_434_494_464L, r.replayedPeakAllocated());
+        assertEquals(2_949_120L, r.replayedPeakAllocated() - r.recordedPeakAllocated());
     }
 
     @Test
