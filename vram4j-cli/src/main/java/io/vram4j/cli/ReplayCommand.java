@@ -61,6 +61,9 @@ final class ReplayCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print the report as JSON")
     boolean json;
 
+    /** Why a sweep recommends nothing. */
+    static final String NO_FIT = "every setting runs out of memory at this capacity";
+
     private final PrintStream out = System.out;
 
     @Override
@@ -233,8 +236,15 @@ final class ReplayCommand implements Callable<Integer> {
                 m.put("ooms", r.predictedOoms());
                 list.add(m);
             }
-            out.println(mapper().writeValueAsString(Map.of("capacity", cap, "results", list,
-                    "recommendation", rows.isEmpty() ? "" : rows.get(0)[0])));
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("capacity", cap);
+            m.put("results", list);
+            boolean fits = !rows.isEmpty() && ((ReplayReport) rows.get(0)[1]).predictedOoms() == 0;
+            m.put("recommendation", fits ? rows.get(0)[0] : null);
+            if (!fits) {
+                m.put("recommendation_reason", NO_FIT);
+            }
+            out.println(mapper().writeValueAsString(m));
             return 0;
         }
         ReplayReport first = rows.isEmpty() ? null : (ReplayReport) rows.get(0)[1];
@@ -251,7 +261,7 @@ final class ReplayCommand implements Callable<Integer> {
         }
         if (first != null) {
             if (first.predictedOoms() > 0) {
-                out.println("recommendation: none of the settings avoids running out of memory at this capacity");
+                out.println("recommendation: none: " + NO_FIT);
             } else {
                 out.printf("recommendation: %s (peak reserved %s)%n", rows.get(0)[0], gib(first.replayedPeakReserved()));
             }
