@@ -82,7 +82,8 @@ final class ReplayCommand implements Callable<Integer> {
         try {
             reports = Replayer.replay(snapshot, options);
         } catch (ReplayException e) {
-            throw new UserException(file + ": " + e.getMessage() + " (use --lenient to continue past it)");
+            throw new UserException(file + ": " + e.getMessage()
+                    + (e.lenientHelps() && !lenient ? " (use --lenient to continue past it)" : ""));
         }
         if (json) {
             out.println(mapper().writeValueAsString(jsonReports(reports)));

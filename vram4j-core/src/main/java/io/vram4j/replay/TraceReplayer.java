@@ -36,7 +36,8 @@ import java.util.TreeMap;
  *   block's true size may exceed round_size(requested): in the large pool an unsplit remainder of at most
  *   1 MiB stays inside the block, so a gap of at most 1 MiB before the next known block start belongs to
  *   it. The pre-trace state is rebuilt under the recorded settings; what-if settings apply from the first
- *   entry on.
+ *   entry on. With expandable segments this rebuild is not supported (Note [Expandable mid-run] in
+ *   rebuildInitialState): such a replay stops with a ReplayException naming the device.
  *
  * Note [Placement]
  *   Best fit breaks ties by address, so where segments sit decides where later blocks go. With
@@ -172,8 +173,16 @@ final class TraceReplayer implements AllocatorListener {
             return 0;
         }
         if (analysis.expandable) {
-            throw new ReplayException("device " + deviceIndex + ": the trace starts mid-run with expandable segments;"
-                    + " rebuilding that state is not supported", -1);
+            // Note [Expandable mid-run]: the pre-trace mapped ranges cannot be placed faithfully. A snapshot shows each
+            // contiguous mapped range as a segment, not the reserved virtual range (its base and its size, 9/8 of the
+            // device's capacity) that the ranges belong to, nor which ranges share one reservation (one per stream
+            // and pool); best fit compares a free expandable block together with the unmapped rest of its
+            // reservation, so where later blocks land depends on exactly that.
+            throw new ReplayException("device " + deviceIndex + ": the trace starts mid-run (" + analysis.initialReserved
+                    + " bytes reserved and " + analysis.orphanFrees.size() + " blocks freed before its first entry)"
+                    + " with expandable segments: rebuilding the mapped ranges and live blocks before the first entry"
+                    + " is not supported (a snapshot does not record the reserved virtual ranges they belong to);"
+                    + " only traces recorded from an empty allocator replay with expandable segments", -1, false);
         }
         // segment address -> {size, stream, small}
         TreeMap<Long, long[]> segments = new TreeMap<>(Long::compareUnsigned);
