@@ -182,6 +182,9 @@ final class ReplayCommand implements Callable<Integer> {
                 r.segmentSequencePrefix(), r.recordedSegmentSizes().size());
         if (r.recordedAddresses()) {
             out.printf("  alloc addresses      %,d of %,d at another address than recorded%n", r.allocsAtOtherAddress(), r.allocs());
+        } else if (conf == null && capacity == null) {
+            out.printf("  alloc places         %,d of %,d at another segment or offset than recorded%n",
+                    r.allocsAtOtherAddress(), r.allocs());
         }
         out.printf("  final state          %s%n", r.finalStateEqual() ? "equal to the dump" : "differs from the dump");
         for (String d : r.finalStateDifferences()) {

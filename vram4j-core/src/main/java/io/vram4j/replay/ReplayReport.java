@@ -32,8 +32,9 @@ import java.util.List;
  * @param recordedSegmentSizes sizes of the recorded new segments / mapped ranges, in order
  * @param replayedSegmentSizes sizes of the replay's new segments / mapped ranges, in order
  * @param allocs allocations replayed
- * @param allocsAtOtherAddress allocations that landed at another address than recorded (only counted
- *     when segments are placed at recorded addresses)
+ * @param allocsAtOtherAddress allocations that landed at another address than recorded; with the device's own
+ *     addresses, at another place: not at the recorded offset inside the segment of ours that replays the recorded
+ *     segment; counted only under the recorded settings and capacity, and not with expandable segments
  * @param finalStateEqual whether the final segments and blocks equal the dump (by address when placed at
  *     recorded addresses, else by sizes and states)
  * @param finalStateDifferences the first differences found, empty when equal

@@ -70,6 +70,8 @@ final class TraceReplayer implements AllocatorListener {
     private final List<long[]> pendingSegments = new ArrayList<>();
     private final Set<Long> ourSegments = new HashSet<>();
     private final Map<Long, Long> segmentRecordedToOurs = new HashMap<>();
+    /** Own-address replays: the recorded segments live now, base → size (unsigned order); null when not tracked. */
+    private final TreeMap<Long, Long> recordedSegments;
     private final List<Long> replayedSegmentSizes = new ArrayList<>();
     /** Pre-trace live blocks as rebuilt: recorded address → block size in bytes. */
     private final LongLongMap preTraceSizes = new LongLongMap();
@@ -115,6 +117,8 @@ final class TraceReplayer implements AllocatorListener {
             capacitySource = "unbounded";
         }
         nativeOom = !capacitySource.equals("unbounded") && !capacitySource.startsWith("recorded peak");
+        recordedSegments = options.recordedAddresses() || analysis.expandable || options.conf() != null
+                || options.capacity() > 0 ? null : new TreeMap<>(Long::compareUnsigned);
     }
 
     /** @return the report, or null for a measuring pass ({@code captureAt >= -1}), read via {@link #atPeak()} */
@@ -249,6 +253,9 @@ final class TraceReplayer implements AllocatorListener {
             }
             ourSegments.add(base);
             segmentRecordedToOurs.put(base, base);
+            if (recordedSegments != null) {
+                recordedSegments.put(base, size);
+            }
         }
         if (!live.isEmpty() && !options.lenient()) {
             long addr = live.firstKey();
@@ -297,8 +304,19 @@ final class TraceReplayer implements AllocatorListener {
         switch (e.action()) {
             case ALLOC -> alloc(i, e);
             case FREE_COMPLETED -> free(i, e);
-            case SEGMENT_ALLOC, SEGMENT_MAP -> pendingSegments.add(new long[] {e.addr(), e.size()});
-            case SEGMENT_FREE, SEGMENT_UNMAP -> release(i, e);
+            case SEGMENT_ALLOC, SEGMENT_MAP -> {
+                pendingSegments.add(new long[] {e.addr(), e.size()});
+                if (recordedSegments != null) {
+                    recordedSegments.put(e.addr(), e.size());
+                }
+            }
+            case SEGMENT_FREE, SEGMENT_UNMAP -> {
+                release(i, e);
+                if (recordedSegments != null) {
+                    recordedSegments.remove(e.addr());
+                    segmentRecordedToOurs.remove(e.addr());
+                }
+            }
             case OOM -> recordedOom(i, e);
             default -> { }
         }
@@ -324,6 +342,9 @@ final class TraceReplayer implements AllocatorListener {
         }
         pendingSegments.clear();
         allocs++;
+        if (recordedSegments != null && ours != expectedPlace(e.addr())) {
+            otherAddress++;
+        }
         if (options.recordedAddresses() && ours != e.addr()) {
             if (otherAddress == 0 && Boolean.getBoolean("vram4j.replay.debug")) {
                 System.err.println("first alloc at another address: entry " + i + " recorded 0x" + Long.toHexString(e.addr())
@@ -337,6 +358,22 @@ final class TraceReplayer implements AllocatorListener {
             peakAllocated = allocated;
             peakAllocatedEntry = i;
         }
+    }
+
+    /**
+     * Own-address replays: where the recorded block would be in our memory, the same offset in the segment of ours
+     * that replays the recorded segment holding it.
+     *
+     * @param recorded the recorded block address
+     * @return our address, or 0 when the recorded segment is unknown or has no counterpart
+     */
+    private long expectedPlace(long recorded) {
+        Map.Entry<Long, Long> seg = recordedSegments.floorEntry(recorded);
+        if (seg == null || Long.compareUnsigned(recorded - seg.getKey(), seg.getValue()) >= 0) {
+            return 0;
+        }
+        Long ours = segmentRecordedToOurs.get(seg.getKey());
+        return ours == null ? 0 : ours + (recorded - seg.getKey());
     }
 
     Fragmentation atPeak() {
