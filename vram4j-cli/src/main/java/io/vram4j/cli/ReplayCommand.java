@@ -61,6 +61,9 @@ final class ReplayCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print the report as JSON")
     boolean json;
 
+    /** Why a sweep recommends nothing. */
+    static final String NO_FIT = "every setting runs out of memory at this capacity";
+
     private final PrintStream out = System.out;
 
     @Override
@@ -79,7 +82,8 @@ final class ReplayCommand implements Callable<Integer> {
         try {
             reports = Replayer.replay(snapshot, options);
         } catch (ReplayException e) {
-            throw new UserException(file + ": " + e.getMessage() + " (use --lenient to continue past it)");
+            throw new UserException(file + ": " + e.getMessage()
+                    + (e.lenientHelps() && !lenient ? " (use --lenient to continue past it)" : ""));
         }
         if (json) {
             out.println(mapper().writeValueAsString(jsonReports(reports)));
@@ -166,13 +170,21 @@ final class ReplayCommand implements Callable<Integer> {
         out.printf("  %-20s %15s %15s%n", "", "recorded", "replayed");
         out.printf("  %-20s %15s %15s%n", "peak reserved", gib(r.recordedPeakReserved()), gib(r.replayedPeakReserved()));
         out.printf("  %-20s %15s %15s%n", "peak requested", gib(r.recordedPeakRequested()), gib(r.replayedPeakRequested()));
-        out.printf("  %-20s %15s %15s%n", "peak allocated", "-", gib(r.replayedPeakAllocated()));
+        out.printf("  %-20s %15s %15s%n", "peak allocated", gib(r.recordedPeakAllocated()),
+                gib(r.replayedPeakAllocated()));
+        if (r.recordedPeakAllocated() != r.replayedPeakAllocated()) {
+            out.printf("  %-20s %s%n", "", "(recorded allocated = round_size(requested) per block: it cannot see unsplit"
+                    + " remainders, which the replay counts)");
+        }
         out.printf("  %-20s %15d %15d%n", "new segments", r.recordedSegmentSizes().size(), r.replayedSegmentSizes().size());
         out.printf("  %-20s %15d %15d%n", "OOMs", r.recordedOoms(), r.predictedOoms());
         out.printf("  segment sequence     %s (first %d of %d agree)%n", r.segmentSequenceEqual() ? "identical" : "differs",
                 r.segmentSequencePrefix(), r.recordedSegmentSizes().size());
         if (r.recordedAddresses()) {
             out.printf("  alloc addresses      %,d of %,d at another address than recorded%n", r.allocsAtOtherAddress(), r.allocs());
+        } else if (conf == null && capacity == null) {
+            out.printf("  alloc places         %,d of %,d at another segment or offset than recorded%n",
+                    r.allocsAtOtherAddress(), r.allocs());
         }
         out.printf("  final state          %s%n", r.finalStateEqual() ? "equal to the dump" : "differs from the dump");
         for (String d : r.finalStateDifferences()) {
@@ -228,8 +240,15 @@ final class ReplayCommand implements Callable<Integer> {
                 m.put("ooms", r.predictedOoms());
                 list.add(m);
             }
-            out.println(mapper().writeValueAsString(Map.of("capacity", cap, "results", list,
-                    "recommendation", rows.isEmpty() ? "" : rows.get(0)[0])));
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("capacity", cap);
+            m.put("results", list);
+            boolean fits = !rows.isEmpty() && ((ReplayReport) rows.get(0)[1]).predictedOoms() == 0;
+            m.put("recommendation", fits ? rows.get(0)[0] : null);
+            if (!fits) {
+                m.put("recommendation_reason", NO_FIT);
+            }
+            out.println(mapper().writeValueAsString(m));
             return 0;
         }
         ReplayReport first = rows.isEmpty() ? null : (ReplayReport) rows.get(0)[1];
@@ -246,7 +265,7 @@ final class ReplayCommand implements Callable<Integer> {
         }
         if (first != null) {
             if (first.predictedOoms() > 0) {
-                out.println("recommendation: none of the settings avoids running out of memory at this capacity");
+                out.println("recommendation: none: " + NO_FIT);
             } else {
                 out.printf("recommendation: %s (peak reserved %s)%n", rows.get(0)[0], gib(first.replayedPeakReserved()));
             }
@@ -275,6 +294,7 @@ final class ReplayCommand implements Callable<Integer> {
             m.put("replayed_peak_reserved", r.replayedPeakReserved());
             m.put("recorded_peak_requested", r.recordedPeakRequested());
             m.put("replayed_peak_requested", r.replayedPeakRequested());
+            m.put("recorded_peak_allocated", r.recordedPeakAllocated());
             m.put("replayed_peak_allocated", r.replayedPeakAllocated());
             m.put("segment_sequence_equal", r.segmentSequenceEqual());
             m.put("segment_sequence_prefix", r.segmentSequencePrefix());

@@ -22,12 +22,19 @@ import java.util.List;
  * @param replayedPeakReserved {@code reserved_bytes.all.peak} of the replay
  * @param recordedPeakRequested peak of the recorded Σ requested bytes of live blocks
  * @param replayedPeakRequested {@code requested_bytes.all.peak} of the replay
+ * @param recordedPeakAllocated peak of the recorded allocated bytes, derived from the trace: pre-trace live
+ *     blocks at their dumped or rebuilt sizes plus {@code round_size(requested)} under the recorded settings for
+ *     each block allocated in the trace. It cannot see unsplit remainders (a large-pool block keeps a remainder of
+ *     at most 1 MiB; an oversize block may be served from a cached block up to {@code max_non_split_rounding_mb}
+ *     larger), which PyTorch and the replay count in the block's size, so it can be lower than
+ *     {@code replayedPeakAllocated} by the remainders live at the peak
  * @param replayedPeakAllocated {@code allocated_bytes.all.peak} of the replay
  * @param recordedSegmentSizes sizes of the recorded new segments / mapped ranges, in order
  * @param replayedSegmentSizes sizes of the replay's new segments / mapped ranges, in order
  * @param allocs allocations replayed
- * @param allocsAtOtherAddress allocations that landed at another address than recorded (only counted
- *     when segments are placed at recorded addresses)
+ * @param allocsAtOtherAddress allocations that landed at another address than recorded; with the device's own
+ *     addresses, at another place: not at the recorded offset inside the segment of ours that replays the recorded
+ *     segment; counted only under the recorded settings and capacity, and not with expandable segments
  * @param finalStateEqual whether the final segments and blocks equal the dump (by address when placed at
  *     recorded addresses, else by sizes and states)
  * @param finalStateDifferences the first differences found, empty when equal
@@ -43,7 +50,8 @@ import java.util.List;
 public record ReplayReport(int device, String conf, long capacity, String capacitySource, boolean recordedAddresses,
                            int events, double eventsPerSecond, boolean fromEmpty, long initialReserved,
                            int initialLiveBlocks, long recordedPeakReserved, long replayedPeakReserved,
-                           long recordedPeakRequested, long replayedPeakRequested, long replayedPeakAllocated,
+                           long recordedPeakRequested, long replayedPeakRequested, long recordedPeakAllocated,
+                           long replayedPeakAllocated,
                            List<Long> recordedSegmentSizes, List<Long> replayedSegmentSizes, long allocs,
                            long allocsAtOtherAddress, boolean finalStateEqual, List<String> finalStateDifferences,
                            int recordedOoms, int predictedOoms, int firstPredictedOomEntry, List<ReleaseBurst> bursts,

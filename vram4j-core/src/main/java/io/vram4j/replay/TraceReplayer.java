@@ -13,6 +13,7 @@ import io.vram4j.device.sim.SimDevice;
 import io.vram4j.memory.snapshot.BlockInfo;
 import io.vram4j.memory.snapshot.BlockState;
 import io.vram4j.memory.snapshot.SegmentInfo;
+import io.vram4j.memory.snapshot.TraceAction;
 import io.vram4j.memory.snapshot.TraceEntry;
 import io.vram4j.memory.stats.MemoryStats;
 
@@ -35,7 +36,8 @@ import java.util.TreeMap;
  *   block's true size may exceed round_size(requested): in the large pool an unsplit remainder of at most
  *   1 MiB stays inside the block, so a gap of at most 1 MiB before the next known block start belongs to
  *   it. The pre-trace state is rebuilt under the recorded settings; what-if settings apply from the first
- *   entry on.
+ *   entry on. With expandable segments this rebuild is not supported (Note [Expandable mid-run] in
+ *   rebuildInitialState): such a replay stops with a ReplayException naming the device.
  *
  * Note [Placement]
  *   Best fit breaks ties by address, so where segments sit decides where later blocks go. With
@@ -68,7 +70,12 @@ final class TraceReplayer implements AllocatorListener {
     private final List<long[]> pendingSegments = new ArrayList<>();
     private final Set<Long> ourSegments = new HashSet<>();
     private final Map<Long, Long> segmentRecordedToOurs = new HashMap<>();
+    /** Own-address replays: the recorded segments live now, base → size (unsigned order); null when not tracked. */
+    private final TreeMap<Long, Long> recordedSegments;
     private final List<Long> replayedSegmentSizes = new ArrayList<>();
+    /** Pre-trace live blocks as rebuilt: recorded address → block size in bytes. */
+    private final LongLongMap preTraceSizes = new LongLongMap();
+    private long preTraceAllocated;
     private long allocs;
     private long otherAddress;
     private int predictedOoms;
@@ -110,6 +117,8 @@ final class TraceReplayer implements AllocatorListener {
             capacitySource = "unbounded";
         }
         nativeOom = !capacitySource.equals("unbounded") && !capacitySource.startsWith("recorded peak");
+        recordedSegments = options.recordedAddresses() || analysis.expandable || options.conf() != null
+                || options.capacity() > 0 ? null : new TreeMap<>(Long::compareUnsigned);
     }
 
     /** @return the report, or null for a measuring pass ({@code captureAt >= -1}), read via {@link #atPeak()} */
@@ -151,7 +160,7 @@ final class TraceReplayer implements AllocatorListener {
                     options.recordedAddresses(), trace.size(), trace.size() / seconds, analysis.fromEmpty(),
                     analysis.initialReserved, initialLive, analysis.recordedPeakReserved,
                     finalStats.maxReservedBytes(), analysis.recordedPeakRequested,
-                    finalStats.get("requested_bytes.all.peak"), finalStats.maxAllocatedBytes(),
+                    finalStats.get("requested_bytes.all.peak"), recordedPeakAllocated(), finalStats.maxAllocatedBytes(),
                     List.copyOf(analysis.segmentSizes), List.copyOf(replayedSegmentSizes), allocs, otherAddress,
                     diffs.isEmpty(), diffs, analysis.ooms, predictedOoms, firstPredictedOom, List.copyOf(analysis.bursts),
                     skipped, atPeak, statsAtPeak, finalStats);
@@ -168,8 +177,16 @@ final class TraceReplayer implements AllocatorListener {
             return 0;
         }
         if (analysis.expandable) {
-            throw new ReplayException("device " + deviceIndex + ": the trace starts mid-run with expandable segments;"
-                    + " rebuilding that state is not supported", -1);
+            // Note [Expandable mid-run]: the pre-trace mapped ranges cannot be placed faithfully. A snapshot shows each
+            // contiguous mapped range as a segment, not the reserved virtual range (its base and its size, 9/8 of the
+            // device's capacity) that the ranges belong to, nor which ranges share one reservation (one per stream
+            // and pool); best fit compares a free expandable block together with the unmapped rest of its
+            // reservation, so where later blocks land depends on exactly that.
+            throw new ReplayException("device " + deviceIndex + ": the trace starts mid-run (" + analysis.initialReserved
+                    + " bytes reserved and " + analysis.orphanFrees.size() + " blocks freed before its first entry)"
+                    + " with expandable segments: rebuilding the mapped ranges and live blocks before the first entry"
+                    + " is not supported (a snapshot does not record the reserved virtual ranges they belong to);"
+                    + " only traces recorded from an empty allocator replay with expandable segments", -1, false);
         }
         // segment address -> {size, stream, small}
         TreeMap<Long, long[]> segments = new TreeMap<>(Long::compareUnsigned);
@@ -220,6 +237,8 @@ final class TraceReplayer implements AllocatorListener {
                     blockSize = !small && gap > 0 && gap <= tolerance ? rounded + gap : rounded;
                 }
                 blocks.add(new long[] {addr, blockSize, v[1]});
+                preTraceSizes.put(addr, blockSize);
+                preTraceAllocated += blockSize;
                 recordedToOurs.put(addr, addr);
                 count++;
             }
@@ -234,6 +253,9 @@ final class TraceReplayer implements AllocatorListener {
             }
             ourSegments.add(base);
             segmentRecordedToOurs.put(base, base);
+            if (recordedSegments != null) {
+                recordedSegments.put(base, size);
+            }
         }
         if (!live.isEmpty() && !options.lenient()) {
             long addr = live.firstKey();
@@ -243,8 +265,37 @@ final class TraceReplayer implements AllocatorListener {
                     + "free_completed of unknown address 0x" + Long.toHexString(addr)
                     + " (not allocated in the trace, and in no segment that existed before it)", entry);
         }
-        skipped += live.size();
+        // lenient: each such free is counted as skipped when the replay reaches it (free() finds no block)
         return count;
+    }
+
+    /**
+     * The recorded peak allocated bytes, derived from the trace as PyTorch's allocator counts
+     * {@code allocated_bytes}: the pre-trace live blocks at their rebuilt sizes, plus for each {@code alloc}
+     * {@code round_size(size)} under the recorded settings, minus the same at its {@code free_completed}.
+     * Blind spot: a block that keeps an unsplit remainder (large pool, remainder at most 1 MiB; or an
+     * oversize block served from a cached block up to {@code max_non_split_rounding_mb} larger) counts its
+     * whole size in PyTorch and in the replay, but only its rounded size here, so this can read lower than
+     * the replay's peak by the remainders live at that moment.
+     *
+     * @return bytes
+     */
+    private long recordedPeakAllocated() {
+        LongLongMap sizes = new LongLongMap();
+        long allocated = preTraceAllocated;
+        long peak = allocated;
+        for (TraceEntry e : analysis.trace) {
+            if (e.action() == TraceAction.ALLOC) {
+                long rounded = SizeRules.roundSize(e.size(), recordedConfig);
+                sizes.put(e.addr(), rounded);
+                allocated += rounded;
+                peak = Math.max(peak, allocated);
+            } else if (e.action() == TraceAction.FREE_COMPLETED) {
+                long size = sizes.remove(e.addr());
+                allocated -= size != 0 ? size : preTraceSizes.remove(e.addr());
+            }
+        }
+        return peak;
     }
 
     // ---- the entries ----
@@ -253,8 +304,19 @@ final class TraceReplayer implements AllocatorListener {
         switch (e.action()) {
             case ALLOC -> alloc(i, e);
             case FREE_COMPLETED -> free(i, e);
-            case SEGMENT_ALLOC, SEGMENT_MAP -> pendingSegments.add(new long[] {e.addr(), e.size()});
-            case SEGMENT_FREE, SEGMENT_UNMAP -> release(i, e);
+            case SEGMENT_ALLOC, SEGMENT_MAP -> {
+                pendingSegments.add(new long[] {e.addr(), e.size()});
+                if (recordedSegments != null) {
+                    recordedSegments.put(e.addr(), e.size());
+                }
+            }
+            case SEGMENT_FREE, SEGMENT_UNMAP -> {
+                release(i, e);
+                if (recordedSegments != null) {
+                    recordedSegments.remove(e.addr());
+                    segmentRecordedToOurs.remove(e.addr());
+                }
+            }
             case OOM -> recordedOom(i, e);
             default -> { }
         }
@@ -280,6 +342,9 @@ final class TraceReplayer implements AllocatorListener {
         }
         pendingSegments.clear();
         allocs++;
+        if (recordedSegments != null && ours != expectedPlace(e.addr())) {
+            otherAddress++;
+        }
         if (options.recordedAddresses() && ours != e.addr()) {
             if (otherAddress == 0 && Boolean.getBoolean("vram4j.replay.debug")) {
                 System.err.println("first alloc at another address: entry " + i + " recorded 0x" + Long.toHexString(e.addr())
@@ -293,6 +358,22 @@ final class TraceReplayer implements AllocatorListener {
             peakAllocated = allocated;
             peakAllocatedEntry = i;
         }
+    }
+
+    /**
+     * Own-address replays: where the recorded block would be in our memory, the same offset in the segment of ours
+     * that replays the recorded segment holding it.
+     *
+     * @param recorded the recorded block address
+     * @return our address, or 0 when the recorded segment is unknown or has no counterpart
+     */
+    private long expectedPlace(long recorded) {
+        Map.Entry<Long, Long> seg = recordedSegments.floorEntry(recorded);
+        if (seg == null || Long.compareUnsigned(recorded - seg.getKey(), seg.getValue()) >= 0) {
+            return 0;
+        }
+        Long ours = segmentRecordedToOurs.get(seg.getKey());
+        return ours == null ? 0 : ours + (recorded - seg.getKey());
     }
 
     Fragmentation atPeak() {

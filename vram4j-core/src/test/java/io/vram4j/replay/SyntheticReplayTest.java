@@ -3,6 +3,7 @@ package io.vram4j.replay;
 import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.alloc.DeviceOutOfMemoryException;
 import io.vram4j.alloc.config.AllocatorConfig;
+import io.vram4j.alloc.config.AllocatorConfigException;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
 import io.vram4j.device.Stream;
@@ -12,7 +13,9 @@ import io.vram4j.memory.snapshot.TraceEntry;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -143,5 +146,68 @@ class SyntheticReplayTest {
         assertTrue(e.getMessage().contains("entry " + at), e.getMessage());
         ReplayReport lenient = Replayer.replay(bad, new ReplayOptions(null, 0, true, true)).get(0);
         assertTrue(lenient.skipped() >= 1);
+    }
+
+    @Test
+    void structuredSettingsAreUsedWhenTheConfStringIsEmpty() {
+        String conf = "roundup_power2_divisions:4,max_split_size_mb:64,garbage_collection_threshold:0.5";
+        MemorySnapshot s = record(conf, 512 * MiB, false);
+        Map<String, Object> settings = new LinkedHashMap<>(s.allocatorSettings());
+        assertEquals(conf, settings.get("PYTORCH_CUDA_ALLOC_CONF"));
+        settings.put("PYTORCH_CUDA_ALLOC_CONF", ""); // as when set by _set_allocator_settings or another route
+        MemorySnapshot blank = new MemorySnapshot(s.segments(), s.deviceTraces(), settings, List.of());
+        AllocatorConfig c = Replayer.config(blank, ReplayOptions.EXACT);
+        assertEquals(64 * MiB, c.maxSplitSize());
+        assertEquals(0.5, c.garbageCollectionThreshold());
+        assertEquals(4, c.roundupPower2Divisions(0));
+        assertEquals(4, c.roundupPower2Divisions(15));
+        assertEquals(AllocatorConfig.DEFAULT.parse(conf).toSettingsMap().entrySet().stream()
+                .filter(e -> !e.getKey().equals("PYTORCH_CUDA_ALLOC_CONF")).toList(),
+                c.toSettingsMap().entrySet().stream().filter(e -> !e.getKey().equals("PYTORCH_CUDA_ALLOC_CONF")).toList());
+        ReplayReport r = Replayer.replay(blank, ReplayOptions.EXACT).get(0);
+        assertTrue(r.exact(), String.join("\n", r.finalStateDifferences()) + " " + r.allocsAtOtherAddress());
+
+        settings.put("expandable_segments", true);
+        settings.put("max_split_size", -1L);
+        settings.remove("roundup_power2_divisions");
+        AllocatorConfig e = Replayer.config(new MemorySnapshot(s.segments(), s.deviceTraces(), settings, List.of()),
+                ReplayOptions.EXACT);
+        assertTrue(e.expandableSegments());
+        assertEquals(AllocatorConfig.UNLIMITED, e.maxSplitSize());
+        assertEquals(0, e.roundupPower2Divisions(3));
+
+        settings.put("roundup_power2_divisions", Map.of("4", 3L));
+        AllocatorConfigException bad = assertThrows(AllocatorConfigException.class, () -> Replayer.config(
+                new MemorySnapshot(s.segments(), s.deviceTraces(), settings, List.of()), ReplayOptions.EXACT));
+        assertEquals("allocator_settings.roundup_power2_divisions['4']: expected 0 or a power of two, got 3", bad.getMessage());
+        settings.put("expandable_segments", "yes");
+        bad = assertThrows(AllocatorConfigException.class, () -> Replayer.config(
+                new MemorySnapshot(s.segments(), s.deviceTraces(), settings, List.of()), ReplayOptions.EXACT));
+        assertEquals("allocator_settings.expandable_segments: expected True or False, got yes", bad.getMessage());
+    }
+
+    @Test
+    void midRunExpandableTraceSaysPreciselyWhatIsUnsupported() {
+        MemorySnapshot s;
+        try (DeviceBackend device = Devices.open("sim:512MiB")) {
+            CachingAllocator a = CachingAllocator.create(device, AllocatorConfig.DEFAULT.parse("expandable_segments:True"));
+            long before = a.malloc(30 * MiB);   // maps pages before the history starts
+            long kept = a.malloc(10 * MiB);
+            a.recordMemoryHistory(1000);        // the trace starts mid-run
+            a.free(before);
+            long after = a.malloc(50 * MiB);
+            s = a.snapshot();
+            a.free(kept);
+            a.free(after);
+            a.close();
+        }
+        assertTrue(s.segments().stream().allMatch(x -> x.isExpandable()));
+        ReplayException e = assertThrows(ReplayException.class, () -> Replayer.replay(s, ReplayOptions.EXACT));
+        assertEquals(-1, e.entryIndex());
+        assertTrue(!e.lenientHelps(), "--lenient cannot help");
+        assertTrue(e.getMessage().startsWith("device 0: the trace starts mid-run ("), e.getMessage());
+        assertTrue(e.getMessage().contains("1 blocks freed before its first entry) with expandable segments: rebuilding"
+                + " the mapped ranges and live blocks before the first entry is not supported"), e.getMessage());
+        assertThrows(ReplayException.class, () -> Replayer.replay(s, new ReplayOptions(null, 0, true, true)));
     }
 }

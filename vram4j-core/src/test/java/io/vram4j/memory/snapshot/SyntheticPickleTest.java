@@ -92,7 +92,32 @@ class SyntheticPickleTest {
                      'device_traces': [[{'action': 'alloc', 'addr': 1000000000, 'size': 300,
                                          'stream': -(2**63) + 5, 'cpp_frames': []},
                                         {'action': 'segment_free', 'addr': 2000000000, 'size': 2097152,
-                                         'stream': 0}]]}""");
+                                         'stream': 0}]]}""",
+            // PyTorch 2.1 to 2.3: time_us on entries, but no compile_context / user_metadata, no allocator_settings
+            "time_us_only", """
+                    {'segments': [""" + SEGMENT_NEWEST + """
+                    ],
+                     'device_traces': [[
+                       {'action': 'alloc', 'addr': 139937017020416, 'size': 500, 'stream': 0,
+                        'time_us': 1700000000000001, 'frames': [{'name': 'f', 'filename': 'a.py', 'line': 3}]},
+                       {'action': 'free_requested', 'addr': 139937017020928, 'size': 500, 'stream': 0,
+                        'time_us': 1700000000000002, 'frames': []},
+                       {'action': 'free_completed', 'addr': 139937017020928, 'size': 500, 'stream': 0,
+                        'time_us': 1700000000000003, 'frames': []}]]}""",
+            // allocator_settings without external_annotations; settings applied without the environment string
+            "settings_no_annotations", """
+                    {'segments': [""" + SEGMENT_NEWEST + """
+                    ],
+                     'device_traces': [[
+                       {'action': 'alloc', 'addr': 139937017020416, 'size': 500, 'stream': 0,
+                        'time_us': 1700000000000001, 'compile_context': 'N/A', 'frames': []}]],
+                     'allocator_settings': {'PYTORCH_CUDA_ALLOC_CONF': '', 'max_split_size': 209715200,
+                        'garbage_collection_threshold': 0.0, 'expandable_segments': False,
+                        'pinned_num_register_threads': 1, 'release_lock_on_cudamalloc': False,
+                        'pinned_use_cuda_host_register': False,
+                        'roundup_power2_divisions': {'1': 0, '2': 0, '4': 0, '8': 0, '16': 0, '32': 0, '64': 0,
+                            '128': 0, '256': 0, '512': 2, '1024': 4, '2048': 8, '4096': 8, '8192': 8,
+                            '16384': 8, '32768': 8}}}""");
 
     @ParameterizedTest
     @ValueSource(ints = {2, 3, 4, 5})
@@ -110,6 +135,43 @@ class SyntheticPickleTest {
         checkTwoDevicesOld(SnapshotReader.read(tmp.resolve("two_devices_old.pickle")));
         checkNewest(SnapshotReader.read(tmp.resolve("newest.pickle")));
         checkLegacyHistory(SnapshotReader.read(tmp.resolve("legacy_history.pickle")));
+        checkTimeUsOnly(SnapshotReader.read(tmp.resolve("time_us_only.pickle")));
+        checkSettingsNoAnnotations(SnapshotReader.read(tmp.resolve("settings_no_annotations.pickle")));
+    }
+
+    static void checkTimeUsOnly(MemorySnapshot s) {
+        List<TraceEntry> t = s.trace(0);
+        assertEquals(List.of(TraceAction.ALLOC, TraceAction.FREE_REQUESTED, TraceAction.FREE_COMPLETED),
+                t.stream().map(TraceEntry::action).toList());
+        for (int i = 0; i < 3; i++) {
+            assertTrue(t.get(i).hasTimeUs());
+            assertEquals(1700000000000001L + i, t.get(i).timeUs());
+            assertNull(t.get(i).compileContext(), "no compile_context in this generation");
+            assertNull(t.get(i).userMetadata(), "no user_metadata in this generation");
+        }
+        assertEquals(List.of(new Frame("f", "a.py", 3)), t.get(0).frames());
+        assertTrue(s.allocatorSettings().isEmpty());
+        assertTrue(s.externalAnnotations().isEmpty());
+        assertEquals(512, s.allocatedBytes());
+    }
+
+    static void checkSettingsNoAnnotations(MemorySnapshot s) {
+        assertTrue(s.externalAnnotations().isEmpty());
+        assertEquals("", s.allocatorSettings().get("PYTORCH_CUDA_ALLOC_CONF"));
+        assertEquals(209715200L, s.allocatorSettings().get("max_split_size"));
+        assertEquals(0.0, s.allocatorSettings().get("garbage_collection_threshold"));
+        assertEquals(Boolean.FALSE, s.allocatorSettings().get("expandable_segments"));
+        assertEquals(16, ((Map<?, ?>) s.allocatorSettings().get("roundup_power2_divisions")).size());
+        assertEquals("N/A", s.trace(0).get(0).compileContext());
+        assertNull(s.trace(0).get(0).userMetadata());
+        // the empty conf string: a replay takes the settings from the structured fields
+        io.vram4j.alloc.config.AllocatorConfig c = io.vram4j.replay.Replayer.config(s, io.vram4j.replay.ReplayOptions.EXACT);
+        assertEquals(209715200L, c.maxSplitSize());
+        assertEquals(0, c.roundupPower2Divisions(8));
+        assertEquals(2, c.roundupPower2Divisions(9));
+        assertEquals(4, c.roundupPower2Divisions(10));
+        assertEquals(8, c.roundupPower2Divisions(15));
+        assertFalse(c.expandableSegments());
     }
 
     static void checkBareList(MemorySnapshot s) {
@@ -201,7 +263,8 @@ class SyntheticPickleTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"bare_list", "two_devices_old", "newest", "legacy_history"})
+    @ValueSource(strings = {"bare_list", "two_devices_old", "newest", "legacy_history", "time_us_only",
+            "settings_no_annotations"})
     void pythonJsonDumpsReadTheSame(String fixture, @TempDir Path tmp) throws Exception {
         SnapshotTestSupport.assumePython();
         SnapshotTestSupport.python(tmp, "import pickle, json, sys\nobj = " + FIXTURES.get(fixture)
@@ -213,7 +276,8 @@ class SyntheticPickleTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"bare_list", "two_devices_old", "newest", "legacy_history"})
+    @ValueSource(strings = {"bare_list", "two_devices_old", "newest", "legacy_history", "time_us_only",
+            "settings_no_annotations"})
     void fixturesRoundTripThroughOurWriters(String fixture, @TempDir Path tmp) throws Exception {
         SnapshotTestSupport.assumePython();
         Path file = SnapshotTestSupport.pythonPickle(tmp, fixture + ".pickle", FIXTURES.get(fixture), 2);
