@@ -1,6 +1,7 @@
 package io.vram4j.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import io.vram4j.device.ByteSize;
 import io.vram4j.device.Devices;
@@ -8,6 +9,7 @@ import io.vram4j.memory.snapshot.MemorySnapshot;
 import io.vram4j.memory.snapshot.SegmentInfo;
 import io.vram4j.memory.snapshot.SnapshotFormatException;
 import io.vram4j.memory.snapshot.SnapshotReader;
+import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.replay.Fragmentation;
 import io.vram4j.replay.ReleaseBurst;
 import io.vram4j.replay.ReplayException;
@@ -119,8 +121,9 @@ final class ReplayCommand implements Callable<Integer> {
         }
     }
 
-    private static String gib(long bytes) {
-        return String.format(Locale.ROOT, "%.2f GiB", bytes / (double) (1L << 30));
+    /** A size as PyTorch's format_size writes it: bytes, KiB, MiB or GiB with two decimals. */
+    private static String human(long bytes) {
+        return FormatSize.formatSize(bytes);
     }
 
     private static String mib(long bytes) {
@@ -150,9 +153,9 @@ final class ReplayCommand implements Callable<Integer> {
             out.printf("device %d: no trace in %s; state at dump%n", d, file.getFileName());
             out.printf("  segments            %d (%d large, %d small), %d blocks%n", f.segments(), large, f.segments() - large,
                     segs.stream().mapToInt(x -> x.blocks().size()).sum());
-            out.printf("  reserved            %s%n", gib(f.reserved()));
-            out.printf("  allocated           %s%n", gib(f.allocated()));
-            out.printf("  reserved, unalloc.  %s (%.1f%% of reserved)%n", gib(f.reservedUnallocated()),
+            out.printf("  reserved            %s%n", human(f.reserved()));
+            out.printf("  allocated           %s%n", human(f.allocated()));
+            out.printf("  reserved, unalloc.  %s (%.1f%% of reserved)%n", human(f.reservedUnallocated()),
                     100.0 * f.reservedUnallocated() / Math.max(1, f.reserved()));
             out.printf("  free blocks         %d, largest %s, non-releasable %s%n", f.freeBlocks(), mib(f.largestFreeBlock()),
                     mib(f.nonReleasable()));
@@ -164,14 +167,14 @@ final class ReplayCommand implements Callable<Integer> {
     private void printReport(ReplayReport r) {
         out.printf("device %d: %,d events replayed at %,.0f events/s (%s, capacity %s)%n", r.device(), r.events(),
                 r.eventsPerSecond(), r.conf().isEmpty() ? "default settings" : r.conf(),
-                r.capacitySource().equals("unbounded") ? "unbounded" : gib(r.capacity()) + " from " + r.capacitySource());
-        out.printf("  initial state        %s%n", r.fromEmpty() ? "empty" : gib(r.initialReserved()) + " reserved, "
+                r.capacitySource().equals("unbounded") ? "unbounded" : human(r.capacity()) + " from " + r.capacitySource());
+        out.printf("  initial state        %s%n", r.fromEmpty() ? "empty" : human(r.initialReserved()) + " reserved, "
                 + r.initialLiveBlocks() + " live blocks rebuilt");
         out.printf("  %-20s %15s %15s%n", "", "recorded", "replayed");
-        out.printf("  %-20s %15s %15s%n", "peak reserved", gib(r.recordedPeakReserved()), gib(r.replayedPeakReserved()));
-        out.printf("  %-20s %15s %15s%n", "peak requested", gib(r.recordedPeakRequested()), gib(r.replayedPeakRequested()));
-        out.printf("  %-20s %15s %15s%n", "peak allocated", gib(r.recordedPeakAllocated()),
-                gib(r.replayedPeakAllocated()));
+        out.printf("  %-20s %15s %15s%n", "peak reserved", human(r.recordedPeakReserved()), human(r.replayedPeakReserved()));
+        out.printf("  %-20s %15s %15s%n", "peak requested", human(r.recordedPeakRequested()), human(r.replayedPeakRequested()));
+        out.printf("  %-20s %15s %15s%n", "peak allocated", human(r.recordedPeakAllocated()),
+                human(r.replayedPeakAllocated()));
         if (r.recordedPeakAllocated() != r.replayedPeakAllocated()) {
             out.printf("  %-20s %s%n", "", "(recorded allocated = round_size(requested) per block: it cannot see unsplit"
                     + " remainders, which the replay counts)");
@@ -192,7 +195,7 @@ final class ReplayCommand implements Callable<Integer> {
         }
         Fragmentation f = r.atPeak();
         out.printf("  at peak allocated    reserved %s, allocated %s, reserved-unallocated %s, largest free block %s%n",
-                gib(f.reserved()), gib(f.allocated()), gib(f.reservedUnallocated()), mib(f.largestFreeBlock()));
+                human(f.reserved()), human(f.allocated()), human(f.reservedUnallocated()), mib(f.largestFreeBlock()));
         for (ReleaseBurst b : r.bursts()) {
             out.printf("  release burst at entry %d: %d segment(s), %s, %s%n", b.firstEntry(), b.segments(), mib(b.bytes()),
                     b.kind() == ReleaseBurst.Kind.EMPTY_CACHE ? "an explicit empty_cache()"
@@ -253,28 +256,32 @@ final class ReplayCommand implements Callable<Integer> {
         }
         ReplayReport first = rows.isEmpty() ? null : (ReplayReport) rows.get(0)[1];
         out.printf("sweep of %d settings on %s (capacity %s)%n", grid.size(), file.getFileName(),
-                first == null ? "-" : first.capacitySource().equals("unbounded") ? "unbounded" : gib(first.capacity()));
-        out.printf("%-4s %-62s %13s %13s %13s %9s %5s%n", "rank", "settings", "peak reserved", "peak alloc.",
-                "unalloc@peak", "segments", "OOMs");
+                first == null ? "-" : first.capacitySource().equals("unbounded") ? "unbounded" : human(first.capacity()));
+        int width = Math.max("settings".length(), rows.stream().mapToInt(row -> row[0].toString().length()).max().orElse(0));
+        String header = "%-4s %-" + width + "s %13s %13s %13s %9s %5s%n";
+        String line = "%-4d %-" + width + "s %13s %13s %13s %9d %5d%n";
+        out.printf(header, "rank", "settings", "peak reserved", "peak alloc.", "unalloc@peak", "segments", "OOMs");
         int rank = 1;
         for (Object[] row : rows) {
             ReplayReport r = (ReplayReport) row[1];
-            out.printf("%-4d %-62s %13s %13s %13s %9d %5d%n", rank++, row[0], gib(r.replayedPeakReserved()),
-                    gib(r.replayedPeakAllocated()), gib(r.atPeak().reservedUnallocated()), r.replayedSegmentSizes().size(),
+            out.printf(line, rank++, row[0], human(r.replayedPeakReserved()),
+                    human(r.replayedPeakAllocated()), human(r.atPeak().reservedUnallocated()), r.replayedSegmentSizes().size(),
                     r.predictedOoms());
         }
         if (first != null) {
             if (first.predictedOoms() > 0) {
                 out.println("recommendation: none: " + NO_FIT);
             } else {
-                out.printf("recommendation: %s (peak reserved %s)%n", rows.get(0)[0], gib(first.replayedPeakReserved()));
+                out.printf("recommendation: %s (peak reserved %s)%n", rows.get(0)[0], human(first.replayedPeakReserved()));
             }
         }
         return 0;
     }
 
     private static ObjectMapper mapper() {
-        return new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+        // records (fragmentation, release bursts) in snake_case like the rest of the output; map keys stay as written
+        return new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
+                .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE);
     }
 
     private static List<Map<String, Object>> jsonReports(List<ReplayReport> reports) {

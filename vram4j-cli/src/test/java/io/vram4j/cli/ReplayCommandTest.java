@@ -245,6 +245,11 @@ class ReplayCommandTest {
         assertTrue(n.get("exact").asBoolean());
         assertTrue(n.get("recorded_peak_allocated").asLong() > 0);
         assertTrue(n.get("recorded_peak_allocated").asLong() <= n.get("replayed_peak_allocated").asLong());
+        // nested records are written in snake_case like the top-level keys
+        JsonNode frag = n.get("fragmentation_at_peak");
+        assertEquals(n.get("replayed_peak_allocated").asLong(), frag.get("allocated").asLong(), r.out());
+        assertTrue(frag.has("largest_free_block") && frag.has("free_blocks") && frag.has("non_releasable"), frag.toString());
+        assertFalse(frag.has("largestFreeBlock"), frag.toString());
     }
 
     @Test
