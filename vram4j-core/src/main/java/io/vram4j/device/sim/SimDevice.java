@@ -63,13 +63,12 @@ public final class SimDevice extends AbstractDevice {
 
     @Override
     protected long allocateSegment(long size, long addressHint) {
-        long alignment = size >= GRANULARITY ? GRANULARITY : MIN_ALIGNMENT;
-        return space.allocate(footprint(size), alignment, addressHint, MIN_ALIGNMENT);
+        return space.allocate(segmentFootprint(size), segmentAlignment(size), addressHint, MIN_ALIGNMENT);
     }
 
     @Override
     protected void releaseSegment(long base, long size) {
-        space.release(base, footprint(size));
+        space.release(base, segmentFootprint(size));
     }
 
     @Override
@@ -90,9 +89,5 @@ public final class SimDevice extends AbstractDevice {
     @Override
     protected void decommit(long address, long size) {
         // nothing is behind the addresses
-    }
-
-    private static long footprint(long size) {
-        return (size + MIN_ALIGNMENT - 1) & -MIN_ALIGNMENT;
     }
 }
