@@ -23,6 +23,13 @@ import java.lang.foreign.MemorySegment;
  *       and the range placed as usual.</li>
  * </ul>
  * The address space spans {@code [2 MiB, 2^63 - 2 MiB)}, so it never runs out before the capacity does.
+ *
+ * <p>The {@code host} device places its segments and reservations by the same policy inside an arena of its
+ * own ({@link io.vram4j.device.host.HostDevice#arenaBase()}); the two share {@link io.vram4j.device.FreeRanges}
+ * and the footprint and alignment rules of {@link AbstractDevice}. <b>Guarantee:</b> the same sequence of
+ * device calls without address hints yields, here and on {@code host}, addresses that differ by one constant
+ * offset ({@code arenaBase() - BASE_ADDRESS}) as long as the host's arena has room, so a dry run here makes
+ * the same best-fit tie-breaks, and reaches the same peak reserved bytes, as the real run on {@code host}.
  * {@link #malloc}, {@link #free}, {@link #reserveAddressRange} and {@link #releaseAddressRange} take expected
  * O(log n) time in the number of live ranges. {@link #map} and {@link #unmap} only account capacity.
  *
