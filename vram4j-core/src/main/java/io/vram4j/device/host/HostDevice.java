@@ -75,8 +75,8 @@ public final class HostDevice extends AbstractDevice {
     static final long MAX_ARENA = 64L << 40;
 
     private final long pageSize;
-    /** Base of each live segment and reservation to the arena that scopes the views into it. */
-    private final ConcurrentMap<Long, Arena> arenas = new ConcurrentHashMap<>();
+    /** Base of each live segment and reservation to the FFM arena that scopes the views into it. */
+    private final ConcurrentMap<Long, Arena> scopes = new ConcurrentHashMap<>();
 
     private final Object arenaLock = new Object();
     private final long arenaBase;
@@ -179,7 +179,7 @@ public final class HostDevice extends AbstractDevice {
     @SuppressWarnings("restricted")
     public MemorySegment segment(long address, long size) {
         return resolve(address, size, (base, inReservation) -> {
-            Arena scope = arenas.get(base);
+            Arena scope = scopes.get(base);
             if (scope == null) {
                 throw new IllegalArgumentException("segment(" + hex(address) + ", " + size + "): "
                         + (inReservation ? "the reservation" : "the segment") + " at " + hex(base)
@@ -195,7 +195,7 @@ public final class HostDevice extends AbstractDevice {
         if (!inArena(addressHint, footprint) && addressHint > 0 && addressHint % pageSize == 0) {
             long at = mapOutside(addressHint, roundUp(footprint, pageSize), Libc.PROT_READ | Libc.PROT_WRITE, true);
             if (at != 0) {
-                arenas.put(at, Arena.ofShared());
+                scopes.put(at, Arena.ofShared());
                 return at;
             }
         }
@@ -213,7 +213,7 @@ public final class HostDevice extends AbstractDevice {
                 return 0;
             }
         }
-        arenas.put(base, Arena.ofShared());
+        scopes.put(base, Arena.ofShared());
         return base;
     }
 
@@ -255,7 +255,7 @@ public final class HostDevice extends AbstractDevice {
                 throw e;
             }
         }
-        arenas.put(base, Arena.ofShared());
+        scopes.put(base, Arena.ofShared());
         return base;
     }
 
@@ -465,7 +465,7 @@ public final class HostDevice extends AbstractDevice {
      * pulled from under that call.
      */
     private void closeScope(long base) {
-        Arena scope = arenas.remove(base);
+        Arena scope = scopes.remove(base);
         if (scope != null) {
             try {
                 scope.close();
