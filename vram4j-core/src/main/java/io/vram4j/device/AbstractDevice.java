@@ -411,6 +411,29 @@ public abstract class AbstractDevice implements DeviceBackend {
     // ---- for subclasses -----------------------------------------------------------------------------------
 
     /**
+     * The bytes of address space a segment of {@code size} bytes occupies under the placement policy that
+     * {@code sim} and {@code host} share: its size rounded up to {@link #MIN_ALIGNMENT}.
+     *
+     * @param size bytes, positive
+     * @return bytes, a multiple of {@link #MIN_ALIGNMENT}
+     */
+    protected static long segmentFootprint(long size) {
+        return (size + MIN_ALIGNMENT - 1) & -MIN_ALIGNMENT;
+    }
+
+    /**
+     * The alignment of a segment's base under the shared placement policy: {@link #GRANULARITY} (2 MiB) for
+     * segments of at least 2 MiB, {@link #MIN_ALIGNMENT} (512 bytes) for smaller ones. Reservations are always
+     * aligned to {@link #GRANULARITY}.
+     *
+     * @param size bytes, positive
+     * @return bytes, a power of two
+     */
+    protected static long segmentAlignment(long size) {
+        return size >= GRANULARITY ? GRANULARITY : MIN_ALIGNMENT;
+    }
+
+    /**
      * What a validated range lies in.
      *
      * @param <T> the result type

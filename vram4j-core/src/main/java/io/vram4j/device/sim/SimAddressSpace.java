@@ -1,5 +1,7 @@
 package io.vram4j.device.sim;
 
+import io.vram4j.device.FreeRanges;
+
 /**
  * The virtual address space of a simulated device: hands out address ranges as a GPU's driver does, lowest
  * free range first, and places a range at a wanted address when it is free there.

@@ -23,6 +23,13 @@ import java.lang.foreign.MemorySegment;
  *       and the range placed as usual.</li>
  * </ul>
  * The address space spans {@code [2 MiB, 2^63 - 2 MiB)}, so it never runs out before the capacity does.
+ *
+ * <p>The {@code host} device places its segments and reservations by the same policy inside an arena of its
+ * own ({@link io.vram4j.device.host.HostDevice#arenaBase()}); the two share {@link io.vram4j.device.FreeRanges}
+ * and the footprint and alignment rules of {@link AbstractDevice}. <b>Guarantee:</b> the same sequence of
+ * device calls without address hints yields, here and on {@code host}, addresses that differ by one constant
+ * offset ({@code arenaBase() - BASE_ADDRESS}) as long as the host's arena has room, so a dry run here makes
+ * the same best-fit tie-breaks, and reaches the same peak reserved bytes, as the real run on {@code host}.
  * {@link #malloc}, {@link #free}, {@link #reserveAddressRange} and {@link #releaseAddressRange} take expected
  * O(log n) time in the number of live ranges. {@link #map} and {@link #unmap} only account capacity.
  *
@@ -63,13 +70,12 @@ public final class SimDevice extends AbstractDevice {
 
     @Override
     protected long allocateSegment(long size, long addressHint) {
-        long alignment = size >= GRANULARITY ? GRANULARITY : MIN_ALIGNMENT;
-        return space.allocate(footprint(size), alignment, addressHint, MIN_ALIGNMENT);
+        return space.allocate(segmentFootprint(size), segmentAlignment(size), addressHint, MIN_ALIGNMENT);
     }
 
     @Override
     protected void releaseSegment(long base, long size) {
-        space.release(base, footprint(size));
+        space.release(base, segmentFootprint(size));
     }
 
     @Override
@@ -90,9 +96,5 @@ public final class SimDevice extends AbstractDevice {
     @Override
     protected void decommit(long address, long size) {
         // nothing is behind the addresses
-    }
-
-    private static long footprint(long size) {
-        return (size + MIN_ALIGNMENT - 1) & -MIN_ALIGNMENT;
     }
 }

@@ -82,6 +82,82 @@ class HostDeviceTest extends AbstractDeviceBackendTest {
     }
 
     @Test
+    void segmentsArePlacedInTheArenaLowestFreeRangeFirst() {
+        HostDevice host = (HostDevice) device;
+        long arena = host.arenaBase();
+        assertEquals(0, arena % G);
+        assertTrue(host.arenaSize() >= 16 * CAPACITY, "arena of " + host.arenaSize() + " bytes");
+        long a = device.malloc(3 * MIB);
+        long b = device.malloc(100);
+        long c = device.malloc(100);
+        assertEquals(arena, a);
+        assertEquals(arena + 3 * MIB, b, "small segments pack at 512 bytes");
+        assertEquals(arena + 3 * MIB + 512, c);
+        assertEquals(arena + 4 * MIB, device.malloc(G), "at least 2 MiB: the next 2 MiB boundary");
+        assertEquals(arena + 6 * MIB, device.reserveAddressRange(4 * MIB, 0));
+        device.free(a);
+        assertEquals(arena, device.malloc(G), "the lowest freed range is reused first");
+        assertEquals(arena + G + 512, device.malloc(512 * 1024, arena + G + 512), "a free hint in the arena is honoured");
+        assertEquals(arena + G, device.malloc(512, arena + G + 512),
+                "an occupied one is ignored: first fit takes the 512 bytes below it");
+    }
+
+    @Test
+    void freedSegmentsReturnTheirPagesAndReadZeroWhenReused() {
+        long a = device.malloc(4 * MIB);
+        fill(device.segment(a, 4 * MIB), a);
+        assertEquals("rw-p", permissionsAt(a));
+        device.free(a);
+        assertEquals("---p", permissionsAt(a), "inaccessible after free");
+        assertEquals("---p", permissionsAt(a + 4 * MIB - 1));
+        long b = device.malloc(4 * MIB);
+        assertEquals(a, b, "first fit reuses the range");
+        MemorySegment s = device.segment(b, 4 * MIB);
+        for (long off = 0; off < 4 * MIB; off += 8) {
+            assertEquals(0L, s.get(JAVA_LONG, off), "reused memory at offset " + off);
+        }
+    }
+
+    @Test
+    void smallSegmentsSharingAPageKeepTheirBytesAndReadZeroWhenReused() {
+        long a = device.malloc(1000);
+        long b = device.malloc(700);
+        assertEquals(a + 1024, b, "both in one page");
+        fill(device.segment(a, 1000), a);
+        fill(device.segment(b, 700), b);
+        device.free(a);
+        assertEquals("rw-p", permissionsAt(b), "the page stays while b uses it");
+        verify(device.segment(b, 700), b);
+        long c = device.malloc(1000);
+        assertEquals(a, c);
+        MemorySegment reused = device.segment(c, 1000);
+        for (long off = 0; off + 8 <= 1000; off += 8) {
+            assertEquals(0L, reused.get(JAVA_LONG, off), "reused bytes in a shared page at offset " + off);
+        }
+        verify(device.segment(b, 700), b);
+        device.free(b);
+        device.free(c);
+        assertEquals("---p", permissionsAt(a), "the page goes when its last segment is freed");
+    }
+
+    @Test
+    void aFreeHintOutsideTheArenaIsPassedToMmap() {
+        HostDevice host = (HostDevice) device;
+        long probe = device.malloc(8 * MIB);
+        device.free(probe);
+        long outside = host.arenaBase() + host.arenaSize() + 64 * G;
+        long a = device.malloc(MIB, outside);
+        if (a != outside) { // the kernel had something there: it must at least be in the arena then
+            assertEquals(host.arenaBase(), a);
+        } else {
+            assertEquals("rw-p", permissionsAt(a));
+            fill(device.segment(a, MIB), a);
+            device.free(a);
+            assertNull(permissionsAt(a), "unmapped on free");
+        }
+    }
+
+    @Test
     void aViewOfAFreedSegmentCannotBeUsed() {
         long a = device.malloc(4096);
         MemorySegment view = device.segment(a, 4096);

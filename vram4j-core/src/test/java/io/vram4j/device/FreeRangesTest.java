@@ -1,4 +1,4 @@
-package io.vram4j.device.sim;
+package io.vram4j.device;
 
 import org.junit.jupiter.api.Test;
 

@@ -1,4 +1,4 @@
-package io.vram4j.device.sim;
+package io.vram4j.device;
 
 import java.util.SplittableRandom;
 
@@ -10,9 +10,12 @@ import java.util.SplittableRandom;
  * <p>The ranges are kept in a treap (a randomized balanced search tree) ordered by start, in which every node
  * also holds, for its subtree, the longest free length and the longest length usable at the large alignment
  * (the range minus the padding up to its first aligned address). The search descends to the lowest range
- * that fits in expected O(log n) steps, and so do {@link #take} and {@link #give}. Not thread-safe.
+ * that fits in expected O(log n) steps, and so do {@link #take} and {@link #give}.
+ *
+ * <p>A building block of device backends: the {@code sim} and {@code host} devices both place segments with it,
+ * so that the same calls give the same relative layout on both. Not thread-safe; callers synchronize.
  */
-final class FreeRanges {
+public final class FreeRanges {
     private final long smallAlignment;
     private final long largeAlignment;
     private final SplittableRandom random = new SplittableRandom(0x5eed_f7eeL);
@@ -39,16 +42,18 @@ final class FreeRanges {
     }
 
     /**
+     * Creates an empty set (nothing free).
+     *
      * @param smallAlignment the alignment of every boundary, a power of two
      * @param largeAlignment the other alignment searches may ask for, a larger power of two
      */
-    FreeRanges(long smallAlignment, long largeAlignment) {
+    public FreeRanges(long smallAlignment, long largeAlignment) {
         this.smallAlignment = smallAlignment;
         this.largeAlignment = largeAlignment;
     }
 
     /** @return the number of disjoint free ranges */
-    int rangeCount() {
+    public int rangeCount() {
         return count;
     }
 
@@ -56,8 +61,9 @@ final class FreeRanges {
      * @param length bytes, a positive multiple of the small alignment
      * @param alignment the small or the large alignment
      * @return the lowest address, at that alignment, starting {@code length} free bytes; -1 if there is none
+     * @throws IllegalArgumentException if {@code alignment} is neither of the two
      */
-    long firstFit(long length, long alignment) {
+    public long firstFit(long length, long alignment) {
         boolean large = alignment == largeAlignment;
         if (!large && alignment != smallAlignment) {
             throw new IllegalArgumentException("unsupported alignment " + alignment);
@@ -78,13 +84,17 @@ final class FreeRanges {
     }
 
     /** @return true if every byte of {@code [start, start + length)} is free */
-    boolean isFree(long start, long length) {
+    public boolean isFree(long start, long length) {
         Node n = floor(start);
         return n != null && start < n.end && n.end - start >= length;
     }
 
-    /** Marks {@code [start, start + length)}, which must be free, as used. */
-    void take(long start, long length) {
+    /**
+     * Marks {@code [start, start + length)}, which must be free, as used.
+     *
+     * @throws IllegalStateException if part of the range is not free
+     */
+    public void take(long start, long length) {
         Node n = floor(start);
         if (n == null || start >= n.end || n.end - start < length) {
             throw new IllegalStateException("range [" + hex(start) + ", +" + length + ") is not free");
@@ -98,8 +108,13 @@ final class FreeRanges {
         }
     }
 
-    /** Marks {@code [start, start + length)}, which must be used, as free, merging it with free neighbours. */
-    void give(long start, long length) {
+    /**
+     * Marks {@code [start, start + length)}, which must be used, as free, merging it with free neighbours.
+     *
+     * @throws IllegalArgumentException if the range is empty or not aligned to the small alignment
+     * @throws IllegalStateException if part of the range is already free
+     */
+    public void give(long start, long length) {
         long end = start + length;
         if (start % smallAlignment != 0 || end % smallAlignment != 0 || length <= 0) {
             throw new IllegalArgumentException("range [" + hex(start) + ", +" + length + ") is not aligned to "
