@@ -62,6 +62,22 @@ class TrainCommandTest {
     }
 
     @Test
+    void mlpTrainsWithCheckpointingAndBf16Autocast(@TempDir Path tmp) throws Exception {
+        CliRunner.Result r = run("train", "--model", "mlp", "--checkpoint", "--amp", "bf16", "--epochs", "1", "--limit", "1000",
+                "--batch-size", "50", "--hidden", "64", "--history-steps", "0", "--progress", "none", "--json",
+                "--data", BUNDLED.toString(), "--out", tmp.resolve("run").toString(), "--device", "host:256MiB");
+        assertEquals(0, r.exitCode(), r.err());
+        JsonNode json = new ObjectMapper().readTree(r.out());
+        assertEquals("ok", json.get("status").asText());
+        assertTrue(json.get("techniques").asText().matches("checkpointing \\(\\d+ segments?\\), bf16 autocast"),
+                json.get("techniques").asText());
+        assertFalse(json.has("skipped_steps"), "bf16 needs no GradScaler");
+        assertTrue(json.get("accuracy").asDouble() > 0.3, "accuracy well above chance (0.1) after 20 steps: " + json.get("accuracy"));
+        assertTrue(json.get("loss").asDouble() < Math.log(10), "below the loss of a uniform guess: " + json.get("loss"));
+        assertEquals(json.get("peak_allocated_bytes").asLong(), json.get("memory_stats").get("allocated_bytes.all.peak").asLong());
+    }
+
+    @Test
     void dryRunOnASimulatedDevice(@TempDir Path tmp) throws Exception {
         CliRunner.Result r = run("train", "--dry-run", "--device", "sim:A100-80GB", "--batch-size", "256", "--data", BUNDLED.toString(),
                 "--out", tmp.toString(), "--json");

@@ -55,6 +55,52 @@ class TrainTransformerCommandTest {
         assertTrue(Files.exists(tmp.resolve("run").resolve("result.json")));
     }
 
+    /** Runs TINY with {@code extra} and returns the JSON summary, after checking the run succeeded. */
+    static JsonNode runJson(Path out, String... extra) throws Exception {
+        List<String> args = new ArrayList<>(List.of(extra));
+        args.addAll(List.of("--json", "--sample", "0"));
+        CliRunner.Result r = run(out, args.toArray(String[]::new));
+        assertEquals(0, r.exitCode(), String.join(" ", extra) + ": " + r.err());
+        JsonNode json = new ObjectMapper().readTree(r.out());
+        assertEquals("ok", json.get("status").asText(), json.toString());
+        double loss = json.get("loss").asDouble();
+        assertTrue(Double.isFinite(loss) && loss > 0 && loss < Math.log(96) + 0.5, String.join(" ", extra) + ": validation loss " + loss);
+        ((com.fasterxml.jackson.databind.node.ObjectNode) json).put("stderr", r.err());
+        return json;
+    }
+
+    @Test
+    void techniqueFlagsTrainForReal(@TempDir Path tmp) throws Exception {
+        JsonNode base = runJson(tmp.resolve("base"));
+        assertEquals("", base.get("techniques").asText());
+        assertFalse(base.has("skipped_steps"), "no GradScaler without fp16");
+
+        // checkpointing recomputes the same activations: the same gradients, so the same model and loss, bit for bit
+        JsonNode ckpt = runJson(tmp.resolve("ckpt"), "--checkpoint");
+        assertEquals("checkpointing (1 segment)", ckpt.get("techniques").asText());
+        assertEquals(base.get("loss").asDouble(), ckpt.get("loss").asDouble(), 0.0);
+        assertEquals(base.get("train_loss").asDouble(), ckpt.get("train_loss").asDouble(), 0.0);
+
+        JsonNode fp16 = runJson(tmp.resolve("fp16"), "--amp", "fp16");
+        assertEquals("fp16 autocast with GradScaler", fp16.get("techniques").asText());
+        long skipped = fp16.get("skipped_steps").asLong();
+        assertTrue(skipped >= 0 && skipped < 4, "4 steps, at most all but one skipped: " + skipped);
+        assertTrue(fp16.get("stderr").asText().contains("fp16 GradScaler: " + skipped + " optimizer step"), fp16.get("stderr").asText());
+        assertTrue(Math.abs(fp16.get("loss").asDouble() - base.get("loss").asDouble()) < 0.1,
+                "fp16 " + fp16.get("loss") + " vs float32 " + base.get("loss"));
+
+        // micro-batches of 8 sum to the gradient of the batch of 16 (up to float32 rounding): nearly the same loss
+        JsonNode micro = runJson(tmp.resolve("micro"), "--micro-batch", "8");
+        assertEquals("micro-batches of 8", micro.get("techniques").asText());
+        assertEquals(base.get("loss").asDouble(), micro.get("loss").asDouble(), 1e-3);
+
+        // accumulation over 2 batches of 16: 2 optimizer steps instead of 4, so a different (but trained) model
+        JsonNode acc = runJson(tmp.resolve("acc"), "--accumulate", "2");
+        assertEquals("accumulation x2", acc.get("techniques").asText());
+        assertEquals(64, acc.get("data").get("train_samples").asInt());
+        assertTrue(acc.get("loss").asDouble() != base.get("loss").asDouble(), "fewer optimizer steps change the model");
+    }
+
     @Test
     void dryRunOnASimulatedDeviceComputesNothing(@TempDir Path tmp) throws Exception {
         CliRunner.Result r = CliRunner.run("train", "--model", "transformer", "--dry-run", "--device", "sim:A100-80GB",

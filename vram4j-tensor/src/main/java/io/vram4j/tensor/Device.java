@@ -28,9 +28,19 @@ import java.util.Objects;
  * no data: ops allocate their outputs exactly as on {@code host} and compute nothing, which predicts memory use
  * without running. Reading values there throws {@link UnsupportedOperationException}.
  *
+ * <p>The <em>current device</em> ({@link #current()}) is what calls without a device argument use, such as
+ * {@link Memory#track(String)} and {@link Memory#logMemory(String)}: the innermost {@link #use()} scope of the
+ * calling thread (as {@code with torch.device(...)}), else the process-wide default set with
+ * {@link #setDefault(Device)} (as {@code torch.set_default_device}). There is none until one is chosen: unlike
+ * CUDA's device 0, no device exists before it is opened.
+ *
  * <p>Thread-safety: the allocator is thread-safe; tensors are not (use each tensor from one thread at a time).
+ * {@link #use()} scopes are per thread; the default is shared by all threads.
  */
 public final class Device implements AutoCloseable {
+    private static volatile Device defaultDevice;
+    private static final ThreadLocal<Device> CURRENT = new ThreadLocal<>();
+
     private final DeviceBackend backend;
     private final CachingAllocator allocator;
     private final Stream stream;
@@ -108,6 +118,71 @@ public final class Device implements AutoCloseable {
      */
     public Device withKernels(Kernels newKernels) {
         return new Device(backend, allocator, stream, Objects.requireNonNull(newKernels), false);
+    }
+
+    // ------------------------------------------------------------------------------------------ current device
+
+    /** A {@link #use()} scope; closing it restores the thread's previous current device. */
+    public static final class Scope implements AutoCloseable {
+        private final Device previous;
+        private boolean closed;
+
+        private Scope(Device previous) {
+            this.previous = previous;
+        }
+
+        /** Restores the previous current device of this thread; closing again does nothing. */
+        @Override
+        public void close() {
+            if (!closed) {
+                closed = true;
+                CURRENT.set(previous);
+            }
+        }
+    }
+
+    /**
+     * Makes this device the calling thread's current device until the scope is closed (as
+     * {@code with torch.device(...)}). Scopes nest and must be closed innermost first, on the same thread.
+     *
+     * @return the scope (use it in try-with-resources)
+     */
+    public Scope use() {
+        Device previous = CURRENT.get();
+        CURRENT.set(this);
+        return new Scope(previous);
+    }
+
+    /**
+     * Sets the process-wide default device, current on every thread outside {@link #use()} scopes (as
+     * {@code torch.set_default_device}). Closing a device that {@link #open opened} its allocator clears it as
+     * the default.
+     *
+     * @param device the default, or null for none
+     */
+    public static void setDefault(Device device) {
+        defaultDevice = device;
+    }
+
+    /** @return the process-wide default device, or null when none was set */
+    public static Device getDefault() {
+        return defaultDevice;
+    }
+
+    /**
+     * @return the calling thread's innermost {@link #use()} device, else the {@link #setDefault default}
+     * @throws IllegalStateException when there is neither
+     */
+    public static Device current() {
+        Device d = CURRENT.get();
+        if (d == null) {
+            d = defaultDevice;
+        }
+        if (d == null) {
+            throw new IllegalStateException("no current device: call Device.setDefault(device) or open a "
+                    + "try (var s = device.use()) scope, or pass the allocator explicitly");
+        }
+        return d;
     }
 
     /** @return the device backend */
@@ -303,6 +378,9 @@ public final class Device implements AutoCloseable {
      */
     @Override
     public void close() {
+        if (defaultDevice == this) {
+            defaultDevice = null;
+        }
         if (owned) {
             try {
                 allocator.close();

@@ -60,6 +60,11 @@ public final class Storage {
 
 
 
+    /** @return whether the {@link LeakDetector} tracks this storage (chosen by its level when it was allocated) */
+    boolean tracked() {
+        return tracker != null;
+    }
+
     void retain() {
         int r = refs.getAndUpdate(v -> v == 0 ? 0 : v + 1);
         if (r == 0) {

@@ -22,6 +22,9 @@
  *   <li>{@link io.vram4j.tensor.Device}: a device, its allocator and stream; tensor factories
  *       ({@code zeros}, {@code ones}, {@code full}, {@code tensor(float[]/int[]/long[], shape)}, {@code randn},
  *       {@code rand}, {@code arange}, {@code empty}) and memory queries.</li>
+ *   <li>{@link io.vram4j.tensor.Memory}: {@code torch.cuda.memory}'s functions on the current device
+ *       ({@link io.vram4j.tensor.Device#current()}): {@code track(tag)} and {@code logMemory(tag)} without an
+ *       allocator argument.</li>
  *   <li>{@link io.vram4j.tensor.Tensor}: shape/strides/dtype/device; element-wise ops with broadcasting
  *       ({@code add sub mul div neg exp log tanh relu gelu}), reductions ({@code sum mean max argmax
  *       sumToSize}), {@code matmul} (2-D and batched), {@code softmax}/{@code logSoftmax} (last dimension),

@@ -210,6 +210,17 @@ class GradCheckTest {
                 }
             }, 1e-2, 1e-3, 1e-2, x);
             assertFalse(r.ok());
+            // a subtle error: f = x^2 + 0.005 x detach(x) has gradient 2.01 x, but backward gives 2.005 x (0.25% off),
+            // which the former defaults (eps 1e-2, atol 2e-3, rtol 2e-2) accepted and the tightened ones catch
+            Function<Tensor[], Tensor> subtle = in -> {
+                try (Tensor d = in[0].detach(); Tensor sq = in[0].mul(in[0]); Tensor xd = in[0].mul(d); Tensor small = xd.mul(0.005f)) {
+                    return sq.add(small);
+                }
+            };
+            assertTrue(GradCheck.run(subtle, 1e-2, 2e-3, 2e-2, x).ok(), "the former tolerances miss it");
+            GradCheck.Result tight = GradCheck.run(subtle, GradCheck.EPS, GradCheck.ATOL, GradCheck.RTOL, x);
+            assertFalse(tight.ok());
+            assertEquals(4, tight.mismatches().size(), "every element is flagged");
             assertThrows(IllegalArgumentException.class, () -> GradCheck.check(in -> in[0].exp(), dev.zeros(2)));
         }
     }

@@ -252,4 +252,82 @@ class LifetimeTest {
             LeakDetector.setLevel(old);
         }
     }
+
+    /** Collects garbage until {@code done} holds or 10 s passed (the Cleaner reports on its own thread). */
+    private static void gcUntil(java.util.function.BooleanSupplier done) throws InterruptedException {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (!done.getAsBoolean() && System.nanoTime() < deadline) {
+            System.gc();
+            Thread.sleep(20);
+        }
+    }
+
+    private static java.util.List<LeakReport> reportsFor(Device d) {
+        return LeakDetector.reports().stream().filter(r -> r.device().equals(d.description())).toList();
+    }
+
+    @Test
+    void offTracksNothingAndReportsNoUnclosedTensor() throws Exception {
+        LeakDetector.Level old = LeakDetector.level();
+        LeakDetector.clearReports();
+        try (Device sim = Device.open("sim:3GiB")) {
+            LeakDetector.setLevel(LeakDetector.Level.OFF);
+            java.lang.ref.WeakReference<Storage> off = leakUntracked(sim);
+            // a control leaked at PARANOID at the same time: once it is reported, the collector has run the Cleaner
+            LeakDetector.setLevel(LeakDetector.Level.PARANOID);
+            leakOneTensor(sim);
+            gcUntil(() -> off.get() == null && !reportsFor(sim).isEmpty());
+            assertNull(off.get(), "the unclosed tensor was collected");
+            assertEquals(1, reportsFor(sim).size(), reportsFor(sim).toString());
+            assertEquals(4000, reportsFor(sim).getFirst().bytes(), "only the PARANOID control is reported");
+            assertEquals(4096 + 2048, sim.memoryAllocated(), "both blocks stay allocated");
+        } catch (IllegalStateException expectedOnClose) {
+            // the allocator lists the leaked blocks when the device closes
+        } finally {
+            LeakDetector.setLevel(old);
+        }
+    }
+
+    private static java.lang.ref.WeakReference<Storage> leakUntracked(Device d) {
+        Tensor t = d.zeros(500); // 2000 bytes, never closed
+        assertFalse(t.storage.tracked(), "OFF tracks nothing");
+        return new java.lang.ref.WeakReference<>(t.storage);
+    }
+
+    @Test
+    void sampledTracksOneStoragePerIntervalAndReportsItsSite() throws Exception {
+        LeakDetector.Level old = LeakDetector.level();
+        int oldInterval = LeakDetector.samplingInterval();
+        LeakDetector.clearReports();
+        try (Device sim = Device.open("sim:5GiB")) {
+            LeakDetector.setLevel(LeakDetector.Level.SAMPLED);
+            LeakDetector.setSamplingInterval(8);
+            int tracked = leakSampled(sim, 40);
+            assertEquals(40 / 8, tracked, "one storage in 8 is tracked");
+            gcUntil(() -> reportsFor(sim).size() >= tracked);
+            java.util.List<LeakReport> reports = reportsFor(sim);
+            assertEquals(tracked, reports.size(), "one report per tracked storage, none for the others");
+            for (LeakReport r : reports) {
+                assertEquals(1200, r.bytes());
+                assertTrue(r.site().contains("leakSampled"), r.site());
+                assertTrue(r.message().startsWith("LEAK: a tensor storage of 1200 bytes on " + sim.description()), r.message());
+            }
+            assertEquals(40 * 1536, sim.memoryAllocated(), "all 40 blocks stay allocated, reported or not");
+        } catch (IllegalStateException expectedOnClose) {
+            // the allocator lists the leaked blocks when the device closes
+        } finally {
+            LeakDetector.setLevel(old);
+            LeakDetector.setSamplingInterval(oldInterval);
+        }
+    }
+
+    /** Allocates {@code n} tensors of 1200 bytes and never closes them; returns how many the detector tracks. */
+    private static int leakSampled(Device d, int n) {
+        int tracked = 0;
+        for (int i = 0; i < n; i++) {
+            Tensor t = d.zeros(300);
+            tracked += t.storage.tracked() ? 1 : 0;
+        }
+        return tracked;
+    }
 }
