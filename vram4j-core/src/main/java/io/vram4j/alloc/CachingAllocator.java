@@ -29,7 +29,9 @@ import java.util.List;
  *
  * <p>Addresses are {@code long}s ("pointers") on the device; sizes are bytes. All methods are thread-safe
  * (one lock per device). Refused calls throw and leave the allocator's state unchanged. After
- * {@link #close()} every method throws {@link IllegalStateException}.
+ * {@link #close()} every method throws {@link IllegalStateException} ("the caching allocator of ... is
+ * closed"); {@code close} may race with other threads' calls: the closed state is decided under the device
+ * lock, so no call that starts after it gets a segment or puts a block back into the cache.
  */
 public final class CachingAllocator implements AutoCloseable {
     private final DeviceCachingAllocator engine;
@@ -429,26 +431,27 @@ public final class CachingAllocator implements AutoCloseable {
         return engine;
     }
 
+    /** Fast path; the engine checks its own closed flag under the lock for calls racing with close. */
     private void ensureOpen() {
         if (closed) {
-            throw new IllegalStateException("the caching allocator of " + engine.device().description() + " is closed");
+            throw engine.closedException();
         }
     }
 
     /**
      * Returns all memory to the device. If blocks were still allocated, they are released too and an
-     * {@link IllegalStateException} reports them (as Arrow's allocators report leaks on close).
+     * {@link IllegalStateException} reports them (as Arrow's allocators report leaks on close). Safe to call
+     * while other threads use the allocator: their calls that take the lock after close throw the closed
+     * exception, and a segment obtained by a racing {@code malloc} is returned to the device. A second
+     * {@code close} does nothing.
      *
      * @throws IllegalStateException listing live allocations, after releasing everything
      */
     @Override
     public void close() {
-        if (closed) {
-            return;
-        }
         closed = true;
         List<Block> live = engine.releaseAll();
-        if (!live.isEmpty()) {
+        if (live != null && !live.isEmpty()) {
             long bytes = live.stream().mapToLong(b -> b.size).sum();
             StringBuilder sb = new StringBuilder("caching allocator of " + engine.device().description()
                     + " closed with " + live.size() + " live allocation(s) holding " + FormatSize.formatSize(bytes) + ":");
