@@ -139,11 +139,19 @@ public final class CachingAllocator implements AutoCloseable {
 
     /**
      * Declares that the block at {@code ptr} is used on {@code stream} too (as {@code record_stream}): when it
-     * is freed, it is not reused until {@code stream} reaches the point of the free. Same-stream calls and
-     * unknown pointers are ignored, as PyTorch ignores them.
+     * is freed, it is not reused until {@code stream} reaches the point of the free. Same-stream calls are
+     * no-ops and the null address 0 is ignored, as in PyTorch.
      *
-     * @param ptr a live allocation's address
+     * <p>{@code ptr} must be the base address {@link #malloc} returned. For a view at an offset inside a block,
+     * pass the block's base address: PyTorch records the storage's base pointer, so the whole block is
+     * protected. PyTorch skips pointers owned by other allocators (which it tells apart by their deleter) and
+     * asserts "No allocated block can be found" for its own pointers that match no block; vram4j addresses are
+     * plain {@code long}s, so every non-zero address that is not a live block is refused.
+     *
+     * @param ptr a live allocation's base address, or 0
      * @param stream another stream of the same device
+     * @throws IllegalArgumentException when no live allocation starts at {@code ptr} (unknown, freed, or an
+     *     address inside a block); nothing changes then
      */
     public void recordStream(long ptr, Stream stream) {
         ensureOpen();

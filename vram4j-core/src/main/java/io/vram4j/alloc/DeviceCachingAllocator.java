@@ -471,21 +471,24 @@ final class DeviceCachingAllocator {
     /**
      * Marks the block at {@code ptr} as used by {@code stream} (as {@code record_stream}).
      *
-     * @return false when {@code ptr} is not an allocated block (ignored, as PyTorch ignores foreign pointers)
+     * @param ptr the base address of a live block
+     * @throws IllegalArgumentException when no allocated block starts at {@code ptr} (PyTorch's
+     *     "No allocated block can be found"); nothing changes then
      * @throws IllegalStateException when the allocator is closed
      */
-    boolean recordStream(long ptr, Stream stream) {
+    void recordStream(long ptr, Stream stream) {
         lock.lock();
         try {
             checkOpen();
             Block block = allocatedBlocks.get(ptr);
             if (block == null) {
-                return false;
+                throw new IllegalArgumentException("recordStream: No allocated block can be found at 0x"
+                        + Long.toHexString(ptr) + " (pass the base address returned by malloc, not an address"
+                        + " inside a block, of a block that is still allocated)");
             }
             if (!stream.equals(block.stream)) {
                 block.addStreamUse(stream);
             }
-            return true;
         } finally {
             lock.unlock();
         }

@@ -402,9 +402,39 @@ class AllocatorConformanceTest {
         CachingAllocator a = allocator();
         long p = a.malloc(1000);
         a.recordStream(p, a.device().defaultStream());
-        a.recordStream(12345, a.device().newStream()); // unknown pointers are ignored, as PyTorch
+        a.recordStream(0, a.device().newStream()); // the null address is ignored, as PyTorch's null data pointers
         a.free(p);
         assertEquals(0, a.memoryStats().get("active.all.current"));
+        assertEquals(p, a.malloc(1000), "no event held the block back");
+    }
+
+    @Test
+    void recordStreamRefusesAddressesThatAreNotALiveBlock() {
+        CachingAllocator a = allocator();
+        Stream side = a.device().newStream();
+        long p = a.malloc(4096);
+        long freed = a.malloc(4096);
+        a.free(freed);
+        MemoryStats before = a.memoryStats();
+        List<SegmentState> segsBefore = a.segments();
+        // an address inside the block (a shifted view), a freed block, an address no block ever had
+        for (long bad : new long[] {p + 512, freed, 0x1234_0000L}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> a.recordStream(bad, side),
+                    Long.toHexString(bad));
+            assertTrue(e.getMessage().contains("No allocated block can be found"), e.getMessage());
+            assertTrue(e.getMessage().contains("0x" + Long.toHexString(bad)), e.getMessage());
+        }
+        assertEquals(before, a.memoryStats());
+        assertEquals(segsBefore, a.segments());
+        // The block itself was not marked: freeing it completes at once and it is reused on the next malloc.
+        a.free(p);
+        assertEquals(0, a.memoryStats().get("active.all.current"));
+        assertEquals(p, a.malloc(4096));
+        // A shifted view is protected by recording its block's base address (test_record_stream_on_shifted_view).
+        long q = a.malloc(4096, side);
+        a.recordStream(q, a.device().defaultStream());
+        a.free(q);
+        assertNotEquals(q, a.malloc(4096, side), "the whole block stays protected until the other stream passes");
     }
 
     // ---- 11.4 settings ----
