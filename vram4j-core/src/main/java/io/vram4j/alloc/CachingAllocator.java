@@ -351,14 +351,31 @@ public final class CachingAllocator implements AutoCloseable {
     }
 
     /**
-     * @param config new settings to use from now on
+     * Replaces the settings as a whole (the programmatic counterpart of {@link #setSettings}): rounding,
+     * {@code max_split_size}, {@code max_non_split_rounding}, {@code garbage_collection_threshold},
+     * {@code expandable_segments} and {@code release_lock_on_cudamalloc} apply to the next calls; blocks already
+     * cached or allocated keep their sizes. Unlike {@link #setSettings}, the config's
+     * {@code per_process_memory_fraction} is not applied (call {@link #setPerProcessMemoryFraction}), and the
+     * {@code max_split_size} statistic keeps the value captured at creation, as PyTorch's does.
+     *
+     * @param config new settings to use from now on, not null
+     * @throws NullPointerException when {@code config} is null; nothing changes then
      */
     public void setConfig(AllocatorConfig config) {
+        java.util.Objects.requireNonNull(config, "config");
         ensureOpen();
         engine.setConfig(config);
     }
 
-    /** @param observer called before each out-of-memory exception, outside the lock */
+    /**
+     * Adds an observer called before each {@link DeviceOutOfMemoryException} (not for the 1 EiB check).
+     *
+     * @param observer called on the thread whose {@code malloc} failed, after the allocator's lock is released
+     *     and before that {@code malloc} throws; observers run in the order attached. An exception thrown by an
+     *     observer propagates out of that {@code malloc} instead of the out-of-memory exception and the later
+     *     observers are not called; the allocator is not affected (the failure was already counted in
+     *     {@code num_ooms} and traced, and nothing was allocated).
+     */
     public void attachOutOfMemoryObserver(OutOfMemoryObserver observer) {
         ensureOpen();
         engine.attachOutOfMemoryObserver(observer);
