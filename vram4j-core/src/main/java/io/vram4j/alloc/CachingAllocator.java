@@ -336,17 +336,24 @@ public final class CachingAllocator implements AutoCloseable {
 
     /**
      * Re-parses settings at run time (as {@code torch.cuda.memory._set_allocator_settings}): the string is
-     * applied on top of the current settings.
+     * applied on top of the current settings. A {@code per_process_memory_fraction} given in {@code conf} is
+     * applied as {@link #setPerProcessMemoryFraction} would; a string without it leaves the fraction as it is.
      *
      * @param conf a {@code PYTORCH_CUDA_ALLOC_CONF}-format string
      * @throws io.vram4j.alloc.config.AllocatorConfigException when invalid; the settings stay as they were
      */
     public void setSettings(String conf) {
         ensureOpen();
-        AllocatorConfig next = engine.config().parse(conf);
+        AllocatorConfig current = engine.config();
+        // Parsed on top of "no fraction" to tell whether this string gives one.
+        AllocatorConfig next = current.toBuilder().perProcessMemoryFraction(Double.NaN).build().parse(conf);
+        double given = next.perProcessMemoryFraction();
+        if (Double.isNaN(given)) {
+            next = next.toBuilder().perProcessMemoryFraction(current.perProcessMemoryFraction()).build();
+        }
         engine.setConfig(next);
-        if (!Double.isNaN(next.perProcessMemoryFraction())) {
-            engine.setMemoryFraction(next.perProcessMemoryFraction());
+        if (!Double.isNaN(given)) {
+            engine.setMemoryFraction(given);
         }
     }
 
