@@ -29,7 +29,9 @@ import java.util.List;
  *
  * <p>Addresses are {@code long}s ("pointers") on the device; sizes are bytes. All methods are thread-safe
  * (one lock per device). Refused calls throw and leave the allocator's state unchanged. After
- * {@link #close()} every method throws {@link IllegalStateException}.
+ * {@link #close()} every method throws {@link IllegalStateException} ("the caching allocator of ... is
+ * closed"); {@code close} may race with other threads' calls: the closed state is decided under the device
+ * lock, so no call that starts after it gets a segment or puts a block back into the cache.
  */
 public final class CachingAllocator implements AutoCloseable {
     private final DeviceCachingAllocator engine;
@@ -137,11 +139,19 @@ public final class CachingAllocator implements AutoCloseable {
 
     /**
      * Declares that the block at {@code ptr} is used on {@code stream} too (as {@code record_stream}): when it
-     * is freed, it is not reused until {@code stream} reaches the point of the free. Same-stream calls and
-     * unknown pointers are ignored, as PyTorch ignores them.
+     * is freed, it is not reused until {@code stream} reaches the point of the free. Same-stream calls are
+     * no-ops and the null address 0 is ignored, as in PyTorch.
      *
-     * @param ptr a live allocation's address
+     * <p>{@code ptr} must be the base address {@link #malloc} returned. For a view at an offset inside a block,
+     * pass the block's base address: PyTorch records the storage's base pointer, so the whole block is
+     * protected. PyTorch skips pointers owned by other allocators (which it tells apart by their deleter) and
+     * asserts "No allocated block can be found" for its own pointers that match no block; vram4j addresses are
+     * plain {@code long}s, so every non-zero address that is not a live block is refused.
+     *
+     * @param ptr a live allocation's base address, or 0
      * @param stream another stream of the same device
+     * @throws IllegalArgumentException when no live allocation starts at {@code ptr} (unknown, freed, or an
+     *     address inside a block); nothing changes then
      */
     public void recordStream(long ptr, Stream stream) {
         ensureOpen();
@@ -326,29 +336,53 @@ public final class CachingAllocator implements AutoCloseable {
 
     /**
      * Re-parses settings at run time (as {@code torch.cuda.memory._set_allocator_settings}): the string is
-     * applied on top of the current settings.
+     * applied on top of the current settings. A {@code per_process_memory_fraction} given in {@code conf} is
+     * applied as {@link #setPerProcessMemoryFraction} would; a string without it leaves the fraction as it is.
      *
      * @param conf a {@code PYTORCH_CUDA_ALLOC_CONF}-format string
      * @throws io.vram4j.alloc.config.AllocatorConfigException when invalid; the settings stay as they were
      */
     public void setSettings(String conf) {
         ensureOpen();
-        AllocatorConfig next = engine.config().parse(conf);
+        AllocatorConfig current = engine.config();
+        // Parsed on top of "no fraction" to tell whether this string gives one.
+        AllocatorConfig next = current.toBuilder().perProcessMemoryFraction(Double.NaN).build().parse(conf);
+        double given = next.perProcessMemoryFraction();
+        if (Double.isNaN(given)) {
+            next = next.toBuilder().perProcessMemoryFraction(current.perProcessMemoryFraction()).build();
+        }
         engine.setConfig(next);
-        if (!Double.isNaN(next.perProcessMemoryFraction())) {
-            engine.setMemoryFraction(next.perProcessMemoryFraction());
+        if (!Double.isNaN(given)) {
+            engine.setMemoryFraction(given);
         }
     }
 
     /**
-     * @param config new settings to use from now on
+     * Replaces the settings as a whole (the programmatic counterpart of {@link #setSettings}): rounding,
+     * {@code max_split_size}, {@code max_non_split_rounding}, {@code garbage_collection_threshold},
+     * {@code expandable_segments} and {@code release_lock_on_cudamalloc} apply to the next calls; blocks already
+     * cached or allocated keep their sizes. Unlike {@link #setSettings}, the config's
+     * {@code per_process_memory_fraction} is not applied (call {@link #setPerProcessMemoryFraction}), and the
+     * {@code max_split_size} statistic keeps the value captured at creation, as PyTorch's does.
+     *
+     * @param config new settings to use from now on, not null
+     * @throws NullPointerException when {@code config} is null; nothing changes then
      */
     public void setConfig(AllocatorConfig config) {
+        java.util.Objects.requireNonNull(config, "config");
         ensureOpen();
         engine.setConfig(config);
     }
 
-    /** @param observer called before each out-of-memory exception, outside the lock */
+    /**
+     * Adds an observer called before each {@link DeviceOutOfMemoryException} (not for the 1 EiB check).
+     *
+     * @param observer called on the thread whose {@code malloc} failed, after the allocator's lock is released
+     *     and before that {@code malloc} throws; observers run in the order attached. An exception thrown by an
+     *     observer propagates out of that {@code malloc} instead of the out-of-memory exception and the later
+     *     observers are not called; the allocator is not affected (the failure was already counted in
+     *     {@code num_ooms} and traced, and nothing was allocated).
+     */
     public void attachOutOfMemoryObserver(OutOfMemoryObserver observer) {
         ensureOpen();
         engine.attachOutOfMemoryObserver(observer);
@@ -429,26 +463,27 @@ public final class CachingAllocator implements AutoCloseable {
         return engine;
     }
 
+    /** Fast path; the engine checks its own closed flag under the lock for calls racing with close. */
     private void ensureOpen() {
         if (closed) {
-            throw new IllegalStateException("the caching allocator of " + engine.device().description() + " is closed");
+            throw engine.closedException();
         }
     }
 
     /**
      * Returns all memory to the device. If blocks were still allocated, they are released too and an
-     * {@link IllegalStateException} reports them (as Arrow's allocators report leaks on close).
+     * {@link IllegalStateException} reports them (as Arrow's allocators report leaks on close). Safe to call
+     * while other threads use the allocator: their calls that take the lock after close throw the closed
+     * exception, and a segment obtained by a racing {@code malloc} is returned to the device. A second
+     * {@code close} does nothing.
      *
      * @throws IllegalStateException listing live allocations, after releasing everything
      */
     @Override
     public void close() {
-        if (closed) {
-            return;
-        }
         closed = true;
         List<Block> live = engine.releaseAll();
-        if (!live.isEmpty()) {
+        if (live != null && !live.isEmpty()) {
             long bytes = live.stream().mapToLong(b -> b.size).sum();
             StringBuilder sb = new StringBuilder("caching allocator of " + engine.device().description()
                     + " closed with " + live.size() + " live allocation(s) holding " + FormatSize.formatSize(bytes) + ":");

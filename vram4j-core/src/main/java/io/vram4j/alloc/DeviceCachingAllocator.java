@@ -43,6 +43,12 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * Locking: every entry point takes the device lock (one lock per device; the pointer map lives under it
  * rather than in PyTorch's 67 shards). Private methods never lock. OOM observers run outside the lock.
+ *
+ * Note [Close]
+ *   releaseAll() sets `closed` under the lock. malloc, free, recordStream, emptyCache, allocatedBlock and
+ *   restoreSegment check it under the lock, so once close has run no malloc gets a segment and no free puts a
+ *   block back into a pool. The one place that drops the lock inside malloc (release_lock_on_cudamalloc)
+ *   checks again after re-taking it and hands a segment obtained meanwhile straight back to the device.
  */
 final class DeviceCachingAllocator {
     private static final int RETRY = 1;
@@ -57,6 +63,8 @@ final class DeviceCachingAllocator {
     private final List<OutOfMemoryObserver> oomObservers = new CopyOnWriteArrayList<>();
     private final DeviceStats stats;
 
+    /** Set under the lock by {@link #releaseAll()}; read under the lock by every entry point that changes state. */
+    private boolean closed;
     private AllocatorConfig config;
     /** Sum of segment sizes and mapped expandable bytes (PyTorch's total_allocated_memory). */
     private long totalAllocatedMemory;
@@ -86,6 +94,18 @@ final class DeviceCachingAllocator {
 
     ReentrantLock lock() {
         return lock;
+    }
+
+    /** The exception every call gets once the allocator is closed. */
+    IllegalStateException closedException() {
+        return new IllegalStateException("the caching allocator of " + device.description() + " is closed");
+    }
+
+    /** Must hold the lock. */
+    private void checkOpen() {
+        if (closed) {
+            throw closedException();
+        }
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -118,11 +138,14 @@ final class DeviceCachingAllocator {
      * @param context allocation-site context for history, or null
      * @return the block handed out
      * @throws DeviceOutOfMemoryException after the OOM observers ran (outside the lock)
+     * @throws IllegalStateException when the allocator is (or gets, while the lock is released around a device
+     *     malloc) closed
      */
     Block malloc(long origSize, Stream stream, Object context) {
         OomReport oom;
         lock.lock();
         try {
+            checkOpen();
             if (!streamEvents.isEmpty()) {
                 processEvents();
             }
@@ -221,6 +244,13 @@ final class DeviceCachingAllocator {
             } finally {
                 lock.lock();
             }
+            if (closed) {
+                // close() ran while the lock was released: the new segment must not outlive it.
+                if (ptr != 0) {
+                    device.free(ptr);
+                }
+                throw closedException();
+            }
         } else {
             ptr = device.malloc(size, hint);
         }
@@ -308,10 +338,12 @@ final class DeviceCachingAllocator {
 
     /**
      * @return the freed block, or null when {@code ptr} is not an allocated block (nothing changed then)
+     * @throws IllegalStateException when the allocator is closed
      */
     Block free(long ptr, Object context) {
         lock.lock();
         try {
+            checkOpen();
             Block block = allocatedBlocks.remove(ptr);
             if (block == null) {
                 return null;
@@ -439,19 +471,24 @@ final class DeviceCachingAllocator {
     /**
      * Marks the block at {@code ptr} as used by {@code stream} (as {@code record_stream}).
      *
-     * @return false when {@code ptr} is not an allocated block (ignored, as PyTorch ignores foreign pointers)
+     * @param ptr the base address of a live block
+     * @throws IllegalArgumentException when no allocated block starts at {@code ptr} (PyTorch's
+     *     "No allocated block can be found"); nothing changes then
+     * @throws IllegalStateException when the allocator is closed
      */
-    boolean recordStream(long ptr, Stream stream) {
+    void recordStream(long ptr, Stream stream) {
         lock.lock();
         try {
+            checkOpen();
             Block block = allocatedBlocks.get(ptr);
             if (block == null) {
-                return false;
+                throw new IllegalArgumentException("recordStream: No allocated block can be found at 0x"
+                        + Long.toHexString(ptr) + " (pass the base address returned by malloc, not an address"
+                        + " inside a block, of a block that is still allocated)");
             }
             if (!stream.equals(block.stream)) {
                 block.addStreamUse(stream);
             }
-            return true;
         } finally {
             lock.unlock();
         }
@@ -513,6 +550,7 @@ final class DeviceCachingAllocator {
     void emptyCache(Object context) {
         lock.lock();
         try {
+            checkOpen();
             HistoryRecorder h = history;
             if (h != null) {
                 h.currentFreeContext = context;
@@ -983,10 +1021,15 @@ final class DeviceCachingAllocator {
         return stats.activeBytes.all().current;
     }
 
-    /** Looks up an allocated block (for views and checks); null if none starts at {@code ptr}. */
+    /**
+     * Looks up an allocated block (for views and checks); null if none starts at {@code ptr}.
+     *
+     * @throws IllegalStateException when the allocator is closed
+     */
     Block allocatedBlock(long ptr) {
         lock.lock();
         try {
+            checkOpen();
             return allocatedBlocks.get(ptr);
         } finally {
             lock.unlock();
@@ -1008,6 +1051,7 @@ final class DeviceCachingAllocator {
     void restoreSegment(long address, long size, Stream stream, boolean small, List<long[]> live) {
         lock.lock();
         try {
+            checkOpen();
             long cursor = address;
             for (long[] b : live) {
                 if (b[0] < cursor || b[1] <= 0 || b[0] + b[1] > address + size) {
@@ -1132,10 +1176,19 @@ final class DeviceCachingAllocator {
         }
     }
 
-    /** Releases every segment, including those with live blocks. The allocator is unusable afterwards. */
+    /**
+     * Closes the allocator: releases every segment, including those with live blocks. Every later call that
+     * changes state throws {@link #closedException()}.
+     *
+     * @return the blocks that were still allocated, or null when the allocator was already closed
+     */
     List<Block> releaseAll() {
         lock.lock();
         try {
+            if (closed) {
+                return null;
+            }
+            closed = true;
             List<Block> live = new ArrayList<>();
             allocatedBlocks.forEach(live::add);
             for (List<Block> seg : segments()) {

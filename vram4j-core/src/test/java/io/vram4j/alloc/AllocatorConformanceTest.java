@@ -57,20 +57,28 @@ class AllocatorConformanceTest {
 
     @ParameterizedTest(name = "request {0}")
     @CsvSource({
-        // request, rounded(block), small?, new segment, split?, remainder
-        "1, 512, true, 2097152, true, 2096640",
-        "513, 1024, true, 2097152, true, 2096128",
-        "1048575, 1048576, true, 2097152, true, 1048576",
-        "1048577, 1049088, false, 20971520, true, 19922432",
-        "5242880, 5242880, false, 20971520, true, 15728640",
-        "10485248, 10485248, false, 20971520, true, 10486272",
-        "10485759, 10485760, false, 10485760, false, 0",
-        "10486272, 10486272, false, 12582912, true, 2096640",
-        "19922945, 20971520, false, 20971520, false, 0",
-        "209715200, 209715200, false, 209715200, false, 0",
+        // request, rounded, block handed out, small?, new segment, split?, remainder
+        "1, 512, 512, true, 2097152, true, 2096640",
+        "513, 1024, 1024, true, 2097152, true, 2096128",
+        "1048575, 1048576, 1048576, true, 2097152, true, 1048576",
+        "1048577, 1049088, 1049088, false, 20971520, true, 19922432",
+        "5242880, 5242880, 5242880, false, 20971520, true, 15728640",
+        "10485248, 10485248, 10485248, false, 20971520, true, 10486272",
+        "10485759, 10485760, 10485760, false, 10485760, false, 0",
+        "10486272, 10486272, 10486272, false, 12582912, true, 2096640",
+        // not split: the 1,048,064-byte rest (<= 1 MiB) stays inside the 20 MiB block handed out
+        "19922945, 19923456, 20971520, false, 20971520, false, 0",
+        "209715200, 209715200, 209715200, false, 209715200, false, 0",
     })
-    void workedAllocationTable(long request, long block, boolean small, long segment, boolean split, long remainder) {
+    void workedAllocationTable(long request, long rounded, long block, boolean small, long segment, boolean split,
+            long remainder) {
         CachingAllocator a = allocator();
+        assertEquals(rounded, SizeRules.roundSize(request, a.config()), "round_size");
+        assertEquals(small, SizeRules.isSmall(rounded), "pool");
+        assertEquals(segment, SizeRules.allocationSize(rounded), "get_allocation_size");
+        if (!split) {
+            assertTrue(block - rounded <= SizeRules.SMALL_SIZE, "a large block is not split for a rest <= 1 MiB");
+        }
         long ptr = a.malloc(request);
         MemoryStats s = a.memoryStats();
         String pool = small ? "small_pool" : "large_pool";
@@ -217,6 +225,53 @@ class AllocatorConformanceTest {
         StatsInvariants.check(a);
     }
 
+    @Test
+    void resetAccumulatedZeroesTotalsAndCountersButKeepsCurrentAndPeak() {
+        CachingAllocator a = allocator("sim:1GiB", "max_split_size_mb:40");
+        Stream side = a.device().newStream();
+        long keepSmall = a.malloc(1000);
+        long keepBig = a.malloc(100 * MiB);          // oversize allocation and segment
+        long gone = a.malloc(5 * MiB);
+        long pending = a.malloc(3000);
+        a.recordStream(pending, side);
+        a.free(gone);
+        a.free(pending);
+        a.emptyCache();                              // num_sync_all_streams, num_device_free
+        assertThrows(DeviceOutOfMemoryException.class, () -> a.malloc(2L << 30)); // num_alloc_retries, num_ooms
+        long peakMaker = a.malloc(300 * MiB);
+        a.free(peakMaker);
+        a.emptyCache();
+        MemoryStats before = a.memoryStats();
+        for (String counter : List.of("num_alloc_retries", "num_ooms", "num_sync_all_streams", "num_device_alloc",
+                "num_device_free", "allocated_bytes.all.allocated", "allocated_bytes.all.freed",
+                "allocation.small_pool.freed", "segment.large_pool.freed", "oversize_allocations.allocated",
+                "oversize_segments.allocated", "requested_bytes.large_pool.freed")) {
+            assertTrue(before.get(counter) > 0, counter + " was exercised");
+        }
+
+        a.resetAccumulatedMemoryStats();
+
+        MemoryStats after = a.memoryStats();
+        assertEquals(before.asMap().keySet(), after.asMap().keySet());
+        for (String key : before.asMap().keySet()) {
+            if (key.endsWith(".allocated") || key.endsWith(".freed") || key.startsWith("num_")) {
+                assertEquals(0, after.get(key), key + " is accumulated: reset to 0");
+            } else {
+                assertEquals(before.get(key), after.get(key), key + " is not accumulated: unchanged");
+            }
+        }
+        assertEquals(40 * MiB, after.get("max_split_size"));
+        assertTrue(after.get("allocated_bytes.all.current") > 0 && after.get("reserved_bytes.all.peak")
+                > after.get("reserved_bytes.all.current"), "current and peak values stayed non-trivial");
+        // Counting resumes from zero.
+        long smallBlock = a.blockSize(keepSmall);
+        a.free(keepSmall);
+        assertEquals(smallBlock, a.memoryStats().get("allocated_bytes.all.freed"));
+        assertEquals(1, a.memoryStats().get("allocation.all.freed"));
+        a.free(keepBig);
+        StatsInvariants.check(a);
+    }
+
     // ---- 11.2 OOM and fraction ----
 
     @Test
@@ -311,6 +366,41 @@ class AllocatorConformanceTest {
     }
 
     @Test
+    void perProcessMemoryFractionFromTheConfString() {
+        CachingAllocator a = allocator("sim:1GiB", "per_process_memory_fraction:0.5");
+        assertEquals(0.5, a.getPerProcessMemoryFraction(), "the config key applies it at creation");
+        long p = a.malloc(500 * MiB);
+        DeviceOutOfMemoryException e = assertThrows(DeviceOutOfMemoryException.class, () -> a.malloc(20 * MiB));
+        assertTrue(e.getMessage().contains("512.00 MiB allowed; "), e.getMessage());
+        assertTrue(a.memGetInfo().free() > 500 * MiB, "the device itself had room: the fraction refused it");
+        a.free(p);
+
+        a.setSettings("per_process_memory_fraction:0.25");
+        assertEquals(0.25, a.getPerProcessMemoryFraction(), "setSettings applies it");
+        a.emptyCache();
+        assertThrows(DeviceOutOfMemoryException.class, () -> a.malloc(300 * MiB));
+        long q = a.malloc(250 * MiB);
+        a.free(q);
+
+        AllocatorConfig settings = a.config();
+        assertThrows(IllegalArgumentException.class, () -> a.setSettings("per_process_memory_fraction:1.1"));
+        assertEquals(0.25, a.getPerProcessMemoryFraction(), "a refused string changes nothing");
+        assertEquals(settings, a.config());
+
+        a.setPerProcessMemoryFraction(0.75);
+        a.setSettings("max_split_size_mb:40");
+        assertEquals(0.75, a.getPerProcessMemoryFraction(), "a string without the key keeps the fraction");
+        a.setSettings("per_process_memory_fraction:1.0,max_split_size_mb:40");
+        assertEquals(1.0, a.getPerProcessMemoryFraction());
+        long all = a.malloc(900 * MiB);
+        a.free(all);
+
+        CachingAllocator none = allocator("sim:1GiB", "per_process_memory_fraction:0.0");
+        assertEquals(0.0, none.getPerProcessMemoryFraction());
+        assertThrows(DeviceOutOfMemoryException.class, () -> none.malloc(1), "fraction 0 refuses every segment");
+    }
+
+    @Test
     void fractionCapsReservedNotAllocated() {
         CachingAllocator a = allocator("sim:1GiB", "");
         a.setPerProcessMemoryFraction(0.1); // 107,374,182 bytes allowed
@@ -402,9 +492,39 @@ class AllocatorConformanceTest {
         CachingAllocator a = allocator();
         long p = a.malloc(1000);
         a.recordStream(p, a.device().defaultStream());
-        a.recordStream(12345, a.device().newStream()); // unknown pointers are ignored, as PyTorch
+        a.recordStream(0, a.device().newStream()); // the null address is ignored, as PyTorch's null data pointers
         a.free(p);
         assertEquals(0, a.memoryStats().get("active.all.current"));
+        assertEquals(p, a.malloc(1000), "no event held the block back");
+    }
+
+    @Test
+    void recordStreamRefusesAddressesThatAreNotALiveBlock() {
+        CachingAllocator a = allocator();
+        Stream side = a.device().newStream();
+        long p = a.malloc(4096);
+        long freed = a.malloc(4096);
+        a.free(freed);
+        MemoryStats before = a.memoryStats();
+        List<SegmentState> segsBefore = a.segments();
+        // an address inside the block (a shifted view), a freed block, an address no block ever had
+        for (long bad : new long[] {p + 512, freed, 0x1234_0000L}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> a.recordStream(bad, side),
+                    Long.toHexString(bad));
+            assertTrue(e.getMessage().contains("No allocated block can be found"), e.getMessage());
+            assertTrue(e.getMessage().contains("0x" + Long.toHexString(bad)), e.getMessage());
+        }
+        assertEquals(before, a.memoryStats());
+        assertEquals(segsBefore, a.segments());
+        // The block itself was not marked: freeing it completes at once and it is reused on the next malloc.
+        a.free(p);
+        assertEquals(0, a.memoryStats().get("active.all.current"));
+        assertEquals(p, a.malloc(4096));
+        // A shifted view is protected by recording its block's base address (test_record_stream_on_shifted_view).
+        long q = a.malloc(4096, side);
+        a.recordStream(q, a.device().defaultStream());
+        a.free(q);
+        assertNotEquals(q, a.malloc(4096, side), "the whole block stays protected until the other stream passes");
     }
 
     // ---- 11.4 settings ----
@@ -470,6 +590,45 @@ class AllocatorConformanceTest {
         assertFalse(p30 == big || p30 == p80, "small requests never take oversize blocks");
         a.free(p30);
         StatsInvariants.check(a);
+    }
+
+    @Test
+    void maxNonSplitRoundingWidensOrNarrowsOversizeReuse() {
+        // Default tolerance R = 20 MiB: a cached 100 MiB oversize block serves 81..100 MiB requests only.
+        CachingAllocator d = allocator("sim:80GiB", "max_split_size_mb:40");
+        long cached = d.malloc(100 * MiB);
+        d.free(cached);
+        long p70 = d.malloc(70 * MiB);
+        assertNotEquals(cached, p70, "70 + 20 <= 100: a new segment");
+        d.free(p70);
+
+        // R = 50 MiB: the same 70 MiB request now takes the cached 100 MiB block whole ...
+        CachingAllocator w = allocator("sim:80GiB", "max_split_size_mb:40,max_non_split_rounding_mb:50");
+        assertEquals(50 * MiB, w.config().maxNonSplitRounding());
+        long big = w.malloc(100 * MiB);
+        w.free(big);
+        long reused = w.malloc(70 * MiB);
+        assertEquals(big, reused, "70 + 50 > 100: the cached block is reused");
+        assertEquals(100 * MiB, w.blockSize(reused), "oversize blocks are not split");
+        assertEquals(1, w.memoryStats().get("segment.all.current"));
+        w.free(reused);
+        // ... but not a 50 MiB request (50 + 50 <= 100), and requests below max_split_size never take it.
+        long p50 = w.malloc(50 * MiB);
+        assertNotEquals(big, p50);
+        long p30 = w.malloc(30 * MiB);
+        assertNotEquals(big, p30);
+        w.free(p50);
+        w.free(p30);
+
+        // Set at run time: R = 30 MiB makes 70 MiB miss again, 71 MiB hit.
+        w.setSettings("max_split_size_mb:40,max_non_split_rounding_mb:30");
+        long p70b = w.malloc(70 * MiB);
+        assertNotEquals(big, p70b, "70 + 30 <= 100");
+        long p71 = w.malloc(71 * MiB);
+        assertEquals(big, p71, "71 + 30 > 100");
+        w.free(p70b);
+        w.free(p71);
+        StatsInvariants.check(w);
     }
 
     @Test
