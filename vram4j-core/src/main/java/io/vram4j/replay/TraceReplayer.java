@@ -312,13 +312,14 @@ final class TraceReplayer implements AllocatorListener {
      *   again is invisible. Reservations do not overlap, so one that would reach past the base of the
      *   reservation above it starts lower, where it ends at that base (back to back, as the sim device lays out
      *   reservations and as an exact reservation size implies); otherwise the replayed reservation starts at the
-     *   first mapped page, and where the unseen range was too small for every later map, nothing differs. Without
-     *   an oom entry the replay's capacity is raised so
-     *   that one reservation covers each group; with a recorded capacity (the recording's own reservation size)
-     *   ranges beyond one reservation's reach start another reservation at their own start.
+     *   first mapped page, and where the unseen range was too small for every later map, nothing differs.
+     *   Without an oom entry the replay's capacity is raised so that one reservation covers each group; with a
+     *   recorded capacity (the recording's own reservation size) ranges beyond one reservation's reach start
+     *   another reservation at their own start. A range no longer mapped at dump takes its pool from the
+     *   evidence listed at TraceAnalysis.findMappedBefore.
      *
      * @param capacity the replay device's capacity in bytes
-     * @return the reservations to rebuild, in the order of mappedBefore's first ranges
+     * @return the reservations to rebuild, highest base first
      */
     private List<Reservation> expandableReservations(long capacity) {
         List<Reservation> out = new ArrayList<>();
