@@ -414,6 +414,26 @@ public final class CachingAllocator implements AutoCloseable {
     }
 
     /**
+     * Recreates an expandable segment with mapped page ranges and live blocks at recorded places (replays of
+     * traces that start mid-run with {@code expandable_segments:True}): reserves the segment's address range at
+     * {@code base} ({@link SizeRules#expandableReservationSize} of the device's capacity), maps the ranges, and
+     * places the blocks; the rest of each mapped range becomes free cached blocks, the rest of the reservation
+     * stays unmapped. Statistics change as if the pages had been mapped and the blocks allocated.
+     *
+     * @param base the reservation's base address (the device must have the range free; 2 MiB aligned on sim)
+     * @param stream its allocation stream
+     * @param small true for a small-pool segment (2 MiB pages), false for large (20 MiB pages)
+     * @param mapped {start, length} in bytes of each mapped range, ascending, disjoint, whole pages from {@code base}
+     * @param live {address, size, requestedSize} of each live block, sorted by address, each inside one mapped range
+     * @throws IllegalArgumentException when the layout is inconsistent, the range at {@code base} cannot be
+     *     reserved or the pages cannot be mapped; nothing changes then
+     */
+    public void restoreExpandableSegment(long base, Stream stream, boolean small, List<long[]> mapped, List<long[]> live) {
+        ensureOpen();
+        engine.restoreExpandableSegment(base, stream, small, mapped, live);
+    }
+
+    /**
      * @param listener receives trace events; null for none
      */
     public void setListener(AllocatorListener listener) {

@@ -1122,6 +1122,133 @@ final class DeviceCachingAllocator {
         }
     }
 
+    /**
+     * Recreates an expandable segment (spec section 6): reserves its address range at {@code base} (the size every
+     * expandable segment of this device reserves, {@link SizeRules#expandableReservationSize}), maps the given page
+     * ranges and places live blocks in them; the rest of each mapped range becomes free mapped blocks, the rest of
+     * the reservation unmapped blocks. Statistics change as if the pages had been mapped (reserved bytes, device
+     * allocations; no segment count, no inactive split) and the blocks allocated.
+     *
+     * @param mapped {start, length} of each mapped range in bytes, ascending and disjoint, whole pages of the pool
+     *     ({@link SizeRules#SMALL_BUFFER} small, {@link SizeRules#LARGE_BUFFER} large) counted from {@code base}
+     * @param live {address, size, requestedSize} triples, sorted by address, each inside one mapped range
+     * @throws IllegalArgumentException when the layout is inconsistent or the device cannot reserve the range at
+     *     {@code base} or map the pages; nothing changes then
+     */
+    void restoreExpandableSegment(long base, Stream stream, boolean small, List<long[]> mapped, List<long[]> live) {
+        lock.lock();
+        try {
+            checkOpen();
+            long pageSize = small ? SizeRules.SMALL_BUFFER : SizeRules.LARGE_BUFFER;
+            String what = "restoreExpandableSegment: expandable segment 0x" + Long.toHexString(base) + ": ";
+            long cursor = base;
+            for (long[] r : mapped) {
+                if (r[0] < cursor || r[1] <= 0 || (r[0] - base) % pageSize != 0 || r[1] % pageSize != 0) {
+                    throw new IllegalArgumentException(what + "mapped range 0x" + Long.toHexString(r[0]) + "+" + r[1]
+                            + " is not whole " + pageSize + "-byte pages from the base after the previous range");
+                }
+                cursor = r[0] + r[1];
+            }
+            int k = 0;
+            long blockCursor = base;
+            for (long[] b : live) {
+                while (k < mapped.size() && mapped.get(k)[0] + mapped.get(k)[1] <= b[0]) {
+                    k++;
+                }
+                if (k == mapped.size() || b[0] < mapped.get(k)[0] || b[0] < blockCursor || b[1] <= 0
+                        || b[0] + b[1] > mapped.get(k)[0] + mapped.get(k)[1]) {
+                    throw new IllegalArgumentException(what + "block at 0x" + Long.toHexString(b[0]) + " of " + b[1]
+                            + " bytes does not fit one mapped range after the previous block");
+                }
+                blockCursor = b[0] + b[1];
+            }
+            ExpandableSegment es = ExpandableSegment.reserve(device, stream, pageSize, base);
+            if (es == null || es.base != base) {
+                if (es != null) {
+                    es.release();
+                }
+                throw new IllegalArgumentException(what + "the device cannot reserve "
+                        + SizeRules.expandableReservationSize(device.totalMemory(), pageSize) + " bytes of addresses there");
+            }
+            if (cursor > base + es.size()) {
+                es.release();
+                throw new IllegalArgumentException(what + "its mapped ranges end " + (cursor - base)
+                        + " bytes after the base, beyond its reservation of " + es.size() + " bytes");
+            }
+            for (long[] r : mapped) {
+                if (es.map(r[0], r[1]) != r[1]) {
+                    es.unmapAll();
+                    es.release();
+                    throw new IllegalArgumentException(what + "the device has no room to map " + r[1] + " bytes at 0x"
+                            + Long.toHexString(r[0]));
+                }
+            }
+            expandableSegments.add(es);
+            BlockPool pool = small ? smallBlocks : largeBlocks;
+            int poolType = poolType(pool);
+            List<Block> blocks = new ArrayList<>();
+            cursor = base;
+            int next = 0;
+            for (long[] r : mapped) {
+                if (r[0] > cursor) {
+                    Block hole = new Block(stream, pool, r[0] - cursor, cursor);
+                    hole.mapped = false;
+                    blocks.add(hole);
+                }
+                cursor = r[0];
+                long end = r[0] + r[1];
+                for (; next < live.size() && live.get(next)[0] < end; next++) {
+                    long[] b = live.get(next);
+                    if (b[0] > cursor) {
+                        blocks.add(new Block(stream, pool, b[0] - cursor, cursor));
+                    }
+                    Block lb = new Block(stream, pool, b[1], b[0]);
+                    lb.allocated = true;
+                    lb.requestedSize = b[2];
+                    blocks.add(lb);
+                    cursor = b[0] + b[1];
+                }
+                if (cursor < end) {
+                    blocks.add(new Block(stream, pool, end - cursor, cursor));
+                }
+                cursor = end;
+                totalAllocatedMemory += r[1];
+                stats.reservedBytes.increase(poolType, r[1]);
+                stats.numDeviceAlloc++;
+            }
+            if (cursor < base + es.size()) {
+                Block tail = new Block(stream, pool, base + es.size() - cursor, cursor);
+                tail.mapped = false;
+                blocks.add(tail);
+            }
+            for (int i = 0; i < blocks.size(); i++) {
+                Block b = blocks.get(i);
+                b.expandableSegment = es;
+                b.prev = i > 0 ? blocks.get(i - 1) : null;
+                b.next = i + 1 < blocks.size() ? blocks.get(i + 1) : null;
+            }
+            for (Block b : blocks) {
+                if (!b.mapped) {
+                    pool.unmapped.add(b);
+                } else if (b.allocated) {
+                    allocatedBlocks.put(b.ptr, b);
+                    stats.allocation.increase(poolType, 1);
+                    stats.allocatedBytes.increase(poolType, b.size);
+                    stats.active.increase(poolType, 1);
+                    stats.activeBytes.increase(poolType, b.size);
+                    stats.requestedBytes.increase(poolType, b.requestedSize);
+                    if (b.size >= config.maxSplitSize()) {
+                        stats.oversizeAllocations.increase(1);
+                    }
+                } else {
+                    pool.insertIntoBlocks(b);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     // ------------------------------------------------------------------------------------------------
     // State walk (snapshots, invariants, close)
     // ------------------------------------------------------------------------------------------------

@@ -31,14 +31,12 @@ final class ExpandableSegment {
      * @return the segment, or null when the device has no address range left
      */
     static ExpandableSegment reserve(DeviceBackend device, Stream stream, long pageSize, long addressHint) {
-        long capacity = device.totalMemory();
-        long pages = Math.max(1, ceilDiv(capacity + capacity / 8, pageSize));
-        long size = pages * pageSize;
+        long size = SizeRules.expandableReservationSize(device.totalMemory(), pageSize);
         long base = device.reserveAddressRange(size, addressHint);
         if (base == 0) {
             return null;
         }
-        return new ExpandableSegment(device, stream, base, pageSize, (int) pages);
+        return new ExpandableSegment(device, stream, base, pageSize, (int) (size / pageSize));
     }
 
     long size() {

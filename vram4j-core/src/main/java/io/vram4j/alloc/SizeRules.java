@@ -26,6 +26,19 @@ public final class SizeRules {
     }
 
     /**
+     * The address range one expandable segment reserves (spec 2 table, 6.2):
+     * {@code pageSize × ceil(1.125 · capacity / pageSize)}.
+     *
+     * @param capacity the device's total memory in bytes
+     * @param pageSize the pool's page size in bytes ({@link #SMALL_BUFFER} or {@link #LARGE_BUFFER})
+     * @return the reservation size in bytes, at least one page
+     */
+    public static long expandableReservationSize(long capacity, long pageSize) {
+        long pages = Math.max(1, (capacity + capacity / 8 + pageSize - 1) / pageSize);
+        return pages * pageSize;
+    }
+
+    /**
      * Rounds a request as PyTorch's {@code round_size}: below 512 B to 512 B; otherwise to the next of N
      * equal steps between powers of two when {@code roundup_power2_divisions} gives N &gt; 1 for the size's
      * class and size &gt; 512·N; else up to a multiple of 512 B.

@@ -44,6 +44,12 @@ final class TraceAnalysis {
     /** Addresses allocated during the trace and still live at its end (value 1; a primitive set). */
     final LongLongMap liveAtEnd = new LongLongMap();
     boolean expandable;
+    /**
+     * Expandable segments' address ranges mapped before the first entry (Note [Expandable mid-run] in
+     * TraceReplayer): {start, end, stream, 1 for the small pool or 0 for the large}, ascending by start, contiguous
+     * mapped pages merged into one range. Empty without expandable segments.
+     */
+    final List<long[]> mappedBefore = new ArrayList<>();
 
     TraceAnalysis(List<TraceEntry> trace, List<SegmentInfo> dump) {
         this.trace = trace;
@@ -87,6 +93,9 @@ final class TraceAnalysis {
                 }
                 default -> { }
             }
+        }
+        if (expandable) {
+            findMappedBefore();
         }
         long initialRequested = 0;
         for (long[] o : orphanFrees.values()) {
@@ -154,6 +163,158 @@ final class TraceAnalysis {
         }
         if (!bursts.isEmpty()) {
             inferredLower = Math.max(inferredLower, recordedPeakReserved);
+        }
+    }
+
+    /**
+     * The ranges mapped before the first entry, as the viz module's TimelineBuilder finds them: the dump's
+     * expandable segments minus what the trace mapped (and left mapped), plus what the trace unmaps without having
+     * mapped it. Map and unmap ranges need not line up, so ranges are kept, not addresses. Each range takes its
+     * stream and pool from the dump segment holding it; failing that, the stream of the unmap entry that released
+     * it, and the pool of a block freed in it before being allocated (requests of at most 1 MiB are small),
+     * else of the first block the trace allocates in it before unmapping any of it, else the small pool when
+     * its length is not a whole number of 20 MiB pages, else the pool of the nearest
+     * dump expandable segment of that stream (reservations lie far apart), else the large pool.
+     */
+    private void findMappedBefore() {
+        RangeSet mappedInTrace = new RangeSet();
+        RangeSet before = new RangeSet();
+        List<TraceEntry> unmaps = new ArrayList<>();
+        for (TraceEntry e : trace) {
+            if (e.action() == TraceAction.SEGMENT_MAP) {
+                mappedInTrace.add(e.addr(), e.addr() + e.size());
+            } else if (e.action() == TraceAction.SEGMENT_UNMAP) {
+                for (long[] r : mappedInTrace.missing(e.addr(), e.addr() + e.size())) {
+                    before.add(r[0], r[1]);
+                }
+                mappedInTrace.remove(e.addr(), e.addr() + e.size());
+                unmaps.add(e);
+            }
+        }
+        for (SegmentInfo s : dump) {
+            if (s.isExpandable()) {
+                for (long[] r : mappedInTrace.missing(s.address(), s.address() + s.totalSize())) {
+                    before.add(r[0], r[1]);
+                }
+            }
+        }
+        for (long[] r : before.list()) {
+            long stream = 0;
+            int small = -1;
+            for (SegmentInfo s : dump) {
+                if (s.isExpandable() && s.address() < r[1] && r[0] < s.address() + s.totalSize()) {
+                    stream = s.stream();
+                    small = s.isLarge() ? 0 : 1;
+                    break;
+                }
+            }
+            if (small < 0) {
+                for (TraceEntry e : unmaps) {
+                    if (e.addr() < r[1] && r[0] < e.addr() + e.size()) {
+                        stream = e.stream();
+                        break;
+                    }
+                }
+                for (Map.Entry<Long, long[]> o : orphanFrees.entrySet()) {
+                    if (o.getKey() >= r[0] && o.getKey() < r[1]) {
+                        small = o.getValue()[0] <= io.vram4j.alloc.SizeRules.SMALL_SIZE ? 1 : 0;
+                        break;
+                    }
+                }
+                for (TraceEntry e : small < 0 ? trace : List.<TraceEntry>of()) {
+                    if (e.action() == TraceAction.SEGMENT_UNMAP && e.addr() < r[1] && r[0] < e.addr() + e.size()) {
+                        break; // from here on the addresses may be mapped anew, for another reservation
+                    }
+                    if (e.action() == TraceAction.ALLOC && e.addr() >= r[0] && e.addr() < r[1]) {
+                        small = e.size() <= io.vram4j.alloc.SizeRules.SMALL_SIZE ? 1 : 0;
+                        break;
+                    }
+                }
+                if (small < 0 && (r[1] - r[0]) % io.vram4j.alloc.SizeRules.LARGE_BUFFER != 0) {
+                    small = 1; // not whole large pages
+                }
+                long nearest = Long.MAX_VALUE;
+                for (SegmentInfo s : small < 0 ? dump : List.<SegmentInfo>of()) {
+                    long distance = s.address() >= r[1] ? s.address() - r[1] : r[0] - s.endAddress();
+                    if (s.isExpandable() && s.stream() == stream && distance < nearest) {
+                        nearest = distance;
+                        small = s.isLarge() ? 0 : 1;
+                    }
+                }
+                if (small < 0) {
+                    small = 0;
+                }
+            }
+            mappedBefore.add(new long[] {r[0], r[1], stream, small});
+        }
+    }
+
+    /**
+     * Disjoint half-open address ranges {@code [start, end)}, merged when they touch (as the viz module's
+     * Ranges). Addresses are compared as signed longs: device addresses are below 2^63.
+     */
+    private static final class RangeSet {
+        private final java.util.TreeMap<Long, Long> byStart = new java.util.TreeMap<>();
+
+        void add(long start, long end) {
+            Map.Entry<Long, Long> below = byStart.floorEntry(start);
+            if (below != null && below.getValue() >= start) {
+                start = below.getKey();
+                end = Math.max(end, below.getValue());
+                byStart.remove(below.getKey());
+            }
+            for (Map.Entry<Long, Long> n = byStart.ceilingEntry(start); n != null && n.getKey() <= end;
+                    n = byStart.ceilingEntry(start)) {
+                end = Math.max(end, n.getValue());
+                byStart.remove(n.getKey());
+            }
+            byStart.put(start, end);
+        }
+
+        void remove(long start, long end) {
+            for (long[] r : overlapping(start, end)) {
+                byStart.remove(r[0]);
+                if (r[0] < start) {
+                    byStart.put(r[0], start);
+                }
+                if (r[1] > end) {
+                    byStart.put(end, r[1]);
+                }
+            }
+        }
+
+        /** @return the parts of {@code [start, end)} not in this set, ascending */
+        List<long[]> missing(long start, long end) {
+            List<long[]> out = new ArrayList<>();
+            long at = start;
+            for (long[] r : overlapping(start, end)) {
+                if (r[0] > at) {
+                    out.add(new long[] {at, r[0]});
+                }
+                at = Math.max(at, r[1]);
+            }
+            if (at < end) {
+                out.add(new long[] {at, end});
+            }
+            return out;
+        }
+
+        private List<long[]> overlapping(long start, long end) {
+            List<long[]> out = new ArrayList<>();
+            Map.Entry<Long, Long> first = byStart.lowerEntry(start);
+            if (first != null && first.getValue() > start) {
+                out.add(new long[] {first.getKey(), first.getValue()});
+            }
+            for (Map.Entry<Long, Long> e : byStart.subMap(start, true, end, false).entrySet()) {
+                out.add(new long[] {e.getKey(), e.getValue()});
+            }
+            return out;
+        }
+
+        List<long[]> list() {
+            List<long[]> out = new ArrayList<>();
+            byStart.forEach((k, v) -> out.add(new long[] {k, v}));
+            return out;
         }
     }
 

@@ -36,8 +36,8 @@ import java.util.TreeMap;
  *   block's true size may exceed round_size(requested): in the large pool an unsplit remainder of at most
  *   1 MiB stays inside the block, so a gap of at most 1 MiB before the next known block start belongs to
  *   it. The pre-trace state is rebuilt under the recorded settings; what-if settings apply from the first
- *   entry on. With expandable segments this rebuild is not supported (Note [Expandable mid-run] in
- *   rebuildInitialState): such a replay stops with a ReplayException naming the device.
+ *   entry on. Expandable segments are rebuilt as reservations at recorded bases with their pre-trace mapped
+ *   ranges (Note [Expandable mid-run] at expandableReservations).
  *
  * Note [Placement]
  *   Best fit breaks ties by address, so where segments sit decides where later blocks go. With
@@ -110,7 +110,9 @@ final class TraceReplayer implements AllocatorListener {
         } else if (analysis.expandable) {
             // An expandable segment reserves 9/8 of the capacity in addresses: an unbounded device would reserve
             // ranges that cover the recording's other segments. The recorded peak is a capacity the run fitted.
-            capacity = Math.max(analysis.recordedPeakReserved, 2 * SizeRules.LARGE_BUFFER);
+            // Before a mid-run trace, one reservation must reach across each stream and pool's mapped ranges.
+            capacity = Math.max(Math.max(analysis.recordedPeakReserved, 2 * SizeRules.LARGE_BUFFER),
+                    expandableSpan(analysis));
             capacitySource = "recorded peak reserved (expandable segments need a finite capacity)";
         } else {
             capacity = AbstractDevice.MAX_CAPACITY;
@@ -176,22 +178,10 @@ final class TraceReplayer implements AllocatorListener {
         if (analysis.fromEmpty()) {
             return 0;
         }
-        if (analysis.expandable) {
-            // Note [Expandable mid-run]: the pre-trace mapped ranges cannot be placed faithfully. A snapshot shows each
-            // contiguous mapped range as a segment, not the reserved virtual range (its base and its size, 9/8 of the
-            // device's capacity) that the ranges belong to, nor which ranges share one reservation (one per stream
-            // and pool); best fit compares a free expandable block together with the unmapped rest of its
-            // reservation, so where later blocks land depends on exactly that.
-            throw new ReplayException("device " + deviceIndex + ": the trace starts mid-run (" + analysis.initialReserved
-                    + " bytes reserved and " + analysis.orphanFrees.size() + " blocks freed before its first entry)"
-                    + " with expandable segments: rebuilding the mapped ranges and live blocks before the first entry"
-                    + " is not supported (a snapshot does not record the reserved virtual ranges they belong to);"
-                    + " only traces recorded from an empty allocator replay with expandable segments", -1, false);
-        }
         // segment address -> {size, stream, small}
         TreeMap<Long, long[]> segments = new TreeMap<>(Long::compareUnsigned);
         for (SegmentInfo s : analysis.dump) {
-            if (!analysis.createdSegments.contains(s.address())) {
+            if (!s.isExpandable() && !analysis.createdSegments.contains(s.address())) {
                 segments.put(s.address(), new long[] {s.totalSize(), s.stream(), s.isLarge() ? 0 : 1});
             }
         }
@@ -212,39 +202,13 @@ final class TraceReplayer implements AllocatorListener {
         for (Map.Entry<Long, long[]> o : analysis.orphanFrees.entrySet()) {
             live.put(o.getKey(), new long[] {0, o.getValue()[0]});
         }
-        // Every block start the recording knows of (TraceAnalysis.knownStarts): a block's true end is the next
-        // known start when the gap could only be an unsplit remainder (Note [Initial state]).
         int count = 0;
         for (Map.Entry<Long, long[]> seg : segments.entrySet()) {
             long base = seg.getKey();
             long size = seg.getValue()[0];
             boolean small = seg.getValue()[2] == 1;
-            List<long[]> blocks = new ArrayList<>();
-            List<Map.Entry<Long, long[]>> inside = new ArrayList<>(live.subMap(base, true, base + size, false).entrySet());
-            for (int k = 0; k < inside.size(); k++) {
-                long addr = inside.get(k).getKey();
-                long[] v = inside.get(k).getValue();
-                long blockSize = v[0];
-                if (blockSize == 0) {
-                    long rounded = SizeRules.roundSize(v[1], recordedConfig);
-                    Long next = analysis.nextKnownStart(addr);
-                    long nextStart = next == null || Long.compareUnsigned(next, base + size) >= 0 ? base + size : next;
-                    long limit = k + 1 < inside.size() ? inside.get(k + 1).getKey() : base + size;
-                    nextStart = Math.min(nextStart, limit);
-                    long gap = nextStart - (addr + rounded);
-                    long tolerance = rounded >= recordedConfig.maxSplitSize() ? recordedConfig.maxNonSplitRounding() - 1
-                            : SizeRules.SMALL_SIZE;
-                    blockSize = !small && gap > 0 && gap <= tolerance ? rounded + gap : rounded;
-                }
-                blocks.add(new long[] {addr, blockSize, v[1]});
-                preTraceSizes.put(addr, blockSize);
-                preTraceAllocated += blockSize;
-                recordedToOurs.put(addr, addr);
-                count++;
-            }
-            for (Map.Entry<Long, long[]> e : inside) {
-                live.remove(e.getKey());
-            }
+            List<long[]> blocks = takeBlocks(live, base, size, small, false);
+            count += blocks.size();
             try {
                 alloc.restoreSegment(base, size, stream(seg.getValue()[1]), small, blocks);
             } catch (IllegalArgumentException e) {
@@ -257,6 +221,19 @@ final class TraceReplayer implements AllocatorListener {
                 recordedSegments.put(base, size);
             }
         }
+        for (Reservation r : expandableReservations(capacity)) {
+            List<long[]> blocks = new ArrayList<>();
+            for (long[] m : r.mapped()) {
+                blocks.addAll(takeBlocks(live, m[0], m[1], r.small(), true));
+            }
+            count += blocks.size();
+            try {
+                alloc.restoreExpandableSegment(r.base(), stream(r.stream()), r.small(), r.mapped(), blocks);
+            } catch (IllegalArgumentException e) {
+                throw new ReplayException("device " + deviceIndex + ": cannot rebuild the expandable segments before"
+                        + " the trace: " + e.getMessage(), -1);
+            }
+        }
         if (!live.isEmpty() && !options.lenient()) {
             long addr = live.firstKey();
             long[] orphan = analysis.orphanFrees.get(addr);
@@ -267,6 +244,170 @@ final class TraceReplayer implements AllocatorListener {
         }
         // lenient: each such free is counted as skipped when the replay reaches it (free() finds no block)
         return count;
+    }
+
+    /**
+     * Takes the pre-trace live blocks inside {@code [base, base + size)} out of {@code live} and sizes them: a
+     * block known only from its free (size 0) is round_size(requested) under the recorded settings, plus, in an
+     * ordinary large-pool segment, a gap of an unsplit remainder before the next known block start (Note [Initial
+     * state]); in an expandable segment every remainder of 512 B or more is split off, so it is the rounded size.
+     *
+     * @param live recorded address → {size in bytes or 0 to infer, requested bytes}
+     * @return {address, size, requested} triples in address order, recorded in preTraceSizes and recordedToOurs
+     */
+    private List<long[]> takeBlocks(TreeMap<Long, long[]> live, long base, long size, boolean small, boolean expandable) {
+        List<long[]> blocks = new ArrayList<>();
+        List<Map.Entry<Long, long[]>> inside = new ArrayList<>(live.subMap(base, true, base + size, false).entrySet());
+        for (int k = 0; k < inside.size(); k++) {
+            long addr = inside.get(k).getKey();
+            long[] v = inside.get(k).getValue();
+            long blockSize = v[0];
+            if (blockSize == 0) {
+                long rounded = SizeRules.roundSize(v[1], recordedConfig);
+                // Every block start the recording knows of (TraceAnalysis.knownStarts): a block's true end is the
+                // next known start when the gap could only be an unsplit remainder (Note [Initial state]).
+                Long next = analysis.nextKnownStart(addr);
+                long nextStart = next == null || Long.compareUnsigned(next, base + size) >= 0 ? base + size : next;
+                long limit = k + 1 < inside.size() ? inside.get(k + 1).getKey() : base + size;
+                nextStart = Math.min(nextStart, limit);
+                long gap = nextStart - (addr + rounded);
+                long tolerance = rounded >= recordedConfig.maxSplitSize() ? recordedConfig.maxNonSplitRounding() - 1
+                        : SizeRules.SMALL_SIZE;
+                blockSize = !small && !expandable && gap > 0 && gap <= tolerance ? rounded + gap : rounded;
+            }
+            blocks.add(new long[] {addr, blockSize, v[1]});
+            preTraceSizes.put(addr, blockSize);
+            preTraceAllocated += blockSize;
+            recordedToOurs.put(addr, addr);
+        }
+        for (Map.Entry<Long, long[]> e : inside) {
+            live.remove(e.getKey());
+        }
+        return blocks;
+    }
+
+    /**
+     * One expandable segment to rebuild before the first entry.
+     *
+     * @param base its reservation's base address
+     * @param stream the stream handle
+     * @param small the small pool (2 MiB pages) or the large (20 MiB pages)
+     * @param mapped {start, length} in bytes of its ranges mapped before the first entry, ascending
+     */
+    private record Reservation(long base, long stream, boolean small, List<long[]> mapped) {
+    }
+
+    /**
+     * Note [Expandable mid-run]
+     *   A snapshot shows each contiguous mapped range of an expandable segment as one segment, but neither the
+     *   reserved virtual range the ranges belong to nor which ranges share it. Each reservation serves one stream
+     *   and pool and is far larger than the memory mapped at once (9/8 of the capacity), so the ranges mapped
+     *   before the first entry (TraceAnalysis.mappedBefore) are grouped by stream and pool into one reservation
+     *   each. Its base matters: new pages are mapped into the unmapped range of lowest address that has room,
+     *   and best fit compares a free block together with the unmapped range after it. PyTorch maps a new
+     *   reservation from its base, so the base is the lowest address known to lie in it: the group's first
+     *   range, or lower when the trace maps pages of the same stream and pool below that range (pages unmapped
+     *   before the trace began; a map into an unmapped range starts at that range's start, which is the base
+     *   when the range begins there). Blind spot: an unmapped range at the base that the trace never maps into
+     *   again is invisible. Reservations do not overlap, so one that would reach past the base of the
+     *   reservation above it starts lower, where it ends at that base (back to back, as the sim device lays out
+     *   reservations and as an exact reservation size implies); otherwise the replayed reservation starts at the
+     *   first mapped page, and where the unseen range was too small for every later map, nothing differs.
+     *   Without an oom entry the replay's capacity is raised so that one reservation covers each group; with a
+     *   recorded capacity (the recording's own reservation size) ranges beyond one reservation's reach start
+     *   another reservation at their own start. A range no longer mapped at dump takes its pool from the
+     *   evidence listed at TraceAnalysis.findMappedBefore.
+     *
+     * @param capacity the replay device's capacity in bytes
+     * @return the reservations to rebuild, highest base first
+     */
+    private List<Reservation> expandableReservations(long capacity) {
+        List<Reservation> out = new ArrayList<>();
+        List<List<long[]>> groups = mappedBeforeByStreamAndPool(analysis);
+        groups.sort((x, y) -> Long.compare(y.get(0)[0], x.get(0)[0])); // highest first: each one's base bounds the next
+        long ceiling = Long.MAX_VALUE;
+        for (List<long[]> group : groups) {
+            long stream = group.get(0)[2];
+            boolean small = group.get(0)[3] == 1;
+            long reservation = SizeRules.expandableReservationSize(capacity, small ? SizeRules.SMALL_BUFFER
+                    : SizeRules.LARGE_BUFFER);
+            long base = lowestMapBelow(analysis, group, reservation);
+            if (ceiling != Long.MAX_VALUE && base + reservation > ceiling) {
+                base = Math.max(0, ceiling - reservation); // ends where the reservation above begins
+            }
+            ceiling = base;
+            Reservation cur = null;
+            for (long[] r : group) {
+                if (cur == null || r[1] - cur.base() > reservation) {
+                    cur = new Reservation(cur == null ? base : r[0], stream, small, new ArrayList<>());
+                    out.add(cur);
+                }
+                cur.mapped().add(new long[] {r[0], r[1] - r[0]});
+            }
+        }
+        return out;
+    }
+
+    /**
+     * @return the ranges of TraceAnalysis.mappedBefore grouped by stream and pool, each group ascending
+     */
+    private static List<List<long[]>> mappedBeforeByStreamAndPool(TraceAnalysis analysis) {
+        Map<List<Long>, List<long[]>> groups = new java.util.LinkedHashMap<>();
+        for (long[] r : analysis.mappedBefore) {
+            groups.computeIfAbsent(List.of(r[2], r[3]), k -> new ArrayList<>()).add(r);
+        }
+        return new ArrayList<>(groups.values());
+    }
+
+    /**
+     * The base of a group's reservation (Note [Expandable mid-run]): its first range's start, or the lowest
+     * {@code segment_map} of the trace below it on the same stream and pool (the pool of the {@code alloc} that
+     * directly follows the map: at most 1 MiB requested is small) whose distance to the group's last end fits in
+     * {@code reach} bytes and with no pre-trace range of another group in between.
+     */
+    private static long lowestMapBelow(TraceAnalysis analysis, List<long[]> group, long reach) {
+        long first = group.get(0)[0];
+        long end = group.get(group.size() - 1)[1];
+        // Not below memory known to be another group's: the reservations do not overlap.
+        long floor = Math.max(0, end - reach);
+        for (long[] r : analysis.mappedBefore) {
+            if (r[1] <= first) {
+                floor = Math.max(floor, r[1]);
+            }
+        }
+        long base = first;
+        List<TraceEntry> trace = analysis.trace;
+        for (int i = 0; i < trace.size(); i++) {
+            TraceEntry e = trace.get(i);
+            if (e.action() != TraceAction.SEGMENT_MAP || e.stream() != group.get(0)[2] || e.addr() >= base
+                    || e.addr() < floor) {
+                continue;
+            }
+            int j = i + 1;
+            while (j < trace.size() && trace.get(j).action() == TraceAction.SEGMENT_MAP) {
+                j++;
+            }
+            // the pool of the alloc the map served; a map not followed by its alloc (a failed malloc) tells none
+            if (j < trace.size() && trace.get(j).action() == TraceAction.ALLOC
+                    && (trace.get(j).size() <= SizeRules.SMALL_SIZE) == (group.get(0)[3] == 1)) {
+                base = e.addr();
+            }
+        }
+        return base;
+    }
+
+    /**
+     * @return the largest distance in bytes from the lowest to the highest address of one stream and pool's
+     *     expandable memory before the first entry (Note [Expandable mid-run]), 0 when none: a capacity whose
+     *     reservation covers it rebuilds each group as one reservation
+     */
+    static long expandableSpan(TraceAnalysis analysis) {
+        long span = 0;
+        for (List<long[]> group : mappedBeforeByStreamAndPool(analysis)) {
+            long end = group.get(group.size() - 1)[1];
+            span = Math.max(span, end - lowestMapBelow(analysis, group, Long.MAX_VALUE));
+        }
+        return span;
     }
 
     /**

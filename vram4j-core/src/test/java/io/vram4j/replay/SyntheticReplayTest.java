@@ -185,29 +185,4 @@ class SyntheticReplayTest {
                 new MemorySnapshot(s.segments(), s.deviceTraces(), settings, List.of()), ReplayOptions.EXACT));
         assertEquals("allocator_settings.expandable_segments: expected True or False, got yes", bad.getMessage());
     }
-
-    @Test
-    void midRunExpandableTraceSaysPreciselyWhatIsUnsupported() {
-        MemorySnapshot s;
-        try (DeviceBackend device = Devices.open("sim:512MiB")) {
-            CachingAllocator a = CachingAllocator.create(device, AllocatorConfig.DEFAULT.parse("expandable_segments:True"));
-            long before = a.malloc(30 * MiB);   // maps pages before the history starts
-            long kept = a.malloc(10 * MiB);
-            a.recordMemoryHistory(1000);        // the trace starts mid-run
-            a.free(before);
-            long after = a.malloc(50 * MiB);
-            s = a.snapshot();
-            a.free(kept);
-            a.free(after);
-            a.close();
-        }
-        assertTrue(s.segments().stream().allMatch(x -> x.isExpandable()));
-        ReplayException e = assertThrows(ReplayException.class, () -> Replayer.replay(s, ReplayOptions.EXACT));
-        assertEquals(-1, e.entryIndex());
-        assertTrue(!e.lenientHelps(), "--lenient cannot help");
-        assertTrue(e.getMessage().startsWith("device 0: the trace starts mid-run ("), e.getMessage());
-        assertTrue(e.getMessage().contains("1 blocks freed before its first entry) with expandable segments: rebuilding"
-                + " the mapped ranges and live blocks before the first entry is not supported"), e.getMessage());
-        assertThrows(ReplayException.class, () -> Replayer.replay(s, new ReplayOptions(null, 0, true, true)));
-    }
 }
