@@ -1100,15 +1100,7 @@ final class DeviceCachingAllocator {
             boolean split = blocks.size() > 1;
             for (Block b : blocks) {
                 if (b.allocated) {
-                    allocatedBlocks.put(b.ptr, b);
-                    stats.allocation.increase(poolType, 1);
-                    stats.allocatedBytes.increase(poolType, b.size);
-                    stats.active.increase(poolType, 1);
-                    stats.activeBytes.increase(poolType, b.size);
-                    stats.requestedBytes.increase(poolType, b.requestedSize);
-                    if (b.size >= config.maxSplitSize()) {
-                        stats.oversizeAllocations.increase(1);
-                    }
+                    restoreLiveBlock(b, poolType);
                 } else {
                     pool.insertIntoBlocks(b);
                     if (split) {
@@ -1231,21 +1223,26 @@ final class DeviceCachingAllocator {
                 if (!b.mapped) {
                     pool.unmapped.add(b);
                 } else if (b.allocated) {
-                    allocatedBlocks.put(b.ptr, b);
-                    stats.allocation.increase(poolType, 1);
-                    stats.allocatedBytes.increase(poolType, b.size);
-                    stats.active.increase(poolType, 1);
-                    stats.activeBytes.increase(poolType, b.size);
-                    stats.requestedBytes.increase(poolType, b.requestedSize);
-                    if (b.size >= config.maxSplitSize()) {
-                        stats.oversizeAllocations.increase(1);
-                    }
+                    restoreLiveBlock(b, poolType);
                 } else {
                     pool.insertIntoBlocks(b);
                 }
             }
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** A live block of a restored segment: registered by address and counted as malloc counts it. Must hold the lock. */
+    private void restoreLiveBlock(Block b, int poolType) {
+        allocatedBlocks.put(b.ptr, b);
+        stats.allocation.increase(poolType, 1);
+        stats.allocatedBytes.increase(poolType, b.size);
+        stats.active.increase(poolType, 1);
+        stats.activeBytes.increase(poolType, b.size);
+        stats.requestedBytes.increase(poolType, b.requestedSize);
+        if (b.size >= config.maxSplitSize()) {
+            stats.oversizeAllocations.increase(1);
         }
     }
 

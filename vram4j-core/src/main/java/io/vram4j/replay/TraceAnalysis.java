@@ -1,5 +1,6 @@
 package io.vram4j.replay;
 
+import io.vram4j.memory.snapshot.AddressRanges;
 import io.vram4j.memory.snapshot.BlockInfo;
 import io.vram4j.memory.snapshot.BlockState;
 import io.vram4j.memory.snapshot.SegmentInfo;
@@ -177,8 +178,8 @@ final class TraceAnalysis {
      * dump expandable segment of that stream (reservations lie far apart), else the large pool.
      */
     private void findMappedBefore() {
-        RangeSet mappedInTrace = new RangeSet();
-        RangeSet before = new RangeSet();
+        AddressRanges mappedInTrace = new AddressRanges();
+        AddressRanges before = new AddressRanges();
         List<TraceEntry> unmaps = new ArrayList<>();
         for (TraceEntry e : trace) {
             if (e.action() == TraceAction.SEGMENT_MAP) {
@@ -246,75 +247,6 @@ final class TraceAnalysis {
                 }
             }
             mappedBefore.add(new long[] {r[0], r[1], stream, small});
-        }
-    }
-
-    /**
-     * Disjoint half-open address ranges {@code [start, end)}, merged when they touch (as the viz module's
-     * Ranges). Addresses are compared as signed longs: device addresses are below 2^63.
-     */
-    private static final class RangeSet {
-        private final java.util.TreeMap<Long, Long> byStart = new java.util.TreeMap<>();
-
-        void add(long start, long end) {
-            Map.Entry<Long, Long> below = byStart.floorEntry(start);
-            if (below != null && below.getValue() >= start) {
-                start = below.getKey();
-                end = Math.max(end, below.getValue());
-                byStart.remove(below.getKey());
-            }
-            for (Map.Entry<Long, Long> n = byStart.ceilingEntry(start); n != null && n.getKey() <= end;
-                    n = byStart.ceilingEntry(start)) {
-                end = Math.max(end, n.getValue());
-                byStart.remove(n.getKey());
-            }
-            byStart.put(start, end);
-        }
-
-        void remove(long start, long end) {
-            for (long[] r : overlapping(start, end)) {
-                byStart.remove(r[0]);
-                if (r[0] < start) {
-                    byStart.put(r[0], start);
-                }
-                if (r[1] > end) {
-                    byStart.put(end, r[1]);
-                }
-            }
-        }
-
-        /** @return the parts of {@code [start, end)} not in this set, ascending */
-        List<long[]> missing(long start, long end) {
-            List<long[]> out = new ArrayList<>();
-            long at = start;
-            for (long[] r : overlapping(start, end)) {
-                if (r[0] > at) {
-                    out.add(new long[] {at, r[0]});
-                }
-                at = Math.max(at, r[1]);
-            }
-            if (at < end) {
-                out.add(new long[] {at, end});
-            }
-            return out;
-        }
-
-        private List<long[]> overlapping(long start, long end) {
-            List<long[]> out = new ArrayList<>();
-            Map.Entry<Long, Long> first = byStart.lowerEntry(start);
-            if (first != null && first.getValue() > start) {
-                out.add(new long[] {first.getKey(), first.getValue()});
-            }
-            for (Map.Entry<Long, Long> e : byStart.subMap(start, true, end, false).entrySet()) {
-                out.add(new long[] {e.getKey(), e.getValue()});
-            }
-            return out;
-        }
-
-        List<long[]> list() {
-            List<long[]> out = new ArrayList<>();
-            byStart.forEach((k, v) -> out.add(new long[] {k, v}));
-            return out;
         }
     }
 

@@ -2,6 +2,7 @@ package io.vram4j.memory.viz;
 
 import io.vram4j.alloc.SizeRules;
 import io.vram4j.alloc.config.AllocatorConfig;
+import io.vram4j.memory.snapshot.AddressRanges;
 import io.vram4j.memory.snapshot.BlockInfo;
 import io.vram4j.memory.snapshot.BlockState;
 import io.vram4j.memory.snapshot.SegmentInfo;
@@ -67,8 +68,8 @@ final class TimelineBuilder {
         Set<Long> allocatedSoFar = new HashSet<>();
         Set<Long> liveAtEnd = new HashSet<>();
         Map<Long, long[]> orphanFrees = new HashMap<>();
-        Ranges mappedInTrace = new Ranges();
-        Ranges mappedBefore = new Ranges();
+        AddressRanges mappedInTrace = new AddressRanges();
+        AddressRanges mappedBefore = new AddressRanges();
         TreeSet<Long> starts = new TreeSet<>(Long::compareUnsigned);
         for (int i = 0; i < trace.size(); i++) {
             TraceEntry e = trace.get(i);

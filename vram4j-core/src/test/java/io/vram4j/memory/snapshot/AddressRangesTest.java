@@ -1,4 +1,4 @@
-package io.vram4j.memory.viz;
+package io.vram4j.memory.snapshot;
 
 import org.junit.jupiter.api.Test;
 
@@ -6,7 +6,7 @@ import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-class RangesTest {
+class AddressRangesTest {
     static String show(List<long[]> rs) {
         StringBuilder b = new StringBuilder();
         for (long[] r : rs) {
@@ -17,7 +17,7 @@ class RangesTest {
 
     @Test
     void addMergesTouchingRangesRemoveSplitsThem() {
-        Ranges r = new Ranges();
+        AddressRanges r = new AddressRanges();
         r.add(10, 20);
         r.add(30, 40);
         r.add(20, 30);
@@ -33,7 +33,7 @@ class RangesTest {
 
     @Test
     void missingGivesTheUncoveredParts() {
-        Ranges r = new Ranges();
+        AddressRanges r = new AddressRanges();
         r.add(10, 20);
         r.add(30, 40);
         assertEquals("[0,10)[20,30)[40,50)", show(r.missing(0, 50)));

@@ -1,4 +1,4 @@
-package io.vram4j.memory.viz;
+package io.vram4j.memory.snapshot;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -6,14 +6,22 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * A set of disjoint half-open address ranges {@code [start, end)}, merged when they touch: the mapped pages of
- * expandable segments, whose {@code segment_map} and {@code segment_unmap} ranges need not line up. Addresses are
- * compared as signed longs (device addresses are below 2^63). Not thread-safe.
+ * A set of disjoint half-open address ranges {@code [start, end)} in bytes, merged when they touch: the mapped
+ * pages of expandable segments, whose {@code segment_map} and {@code segment_unmap} ranges need not line up.
+ * The timeline page and the replay both rebuild, with it, which pages were mapped before a trace that starts
+ * mid-run. Addresses are compared as signed longs (device addresses are below 2^63). Operations take
+ * O(log n + k) time for k ranges touched. Not thread-safe.
  */
-final class Ranges {
+public final class AddressRanges {
     private final TreeMap<Long, Long> byStart = new TreeMap<>();
 
-    void add(long start, long end) {
+    /**
+     * Adds {@code [start, end)}, merging it with the ranges it overlaps or touches; an empty range is ignored.
+     *
+     * @param start first address
+     * @param end address after the last
+     */
+    public void add(long start, long end) {
         if (start >= end) {
             return;
         }
@@ -32,7 +40,13 @@ final class Ranges {
         byStart.put(start, end);
     }
 
-    void remove(long start, long end) {
+    /**
+     * Removes {@code [start, end)}; ranges that stick out on either side keep their outer parts.
+     *
+     * @param start first address
+     * @param end address after the last
+     */
+    public void remove(long start, long end) {
         if (start >= end) {
             return;
         }
@@ -48,7 +62,7 @@ final class Ranges {
     }
 
     /** @return the parts of {@code [start, end)} not in this set, ascending */
-    List<long[]> missing(long start, long end) {
+    public List<long[]> missing(long start, long end) {
         List<long[]> out = new ArrayList<>();
         long at = start;
         for (long[] r : overlapping(start, end)) {
@@ -76,7 +90,7 @@ final class Ranges {
     }
 
     /** @return the ranges as {start, end}, ascending */
-    List<long[]> list() {
+    public List<long[]> list() {
         List<long[]> out = new ArrayList<>(byStart.size());
         for (Map.Entry<Long, Long> e : byStart.entrySet()) {
             out.add(new long[] {e.getKey(), e.getValue()});
