@@ -1079,24 +1079,8 @@ final class DeviceCachingAllocator {
             }
             stats.numDeviceAlloc++;
             List<Block> blocks = new ArrayList<>();
-            cursor = address;
-            for (long[] b : live) {
-                if (b[0] > cursor) {
-                    blocks.add(new Block(stream, pool, b[0] - cursor, cursor));
-                }
-                Block lb = new Block(stream, pool, b[1], b[0]);
-                lb.allocated = true;
-                lb.requestedSize = b[2];
-                blocks.add(lb);
-                cursor = b[0] + b[1];
-            }
-            if (cursor < address + size) {
-                blocks.add(new Block(stream, pool, address + size - cursor, cursor));
-            }
-            for (int i = 0; i < blocks.size(); i++) {
-                blocks.get(i).prev = i > 0 ? blocks.get(i - 1) : null;
-                blocks.get(i).next = i + 1 < blocks.size() ? blocks.get(i + 1) : null;
-            }
+            layOut(blocks, stream, pool, address, address + size, live, 0);
+            link(blocks);
             boolean split = blocks.size() > 1;
             for (Block b : blocks) {
                 if (b.allocated) {
@@ -1187,23 +1171,8 @@ final class DeviceCachingAllocator {
                     hole.mapped = false;
                     blocks.add(hole);
                 }
-                cursor = r[0];
-                long end = r[0] + r[1];
-                for (; next < live.size() && live.get(next)[0] < end; next++) {
-                    long[] b = live.get(next);
-                    if (b[0] > cursor) {
-                        blocks.add(new Block(stream, pool, b[0] - cursor, cursor));
-                    }
-                    Block lb = new Block(stream, pool, b[1], b[0]);
-                    lb.allocated = true;
-                    lb.requestedSize = b[2];
-                    blocks.add(lb);
-                    cursor = b[0] + b[1];
-                }
-                if (cursor < end) {
-                    blocks.add(new Block(stream, pool, end - cursor, cursor));
-                }
-                cursor = end;
+                cursor = r[0] + r[1];
+                next = layOut(blocks, stream, pool, r[0], cursor, live, next);
                 totalAllocatedMemory += r[1];
                 stats.reservedBytes.increase(poolType, r[1]);
                 stats.numDeviceAlloc++;
@@ -1213,12 +1182,10 @@ final class DeviceCachingAllocator {
                 tail.mapped = false;
                 blocks.add(tail);
             }
-            for (int i = 0; i < blocks.size(); i++) {
-                Block b = blocks.get(i);
+            for (Block b : blocks) {
                 b.expandableSegment = es;
-                b.prev = i > 0 ? blocks.get(i - 1) : null;
-                b.next = i + 1 < blocks.size() ? blocks.get(i + 1) : null;
             }
+            link(blocks);
             for (Block b : blocks) {
                 if (!b.mapped) {
                     pool.unmapped.add(b);
@@ -1230,6 +1197,42 @@ final class DeviceCachingAllocator {
             }
         } finally {
             lock.unlock();
+        }
+    }
+
+    /**
+     * Appends the blocks of a restored range {@code [start, end)}: the live blocks from index {@code from} on that
+     * start before {@code end} (allocated, with their requested sizes) and free blocks in the gaps around them.
+     *
+     * @param live {address, size, requestedSize} triples, sorted by address, already checked to fit
+     * @return the index of the first live block not placed
+     */
+    private static int layOut(List<Block> out, Stream stream, BlockPool pool, long start, long end, List<long[]> live,
+                              int from) {
+        long cursor = start;
+        int i = from;
+        for (; i < live.size() && live.get(i)[0] < end; i++) {
+            long[] b = live.get(i);
+            if (b[0] > cursor) {
+                out.add(new Block(stream, pool, b[0] - cursor, cursor));
+            }
+            Block lb = new Block(stream, pool, b[1], b[0]);
+            lb.allocated = true;
+            lb.requestedSize = b[2];
+            out.add(lb);
+            cursor = b[0] + b[1];
+        }
+        if (cursor < end) {
+            out.add(new Block(stream, pool, end - cursor, cursor));
+        }
+        return i;
+    }
+
+    /** Links address-ordered blocks of one segment as neighbours ({@code prev}/{@code next}). */
+    private static void link(List<Block> blocks) {
+        for (int i = 0; i < blocks.size(); i++) {
+            blocks.get(i).prev = i > 0 ? blocks.get(i - 1) : null;
+            blocks.get(i).next = i + 1 < blocks.size() ? blocks.get(i + 1) : null;
         }
     }
 
