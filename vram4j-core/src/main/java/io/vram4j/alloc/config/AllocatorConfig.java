@@ -188,6 +188,100 @@ public final class AllocatorConfig {
         return m;
     }
 
+    /**
+     * Settings from the structured fields of a snapshot's {@code allocator_settings} (spec 10.2), the inverse of
+     * {@link #toSettingsMap()}; the replay uses it when the snapshot's {@code PYTORCH_CUDA_ALLOC_CONF} string is
+     * empty or absent (settings applied with
+     * {@code _set_allocator_settings} or by other means still show in the fields): {@code max_split_size} (bytes,
+     * -1 = unlimited), {@code max_non_split_rounding} (bytes, newer versions), {@code garbage_collection_threshold}
+     * (a fraction, 0 = off), {@code expandable_segments}, {@code release_lock_on_cudamalloc}, and
+     * {@code roundup_power2_divisions} (a dict from a class's lower bound in MiB, "1" ... "32768", to its
+     * divisions). Absent fields keep their defaults.
+     *
+     * @param settings the {@code allocator_settings} dict, possibly empty
+     * @return the settings, with an empty {@code PYTORCH_CUDA_ALLOC_CONF} string
+     * @throws AllocatorConfigException when a field has the wrong type or an invalid value, naming the field
+     */
+    public static AllocatorConfig fromSettingsMap(Map<String, Object> settings) {
+        Builder b = DEFAULT.toBuilder();
+        Object v = settings.get("max_split_size");
+        if (v != null) {
+            long bytes = integer("max_split_size", v);
+            if (bytes != -1 && bytes <= 0) {
+                throw new AllocatorConfigException("allocator_settings.max_split_size: expected -1 or a positive byte count, got " + bytes);
+            }
+            b.maxSplitSize(bytes == -1 ? UNLIMITED : bytes);
+        }
+        v = settings.get("max_non_split_rounding");
+        if (v != null) {
+            long bytes = integer("max_non_split_rounding", v);
+            if (bytes <= 0) {
+                throw new AllocatorConfigException("allocator_settings.max_non_split_rounding: expected a positive byte count, got " + bytes);
+            }
+            b.maxNonSplitRounding(bytes);
+        }
+        v = settings.get("garbage_collection_threshold");
+        if (v != null) {
+            if (!(v instanceof Number n)) {
+                throw new AllocatorConfigException("allocator_settings.garbage_collection_threshold: expected a number, got " + v);
+            }
+            double t = n.doubleValue();
+            if (!(t >= 0 && t < 1)) {
+                throw new AllocatorConfigException("allocator_settings.garbage_collection_threshold: expected 0 (off) or a fraction in (0, 1), got " + t);
+            }
+            b.garbageCollectionThreshold(t);
+        }
+        v = settings.get("expandable_segments");
+        if (v != null) {
+            b.expandableSegments(bool("expandable_segments", v));
+        }
+        v = settings.get("release_lock_on_cudamalloc");
+        if (v != null) {
+            b.releaseLockOnCudaMalloc(bool("release_lock_on_cudamalloc", v));
+        }
+        v = settings.get("roundup_power2_divisions");
+        if (v != null) {
+            if (!(v instanceof Map<?, ?> m)) {
+                throw new AllocatorConfigException("allocator_settings.roundup_power2_divisions: expected a dict, got " + v);
+            }
+            for (Map.Entry<?, ?> e : m.entrySet()) {
+                String field = "allocator_settings.roundup_power2_divisions['" + e.getKey() + "']";
+                long mib;
+                try {
+                    mib = Long.parseLong(String.valueOf(e.getKey()));
+                } catch (NumberFormatException ex) {
+                    throw new AllocatorConfigException(field + ": expected a power of two in MiB as the key");
+                }
+                if (mib <= 0 || Long.bitCount(mib) != 1 || Long.numberOfTrailingZeros(mib) >= ROUNDUP_INTERVALS) {
+                    throw new AllocatorConfigException(field + ": expected a power of two from 1 to 32768 MiB as the key");
+                }
+                long n = integer(field.substring("allocator_settings.".length()), e.getValue());
+                if (n < 0 || (n != 0 && Long.bitCount(n) != 1) || n > Integer.MAX_VALUE) {
+                    throw new AllocatorConfigException(field + ": expected 0 or a power of two, got " + n);
+                }
+                b.roundupPower2Divisions(Long.numberOfTrailingZeros(mib), (int) n);
+            }
+        }
+        return b.confString("").build();
+    }
+
+    private static long integer(String field, Object v) {
+        if (v instanceof Integer || v instanceof Long) {
+            return ((Number) v).longValue();
+        }
+        if (v instanceof java.math.BigInteger big) {
+            return big.longValue(); // SIZE_MAX stored as uint64 by some versions: -1 as int64
+        }
+        throw new AllocatorConfigException("allocator_settings." + field + ": expected an integer, got " + v);
+    }
+
+    private static boolean bool(String field, Object v) {
+        if (v instanceof Boolean on) {
+            return on;
+        }
+        throw new AllocatorConfigException("allocator_settings." + field + ": expected True or False, got " + v);
+    }
+
     /** @return a builder holding this config's values */
     public Builder toBuilder() {
         Builder b = new Builder();

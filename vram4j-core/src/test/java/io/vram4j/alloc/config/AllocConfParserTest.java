@@ -297,6 +297,21 @@ class AllocConfParserTest {
         assertEquals(1L, r.get("1"));
     }
 
+    @Test
+    void settingsMapReadsBackAsTheSameSettings() {
+        for (String conf : List.of("", "max_split_size_mb:40,garbage_collection_threshold:0.25,expandable_segments:True,"
+                + "release_lock_on_cudamalloc:True,roundup_power2_divisions:[256:1,512:2,1024:4,>:8]",
+                "roundup_power2_divisions:4,max_split_size_mb:64")) {
+            AllocatorConfig c = parse(conf);
+            assertEquals(c.toBuilder().confString("").build(), AllocatorConfig.fromSettingsMap(c.toSettingsMap()), conf);
+        }
+        assertEquals(AllocatorConfig.DEFAULT, AllocatorConfig.fromSettingsMap(Map.of()), "absent fields keep the defaults");
+        Map<String, Object> bad = new java.util.HashMap<>(AllocatorConfig.DEFAULT.toSettingsMap());
+        bad.put("max_split_size", "big");
+        AllocatorConfigException e = assertThrows(AllocatorConfigException.class, () -> AllocatorConfig.fromSettingsMap(bad));
+        assertEquals("allocator_settings.max_split_size: expected an integer, got big", e.getMessage());
+    }
+
     // ---- fromEnvironment ---------------------------------------------------------------------------------
 
     @Test
