@@ -156,10 +156,22 @@ public final class MemoryTracker implements AutoCloseable {
      */
     public static String memoryLine(CachingAllocator alloc, String tag) {
         MemoryStats s = alloc.memoryStats();
-        return "[" + tag + "] allocated " + FormatSize.formatSize(s.allocatedBytes()) + ", reserved "
-                + FormatSize.formatSize(s.reservedBytes()) + ", peak allocated "
-                + FormatSize.formatSize(s.maxAllocatedBytes()) + ", peak reserved "
-                + FormatSize.formatSize(s.maxReservedBytes());
+        return "[" + tag + "] " + figures(s.allocatedBytes(), s.reservedBytes(), s.maxAllocatedBytes(), s.maxReservedBytes());
+    }
+
+    /**
+     * The four figures of a memory line, sizes as PyTorch's {@code format_size} writes them.
+     *
+     * @param allocated {@code memory_allocated}, bytes
+     * @param reserved {@code memory_reserved}, bytes
+     * @param peakAllocated {@code max_memory_allocated}, bytes
+     * @param peakReserved {@code max_memory_reserved}, bytes
+     * @return {@code allocated A, reserved R, peak allocated PA, peak reserved PR}
+     */
+    public static String figures(long allocated, long reserved, long peakAllocated, long peakReserved) {
+        return "allocated " + FormatSize.formatSize(allocated) + ", reserved " + FormatSize.formatSize(reserved)
+                + ", peak allocated " + FormatSize.formatSize(peakAllocated) + ", peak reserved "
+                + FormatSize.formatSize(peakReserved);
     }
 
     /**

@@ -1,7 +1,7 @@
 package io.vram4j.train;
 
 import io.vram4j.alloc.CachingAllocator;
-import io.vram4j.memory.stats.FormatSize;
+import io.vram4j.memory.MemoryTracker;
 
 /**
  * The four numbers users log after each epoch (as the usual {@code log_memory} helpers around
@@ -28,8 +28,6 @@ public record MemoryPoint(long allocated, long reserved, long peakAllocated, lon
      * @return e.g. {@code "epoch 1: allocated 12.3 MiB, reserved 20.0 MiB, peak allocated 30.1 MiB, peak reserved 40.0 MiB"}
      */
     public String line(String label) {
-        return label + ": allocated " + FormatSize.formatSize(allocated) + ", reserved " + FormatSize.formatSize(reserved)
-                + ", peak allocated " + FormatSize.formatSize(peakAllocated) + ", peak reserved "
-                + FormatSize.formatSize(peakReserved);
+        return label + ": " + MemoryTracker.figures(allocated, reserved, peakAllocated, peakReserved);
     }
 }
