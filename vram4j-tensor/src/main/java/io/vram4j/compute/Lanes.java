@@ -14,7 +14,8 @@ import jdk.incubator.vector.VectorSpecies;
  * C2's intrinsic (a tree). The sums then differ in the last bit once the JIT compiles a kernel, which broke
  * activation checkpointing's bitwise recomputation. Here the lanes are folded in halves by rotations (lane
  * {@code i} plus lane {@code i + L/2}, then {@code i + L/4}, ...), each fold an ordinary lane-wise addition with
- * one rounding per lane, and lane 0 holds the sum. Cost: {@code log2(L)} shuffles and additions.
+ * one rounding per lane, and lane 0 holds the sum. Cost: {@code log2(L)} shuffles and additions. Shapes wider
+ * than 16 floats (8 doubles) are summed lane by lane, also in one fixed order.
  */
 final class Lanes {
 
@@ -31,17 +32,18 @@ final class Lanes {
     private static final VectorShuffle<Double> D2 = VectorShuffle.iota(DS, 2 % DL, 1, true);
     private static final VectorShuffle<Double> D1 = VectorShuffle.iota(DS, 1 % DL, 1, true);
 
-    static {
-        if (FL > 16 || DL > 8 || Integer.bitCount(FL) != 1 || Integer.bitCount(DL) != 1) {
-            throw new ExceptionInInitializerError("unsupported vector shape: " + FL + " floats, " + DL + " doubles");
-        }
-    }
-
     private Lanes() {
     }
 
     /** @return the sum of the lanes of {@code v} (a vector of {@link VectorGemm#SP}), in a fixed order */
     static float sum(FloatVector v) {
+        if (FL > 16) { // wider shapes (e.g. SVE beyond 512 bits): lane by lane, also a fixed order
+            float s = 0f;
+            for (int i = 0; i < FL; i++) {
+                s += v.lane(i);
+            }
+            return s;
+        }
         if (FL == 16) {
             v = v.add(v.rearrange(F8));
         }
@@ -59,6 +61,13 @@ final class Lanes {
 
     /** @return the sum of the lanes of {@code v} (a vector of the preferred double species), in a fixed order */
     static double sum(DoubleVector v) {
+        if (DL > 8) {
+            double s = 0;
+            for (int i = 0; i < DL; i++) {
+                s += v.lane(i);
+            }
+            return s;
+        }
         if (DL == 8) {
             v = v.add(v.rearrange(D4));
         }
