@@ -6,7 +6,9 @@ import io.vram4j.device.Stream;
 /**
  * One growable virtual-address range of an expandable segment (spec section 6): a reservation of
  * {@code pageSize × ceil(1.125 · capacity / pageSize)} bytes, backed page by page (2 MiB pages for the small
- * pool, 20 MiB for the large pool) through the device's map/unmap calls. Guarded by the allocator's lock.
+ * pool, 20 MiB for the large pool) through the device's map/unmap calls, one call per page, as PyTorch maps one
+ * physical allocation handle per page (on {@code cuda} a page is one {@code cuMemCreate} handle, and the driver
+ * unmaps only whole mappings). Guarded by the allocator's lock.
  */
 final class ExpandableSegment {
     final DeviceBackend device;
@@ -60,15 +62,17 @@ final class ExpandableSegment {
         }
         int begin = (int) ((ptr - base) / pageSize);
         int end = (int) ((ptr + size - 1 - base) / pageSize) + 1;
-        long start = base + begin * pageSize;
-        long length = (end - begin) * pageSize;
-        if (!device.map(start, length)) {
-            return 0;
-        }
         for (int i = begin; i < end; i++) {
+            if (!device.map(base + i * pageSize, pageSize)) {
+                for (int j = begin; j < i; j++) { // all or nothing, as PyTorch releases the handles it made
+                    device.unmap(base + j * pageSize, pageSize);
+                    mapped[j] = false;
+                }
+                return 0;
+            }
             mapped[i] = true;
         }
-        return length;
+        return (end - begin) * pageSize;
     }
 
     /**
@@ -85,8 +89,8 @@ final class ExpandableSegment {
         stream.synchronize();
         long start = base + beginOff * pageSize;
         long length = (endOff - beginOff) * pageSize;
-        device.unmap(start, length);
         for (long i = beginOff; i < endOff; i++) {
+            device.unmap(base + i * pageSize, pageSize);
             mapped[(int) i] = false;
         }
         return new long[] {start, length};

@@ -72,7 +72,7 @@ public abstract class AbstractDevice implements DeviceBackend {
         this.index = index;
         this.capacity = capacity;
         this.description = description;
-        this.streams = new StreamRegistry(index);
+        this.streams = new StreamRegistry(index, this::createStream, this::adoptStream);
     }
 
     // ---- hooks --------------------------------------------------------------------------------------------
@@ -130,6 +130,30 @@ public abstract class AbstractDevice implements DeviceBackend {
      */
     protected abstract void decommit(long address, long size);
 
+    /**
+     * Creates the stream {@link #newStream()} returns. The default returns null: a counting-model stream
+     * ({@link StreamQueue#counting()}) with the next free handle 1, 2, 3, ... Backends with real queues override
+     * it. Called lazily, never from the constructor.
+     *
+     * @return a new stream of this device with a handle not in use, or null for the default
+     */
+    protected Stream createStream() {
+        return null;
+    }
+
+    /**
+     * Makes the stream of a handle this device sees for the first time: handle 0 on the first call of
+     * {@link #defaultStream()}, or a handle from a recorded trace passed to {@link #stream(long)}. The default
+     * makes a counting-model stream. Called lazily, never from the constructor.
+     *
+     * @param handle the raw handle
+     * @return the stream
+     * @throws IllegalArgumentException if the backend cannot have a stream with that handle
+     */
+    protected Stream adoptStream(long handle) {
+        return new Stream(index, handle);
+    }
+
     // ---- DeviceBackend ------------------------------------------------------------------------------------
 
     @Override
@@ -152,9 +176,12 @@ public abstract class AbstractDevice implements DeviceBackend {
         return capacity;
     }
 
-    /** @return free = capacity minus the bytes of live segments and mapped ranges; total = capacity */
+    /**
+     * {@inheritDoc} Here: free = capacity minus the bytes of live segments and mapped ranges; total = capacity.
+     * A backend over a real device overrides it with the device's own figures.
+     */
     @Override
-    public final MemInfo memGetInfo() {
+    public MemInfo memGetInfo() {
         return new MemInfo(capacity - used.get(), capacity);
     }
 
@@ -249,9 +276,12 @@ public abstract class AbstractDevice implements DeviceBackend {
         return streams.stream(handle);
     }
 
-    /** Completes every event recorded so far on every stream of this device. */
+    /**
+     * Waits for every event recorded so far on every stream of this device. Backends whose device runs work of
+     * its own (a GPU) override it to wait for that too.
+     */
     @Override
-    public final void synchronize() {
+    public void synchronize() {
         streams.synchronizeAll();
     }
 

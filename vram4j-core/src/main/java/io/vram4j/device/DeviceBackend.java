@@ -4,8 +4,8 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * The device SPI: what the caching allocator needs from a device, in the shape of the CUDA driver calls
- * PyTorch's allocator makes. Implementations: {@code host} (real off-heap memory through FFM) and
- * {@code sim} (accounting only). Obtain one with {@link Devices#open(String)}.
+ * PyTorch's allocator makes. Implementations: {@code host} (real off-heap memory through FFM),
+ * {@code sim} (accounting only) and {@code cuda} (a GPU through the CUDA driver API). Obtain one with {@link Devices#open(String)}.
  *
  * <p>Sizes and addresses are in bytes. {@link #malloc} and {@link #map} never throw for lack of memory:
  * they report it by their return value, as {@code cudaMalloc} returns {@code cudaErrorMemoryAllocation},
@@ -22,7 +22,7 @@ import java.lang.foreign.MemorySegment;
  */
 public interface DeviceBackend extends AutoCloseable {
 
-    /** @return the backend type: {@code "host"} or {@code "sim"} */
+    /** @return the backend type: {@code "host"}, {@code "sim"} or {@code "cuda"} */
     String type();
 
     /** @return the device index (the {@code device} field of snapshots); 0 unless several are opened */
@@ -82,6 +82,45 @@ public interface DeviceBackend extends AutoCloseable {
      * @throws UnsupportedOperationException on devices without storage ({@code sim})
      */
     MemorySegment segment(long address, long size);
+
+    /**
+     * Copies host memory into device memory, synchronously (as {@code cudaMemcpy} host to device). The default
+     * writes through {@link #segment}; backends whose memory the host cannot view override it.
+     *
+     * @param src the bytes to copy
+     * @param dst start of the destination, inside a live segment or mapped range with {@code src.byteSize()}
+     *            bytes
+     * @throws IllegalArgumentException if the destination range is not inside device memory
+     * @throws UnsupportedOperationException on devices without storage ({@code sim})
+     */
+    default void copyFromHost(MemorySegment src, long dst) {
+        segment(dst, src.byteSize()).copyFrom(src);
+    }
+
+    /**
+     * Copies device memory into host memory, synchronously (as {@code cudaMemcpy} device to host).
+     *
+     * @param src start of the source, inside a live segment or mapped range with {@code dst.byteSize()} bytes
+     * @param dst where the bytes go
+     * @throws IllegalArgumentException if the source range is not inside device memory
+     * @throws UnsupportedOperationException on devices without storage ({@code sim})
+     */
+    default void copyToHost(long src, MemorySegment dst) {
+        dst.copyFrom(segment(src, dst.byteSize()));
+    }
+
+    /**
+     * Sets every byte of a range of device memory, synchronously (as {@code cudaMemset}).
+     *
+     * @param dst start of the range, inside a live segment or mapped range
+     * @param size bytes
+     * @param value the byte written
+     * @throws IllegalArgumentException if the range is not inside device memory
+     * @throws UnsupportedOperationException on devices without storage ({@code sim})
+     */
+    default void fill(long dst, long size, byte value) {
+        segment(dst, size).fill(value);
+    }
 
     /** @return the default stream (handle 0) */
     Stream defaultStream();

@@ -1,5 +1,6 @@
 package io.vram4j.device;
 
+import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.device.host.HostDevice;
 import io.vram4j.device.sim.SimDevice;
 
@@ -18,10 +19,12 @@ import java.util.SortedMap;
  *   <li>{@code sim}: a simulated device with {@link #SIM_DEFAULT_CAPACITY} (80 GiB);</li>
  *   <li>{@code sim:SIZE}, e.g. {@code sim:80GiB}: a simulated device with that capacity;</li>
  *   <li>{@code sim:PRESET}, e.g. {@code sim:A100-80GB}: a simulated device with the capacity CUDA reports for
- *       that GPU; see {@link #presets()} (names are case-insensitive).</li>
+ *       that GPU; see {@link #presets()} (names are case-insensitive);</li>
+ *   <li>{@code cuda} or {@code cuda:N}: CUDA GPU {@code N} (default 0) through the driver API
+ *       ({@link CudaDevice}); it has index {@code N}.</li>
  * </ul>
  * {@code SIZE} is anything {@link ByteSize#parse} accepts; capacities must be positive and at most
- * {@link AbstractDevice#MAX_CAPACITY} (1 PiB). Opened devices have index 0. Thread-safe.
+ * {@link AbstractDevice#MAX_CAPACITY} (1 PiB). Opened {@code host} and {@code sim} devices have index 0. Thread-safe.
  */
 public final class Devices {
     /** The capacity of a plain {@code sim} device: 80 GiB. */
@@ -36,6 +39,8 @@ public final class Devices {
      * @throws IllegalArgumentException when the spec is malformed, naming the spec and what is accepted
      * @throws NullPointerException if {@code spec} is null
      * @throws UnsupportedOperationException for {@code host} on a system other than Linux
+     * @throws DeviceUnavailableException for {@code cuda} without a CUDA driver or device, or with an index past
+     *     the last device
      */
     public static DeviceBackend open(String spec) {
         Objects.requireNonNull(spec, "device spec");
@@ -58,6 +63,9 @@ public final class Devices {
                 }
                 long capacity = capacity(spec, argument, true);
                 return new SimDevice(0, capacity, "sim:" + ByteSize.format(capacity));
+            }
+            case "cuda" -> {
+                return CudaDevice.open(cudaOrdinal(spec, argument));
             }
             default -> throw new IllegalArgumentException("unknown device '" + spec + "'; " + expected());
         }
@@ -94,8 +102,19 @@ public final class Devices {
         return bytes;
     }
 
+    private static int cudaOrdinal(String spec, String argument) {
+        if (argument == null) {
+            return 0;
+        }
+        if (!argument.matches("[0-9]{1,4}")) {
+            throw new IllegalArgumentException("invalid device '" + spec + "': '" + argument
+                    + "' is not a device index; " + expected());
+        }
+        return Integer.parseInt(argument);
+    }
+
     private static String expected() {
-        return "expected host[:SIZE] or sim[:SIZE|PRESET], e.g. host:8GiB or sim:A100-80GB (presets: "
+        return "expected host[:SIZE], sim[:SIZE|PRESET] or cuda[:N], e.g. host:8GiB, sim:A100-80GB or cuda:0 (presets: "
                 + GpuPresets.names() + ")";
     }
 }

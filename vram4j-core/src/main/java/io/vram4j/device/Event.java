@@ -1,16 +1,18 @@
 package io.vram4j.device;
 
 /**
- * A marker recorded on a {@link Stream}, as a CUDA event. It completes when its stream is synchronized
- * (see {@link Stream} for the completion model of the host and simulated devices). Thread-safe.
+ * A marker recorded on a {@link Stream}, as a CUDA event: it completes once the work queued on its stream before
+ * it has completed (see {@link Stream} for the completion model of the host and simulated devices). Once
+ * complete, it stays complete and its marker (a CUDA event on {@code cuda}) is given back. Thread-safe.
  */
 public final class Event {
     private final Stream stream;
-    private final long sequence;
+    private final long token;
+    private volatile boolean complete;
 
-    Event(Stream stream, long sequence) {
+    Event(Stream stream, long token) {
         this.stream = stream;
-        this.sequence = sequence;
+        this.token = token;
     }
 
     /** @return the stream the event was recorded on */
@@ -18,15 +20,30 @@ public final class Event {
         return stream;
     }
 
-    /** @return true once the work before the event has completed (as {@code cudaEventQuery}) */
+    /** @return true once the work before the event has completed (as {@code cudaEventQuery}); never blocks */
     public boolean query() {
-        return stream.isComplete(sequence);
+        if (complete) {
+            return true;
+        }
+        if (stream.queue().isComplete(token)) {
+            markComplete();
+            return true;
+        }
+        return false;
     }
 
-    /** Waits for the event: synchronizes its stream (as {@code cudaEventSynchronize}). */
+    /** Waits for the event (as {@code cudaEventSynchronize}). */
     public void synchronize() {
-        if (!query()) {
-            stream.synchronize();
+        if (!complete) {
+            stream.queue().await(token);
+            markComplete();
+        }
+    }
+
+    private synchronized void markComplete() {
+        if (!complete) {
+            complete = true;
+            stream.queue().release(token);
         }
     }
 }

@@ -1,15 +1,15 @@
 package io.vram4j.device;
 
-import java.util.concurrent.atomic.AtomicLong;
-
 /**
  * An ordered queue of device work, identified by a raw 64-bit handle as CUDA's {@code cudaStream_t}
  * (0 is the default stream).
  *
- * <p>On the {@code host} and {@code sim} devices no work runs asynchronously, so completion is an explicit,
- * testable model: every {@link Event} recorded on a stream stays <em>pending</em> until the stream is
- * {@linkplain #synchronize() synchronized}, which completes all events recorded on it so far. This lets
- * tests reproduce the "stream still busy" situations of PyTorch's {@code record_stream} tests.
+ * <p>Completion is the business of the stream's {@link StreamQueue}. On the {@code host} and {@code sim} devices
+ * no work runs asynchronously, so completion is an explicit, testable model: every {@link Event} recorded on a
+ * stream stays <em>pending</em> until the stream is {@linkplain #synchronize() synchronized}, which completes all
+ * events recorded on it so far. This lets tests reproduce the "stream still busy" situations of PyTorch's
+ * {@code record_stream} tests. On the {@code cuda} device events are CUDA events and complete when the GPU has
+ * done the work queued before them.
  *
  * <p>Thread-safe. Streams compare by handle; ordering in the allocator's free sets treats handles as
  * unsigned 64-bit integers, as PyTorch does with raw pointers.
@@ -17,16 +17,27 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class Stream {
     private final int deviceIndex;
     private final long handle;
-    private final AtomicLong recorded = new AtomicLong();
-    private final AtomicLong completed = new AtomicLong();
+    private final StreamQueue queue;
 
     /**
+     * A stream of the counting completion model ({@link StreamQueue#counting()}).
+     *
      * @param deviceIndex the owning device's index
      * @param handle the raw handle; 0 is the default stream
      */
     public Stream(int deviceIndex, long handle) {
+        this(deviceIndex, handle, StreamQueue.counting());
+    }
+
+    /**
+     * @param deviceIndex the owning device's index
+     * @param handle the raw handle; 0 is the default stream
+     * @param queue the work queue that decides when events complete
+     */
+    public Stream(int deviceIndex, long handle, StreamQueue queue) {
         this.deviceIndex = deviceIndex;
         this.handle = handle;
+        this.queue = java.util.Objects.requireNonNull(queue, "queue");
     }
 
     /** @return the raw stream handle as it appears in snapshots ({@code stream} field); 0 for the default stream */
@@ -45,27 +56,27 @@ public final class Stream {
     }
 
     /**
-     * Records an event at the current end of this stream. The event completes when the stream is next
-     * synchronized.
+     * Records an event at the current end of this stream (as {@code cudaEventRecord}). In the counting model it
+     * completes when the stream is next synchronized; on {@code cuda} when the GPU has done the work before it.
      *
-     * @return a new pending event
+     * @return a new event, usually pending
      */
     public Event recordEvent() {
-        return new Event(this, recorded.incrementAndGet());
+        return new Event(this, queue.record());
     }
 
-    /** Completes every event recorded on this stream so far (as {@code cudaStreamSynchronize}). */
+    /** Waits until every event recorded on this stream so far has completed (as {@code cudaStreamSynchronize}). */
     public void synchronize() {
-        completed.accumulateAndGet(recorded.get(), Math::max);
+        queue.synchronize();
     }
 
     /** @return true when no recorded event is pending (as {@code cudaStreamQuery} returning success) */
     public boolean query() {
-        return completed.get() >= recorded.get();
+        return queue.query();
     }
 
-    boolean isComplete(long sequence) {
-        return completed.get() >= sequence;
+    StreamQueue queue() {
+        return queue;
     }
 
     @Override

@@ -1,0 +1,411 @@
+package io.vram4j.device.cuda;
+
+import io.vram4j.device.AbstractDevice;
+import io.vram4j.device.DeviceUnavailableException;
+import io.vram4j.device.Devices;
+import io.vram4j.device.MemInfo;
+import io.vram4j.device.Stream;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
+
+/**
+ * A CUDA GPU's memory through the driver API: the device the caching allocator manages on a GPU, opened with
+ * {@link Devices#open(String) Devices.open("cuda")} or {@code "cuda:N"}. The calls are those PyTorch's CUDA
+ * caching allocator makes, through the driver:
+ * <ul>
+ *   <li>segments: {@code cuMemAlloc_v2} / {@code cuMemFree_v2}; the driver's out-of-memory error is reported
+ *       as 0, so the allocator runs its retry sequence and throws its {@code DeviceOutOfMemoryException} with
+ *       PyTorch's text;</li>
+ *   <li>{@link #memGetInfo()}: {@code cuMemGetInfo_v2}, the GPU's real free and total bytes (other processes
+ *       and the context's own memory included); {@link #totalMemory()}: {@code cuDeviceTotalMem_v2};</li>
+ *   <li>expandable segments: {@code cuMemAddressReserve} / {@code cuMemAddressFree} for reservations, and per
+ *       {@link #map} call one physical allocation ({@code cuMemCreate}, pinned memory on this device) mapped
+ *       with {@code cuMemMap} and made read-write with {@code cuMemSetAccess}; {@link #unmap} undoes whole
+ *       mappings ({@code cuMemUnmap}, {@code cuMemRelease}) and refuses to split one (the driver cannot);</li>
+ *   <li>streams: the default stream is the legacy default stream (handle 0, as PyTorch's default stream);
+ *       {@link #newStream()} creates a non-blocking stream ({@code cuStreamCreate(CU_STREAM_NON_BLOCKING)},
+ *       as PyTorch's side streams) whose handle is the {@code CUstream} value; events are CUDA events with
+ *       timing disabled, pooled per device;</li>
+ *   <li>copies between host memory and device memory, synchronous and asynchronous on a stream, and fills.</li>
+ * </ul>
+ * Device memory cannot be viewed from the host: {@link #hasStorage()} is false and {@link #segment} throws;
+ * use the copies.
+ *
+ * <p>Every call runs in the device's primary context, made current on the calling thread first. Driver errors
+ * other than lack of memory raise {@link CudaException} naming the call and its arguments.
+ *
+ * <p>Thread-safe. {@link #close()} frees what the device still holds, destroys its streams and events and
+ * releases the primary context.
+ */
+public final class CudaDevice extends AbstractDevice {
+    /** The environment variable that, when set to {@code 1}, makes tests fail instead of skip without a GPU. */
+    public static final String REQUIRE_GPU_ENV = "VRAM4J_REQUIRE_GPU";
+
+    private final CudaContext context;
+    private final boolean vmmSupported;
+    private final long vmmGranularity;
+    private final ConcurrentLinkedDeque<Long> eventPool = new ConcurrentLinkedDeque<>();
+    private final List<Long> createdStreams = new ArrayList<>(); // guarded by itself
+    /** Mapped ranges of reservations: start to {size, allocation handle}. Guarded by itself. */
+    private final TreeMap<Long, long[]> mappings = new TreeMap<>();
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+
+    private CudaDevice(int ordinal, long capacity, String description, CudaContext context, boolean vmmSupported,
+            long vmmGranularity) {
+        super("cuda", ordinal, capacity, description);
+        this.context = context;
+        this.vmmSupported = vmmSupported;
+        this.vmmGranularity = vmmGranularity;
+    }
+
+    /**
+     * Opens CUDA device {@code ordinal} of this machine's driver.
+     *
+     * @param ordinal the device ordinal, 0 for the first GPU
+     * @return the open device; the caller closes it
+     * @throws DeviceUnavailableException without a driver ("no CUDA driver: libcuda.so.1 not found"), without a
+     *     device ("no CUDA device"), or for an ordinal past the last device
+     * @throws CudaException if the driver fails otherwise
+     */
+    public static CudaDevice open(int ordinal) {
+        return open(CudaDriver.system(), ordinal);
+    }
+
+    static CudaDevice open(CudaDriver driver, int ordinal) {
+        int count = driver.deviceCount();
+        if (count == 0) {
+            throw new DeviceUnavailableException("no CUDA device: the driver (" + driver.library()
+                    + ") reports none" + (driver.initResult() == CudaDriver.CUDA_SUCCESS ? ""
+                    : " (cuInit: " + driver.errorName(driver.initResult()) + ")"));
+        }
+        if (ordinal < 0 || ordinal >= count) {
+            throw new DeviceUnavailableException("no CUDA device cuda:" + ordinal + ": this machine has " + count
+                    + (count == 1 ? " (cuda:0)" : " (cuda:0 to cuda:" + (count - 1) + ")"));
+        }
+        int dev = driver.device(ordinal);
+        long total = driver.deviceTotalMem(dev);
+        boolean vmm = driver.attribute(CudaDriver.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != 0;
+        CudaContext ctx = CudaContext.retain(driver, dev);
+        try {
+            long granularity = vmm ? ctx.current().memGetAllocationGranularity(dev,
+                    CudaDriver.CU_MEM_ALLOC_GRANULARITY_MINIMUM) : 0;
+            return new CudaDevice(ordinal, total, "cuda:" + ordinal, ctx, vmm, granularity);
+        } catch (RuntimeException e) {
+            ctx.release();
+            throw e;
+        }
+    }
+
+    /** @return false: device memory cannot be viewed from the host; use {@link #copyFromHost} and friends */
+    @Override
+    public boolean hasStorage() {
+        return false;
+    }
+
+    /**
+     * Always fails: GPU memory is not host memory.
+     *
+     * @throws UnsupportedOperationException always
+     */
+    @Override
+    public MemorySegment segment(long address, long size) {
+        throw new UnsupportedOperationException("cuda memory cannot be viewed from the host; copy it with "
+                + "copyToHost / copyFromHost");
+    }
+
+    /** @return the GPU's free and total bytes from the driver ({@code cuMemGetInfo_v2}) */
+    @Override
+    public MemInfo memGetInfo() {
+        long[] info = context.current().memGetInfo();
+        return new MemInfo(info[0], info[1]);
+    }
+
+    /** @return true when the GPU supports the virtual memory management that expandable segments use */
+    public boolean supportsVirtualMemory() {
+        return vmmSupported;
+    }
+
+    /** Waits for all work queued on this GPU by this process ({@code cuCtxSynchronize}), then for every stream. */
+    @Override
+    public void synchronize() {
+        context.current().ctxSynchronize();
+        super.synchronize();
+    }
+
+    // ---- copies ------------------------------------------------------------------------------------------
+
+    /** {@inheritDoc} Here {@code cuMemcpyHtoD_v2}. */
+    @Override
+    public void copyFromHost(MemorySegment src, long dst) {
+        checkRange(dst, src.byteSize());
+        context.current().memcpyHtoD(dst, src, src.byteSize());
+    }
+
+    /** {@inheritDoc} Here {@code cuMemcpyDtoH_v2}. */
+    @Override
+    public void copyToHost(long src, MemorySegment dst) {
+        checkRange(src, dst.byteSize());
+        context.current().memcpyDtoH(dst, src, dst.byteSize());
+    }
+
+    /** {@inheritDoc} Here {@code cuMemsetD8_v2}. */
+    @Override
+    public void fill(long dst, long size, byte value) {
+        checkRange(dst, size);
+        context.current().memsetD8(dst, value, size);
+    }
+
+    /**
+     * Copies device memory to device memory ({@code cuMemcpyDtoD_v2}), synchronously.
+     *
+     * @param src start of the source range, inside a live segment or mapped range
+     * @param dst start of the destination range, likewise
+     * @param size bytes, not negative
+     * @throws IllegalArgumentException if a range is not inside device memory of this device
+     */
+    public void copyDeviceToDevice(long src, long dst, long size) {
+        checkRange(src, size);
+        checkRange(dst, size);
+        context.current().memcpyDtoD(dst, src, size);
+    }
+
+    /**
+     * Queues a copy from host memory on a stream ({@code cuMemcpyHtoDAsync_v2}), with {@code non_blocking}
+     * semantics: from page-locked memory it overlaps other work; {@code src} must stay valid and unchanged
+     * until the stream has passed the copy (record an event and query it, or synchronize).
+     *
+     * @param src host memory
+     * @param dst start of the destination range
+     * @param stream a stream of this device
+     * @throws IllegalArgumentException if the range is not inside device memory or the stream is another device's
+     */
+    public void copyFromHostAsync(MemorySegment src, long dst, Stream stream) {
+        checkRange(dst, src.byteSize());
+        context.current().memcpyHtoDAsync(dst, src, src.byteSize(), handleOf(stream));
+    }
+
+    /**
+     * Queues a copy to host memory on a stream ({@code cuMemcpyDtoHAsync_v2}); {@code dst} holds the bytes once
+     * the stream has passed the copy.
+     *
+     * @param src start of the source range
+     * @param dst host memory
+     * @param stream a stream of this device
+     * @throws IllegalArgumentException if the range is not inside device memory or the stream is another device's
+     */
+    public void copyToHostAsync(long src, MemorySegment dst, Stream stream) {
+        checkRange(src, dst.byteSize());
+        context.current().memcpyDtoHAsync(dst, src, dst.byteSize(), handleOf(stream));
+    }
+
+    /**
+     * Queues a device-to-device copy on a stream ({@code cuMemcpyDtoDAsync_v2}).
+     *
+     * @param src start of the source range
+     * @param dst start of the destination range
+     * @param size bytes
+     * @param stream a stream of this device
+     * @throws IllegalArgumentException if a range is not inside device memory or the stream is another device's
+     */
+    public void copyDeviceToDeviceAsync(long src, long dst, long size, Stream stream) {
+        checkRange(src, size);
+        checkRange(dst, size);
+        context.current().memcpyDtoDAsync(dst, src, size, handleOf(stream));
+    }
+
+    /**
+     * Queues a fill on a stream ({@code cuMemsetD8Async}).
+     *
+     * @param dst start of the range
+     * @param size bytes
+     * @param value the byte written
+     * @param stream a stream of this device
+     * @throws IllegalArgumentException if the range is not inside device memory or the stream is another device's
+     */
+    public void fillAsync(long dst, long size, byte value, Stream stream) {
+        checkRange(dst, size);
+        context.current().memsetD8Async(dst, value, size, handleOf(stream));
+    }
+
+    // ---- streams -----------------------------------------------------------------------------------------
+
+    @Override
+    protected Stream createStream() {
+        checkOpen();
+        long handle = context.current().streamCreate(CudaDriver.CU_STREAM_NON_BLOCKING);
+        synchronized (createdStreams) {
+            createdStreams.add(handle);
+        }
+        return new Stream(index(), handle, new CudaStreamQueue(context, handle, eventPool));
+    }
+
+    /**
+     * @param handle 0 for the legacy default stream; other handles are only known once {@link #newStream()}
+     *     made them
+     * @throws IllegalArgumentException for any other handle
+     */
+    @Override
+    protected Stream adoptStream(long handle) {
+        if (handle != 0) {
+            throw new IllegalArgumentException(description() + " has no stream with handle 0x"
+                    + Long.toHexString(handle) + " (streams of a cuda device come from newStream())");
+        }
+        return new Stream(index(), 0, new CudaStreamQueue(context, 0, eventPool));
+    }
+
+    // ---- AbstractDevice hooks ----------------------------------------------------------------------------
+
+    @Override
+    protected long allocateSegment(long size, long addressHint) {
+        return context.current().memAlloc(size);
+    }
+
+    @Override
+    protected void releaseSegment(long base, long size) {
+        context.current().memFree(base);
+    }
+
+    /**
+     * @throws UnsupportedOperationException if the GPU lacks virtual memory management or its granularity does
+     *     not divide 2 MiB
+     */
+    @Override
+    protected long allocateReservation(long size, long addressHint) {
+        if (!vmmSupported) {
+            throw new UnsupportedOperationException(description() + " does not support virtual memory management "
+                    + "(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED is 0): expandable_segments cannot be used");
+        }
+        if (GRANULARITY % vmmGranularity != 0) {
+            throw new UnsupportedOperationException(description() + ": the allocation granularity "
+                    + vmmGranularity + " does not divide 2 MiB; expandable_segments cannot be used");
+        }
+        return context.current().memAddressReserve(size, GRANULARITY, addressHint);
+    }
+
+    /** Unmaps and releases what is still mapped in the range (only on {@link #close()}), then frees it. */
+    @Override
+    protected void releaseReservation(long base, long size) {
+        CudaDriver driver = context.current();
+        synchronized (mappings) {
+            Map<Long, long[]> inside = mappings.subMap(base, base + size);
+            for (Map.Entry<Long, long[]> m : inside.entrySet()) {
+                driver.memUnmap(m.getKey(), m.getValue()[0]);
+                driver.memRelease(m.getValue()[1]);
+            }
+            inside.clear();
+        }
+        driver.memAddressFree(base, size);
+    }
+
+    @Override
+    protected boolean commit(long address, long size) {
+        CudaDriver driver = context.current();
+        OptionalLong handle = driver.memCreate(size, context.device());
+        if (handle.isEmpty()) {
+            return false;
+        }
+        boolean mapped = false;
+        try {
+            driver.memMap(address, size, handle.getAsLong());
+            mapped = true;
+            driver.memSetAccess(address, size, context.device());
+        } catch (RuntimeException e) {
+            if (mapped) {
+                driver.memUnmap(address, size);
+            }
+            driver.memRelease(handle.getAsLong());
+            throw e;
+        }
+        synchronized (mappings) {
+            mappings.put(address, new long[] {size, handle.getAsLong()});
+        }
+        return true;
+    }
+
+    /**
+     * @throws IllegalArgumentException if the range would split a mapping made by one {@link #map} call (the
+     *     driver unmaps whole mappings only); nothing is unmapped then
+     */
+    @Override
+    protected void decommit(long address, long size) {
+        CudaDriver driver = context.current();
+        synchronized (mappings) {
+            long end = address + size;
+            Map.Entry<Long, long[]> before = mappings.lowerEntry(address);
+            if (before != null && before.getKey() + before.getValue()[0] > address) {
+                throw splitError(address, size, before);
+            }
+            Map.Entry<Long, long[]> last = mappings.lowerEntry(end);
+            if (last != null && last.getKey() >= address && last.getKey() + last.getValue()[0] > end) {
+                throw splitError(address, size, last);
+            }
+            Map<Long, long[]> inside = mappings.subMap(address, end);
+            for (Map.Entry<Long, long[]> m : inside.entrySet()) {
+                driver.memUnmap(m.getKey(), m.getValue()[0]);
+                driver.memRelease(m.getValue()[1]);
+            }
+            inside.clear();
+        }
+    }
+
+    /** Frees what the device holds, then destroys its streams and pooled events and releases the context. */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        RuntimeException failure = null;
+        try {
+            super.close();
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        try {
+            CudaDriver driver = context.current();
+            driver.ctxSynchronize();
+            synchronized (createdStreams) {
+                for (long s : createdStreams) {
+                    driver.streamDestroy(s);
+                }
+                createdStreams.clear();
+            }
+            for (Long e = eventPool.pollFirst(); e != null; e = eventPool.pollFirst()) {
+                driver.eventDestroy(e);
+            }
+            context.release();
+        } catch (RuntimeException e) {
+            if (failure == null) {
+                failure = e;
+            } else {
+                failure.addSuppressed(e);
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    // ---- internals ---------------------------------------------------------------------------------------
+
+    private void checkRange(long address, long size) {
+        resolve(address, size, (base, inReservation) -> null);
+    }
+
+    private long handleOf(Stream stream) {
+        if (stream.deviceIndex() != index() || stream(stream.handle()) != stream) {
+            throw new IllegalArgumentException(stream + " is not a stream of " + description());
+        }
+        return stream.handle();
+    }
+
+    private IllegalArgumentException splitError(long address, long size, Map.Entry<Long, long[]> mapping) {
+        return new IllegalArgumentException("unmap(" + hex(address) + ", " + size + ") would split the mapping at "
+                + hex(mapping.getKey()) + " (" + mapping.getValue()[0] + " bytes); the driver unmaps whole mappings");
+    }
+}

@@ -1,0 +1,376 @@
+/*
+ * A stand-in for the CUDA driver (libcuda.so.1) for vram4j's tests on machines without a GPU.
+ *
+ * It is compiled against the real cuda.h, so every entry point here has the exact prototype (and, through the
+ * header's macros, the exported versioned name: cuMemAlloc_v2, cuMemGetInfo_v2, ...) that vram4j's FFM bindings
+ * call on a real driver. Device memory is host memory; the fake keeps the rules a test can check:
+ *  - every memory, stream and event call needs a current context on the calling thread
+ *    (CUDA_ERROR_INVALID_CONTEXT otherwise), as the real driver does;
+ *  - a capacity: allocations and physical handles past it fail with CUDA_ERROR_OUT_OF_MEMORY;
+ *  - cuMemUnmap must name whole mappings (CUDA_ERROR_INVALID_VALUE otherwise), as the real driver requires;
+ *  - events complete only once their stream is synchronized (cuEventQuery says CUDA_ERROR_NOT_READY before),
+ *    so "work still in flight" can be tested;
+ *  - counters of live objects (fake_cuda_live) let tests check that nothing leaks.
+ * Test-only: never shipped.
+ */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define GRANULARITY (2u << 20)
+#define MAX_MAPPINGS 65536
+
+typedef struct fake_stream { unsigned long long recorded, completed; } fake_stream;
+typedef struct fake_event { fake_stream *stream; unsigned long long seq; } fake_event;
+typedef struct fake_mapping { CUdeviceptr base; size_t size; CUmemGenericAllocationHandle handle; } fake_mapping;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int devices = 1;
+static size_t total_bytes = 1ull << 30;
+static size_t context_bytes = 8u << 20; /* what the context itself takes, as a real one does */
+static size_t used_bytes;
+static long live_allocs, live_streams, live_events, live_handles, live_reservations, live_host, ctx_refs;
+static long calls_set_current;
+static fake_stream legacy_stream;
+static fake_mapping mappings[MAX_MAPPINGS];
+static int mapping_count;
+static __thread CUcontext current_ctx;
+static char the_context; /* the primary context's identity */
+
+/* Test hooks (not CUDA API). */
+void fake_cuda_configure(int device_count, size_t total) {
+    pthread_mutex_lock(&lock);
+    devices = device_count;
+    total_bytes = total;
+    pthread_mutex_unlock(&lock);
+}
+
+long fake_cuda_live(const char *what) {
+    if (!strcmp(what, "allocs")) return live_allocs;
+    if (!strcmp(what, "streams")) return live_streams;
+    if (!strcmp(what, "events")) return live_events;
+    if (!strcmp(what, "handles")) return live_handles;
+    if (!strcmp(what, "reservations")) return live_reservations;
+    if (!strcmp(what, "host")) return live_host;
+    if (!strcmp(what, "contexts")) return ctx_refs;
+    if (!strcmp(what, "mappings")) return mapping_count;
+    if (!strcmp(what, "used")) return (long) used_bytes;
+    if (!strcmp(what, "set_current")) return calls_set_current;
+    return -1;
+}
+
+#define NEED_CONTEXT() do { if (current_ctx == NULL) return CUDA_ERROR_INVALID_CONTEXT; } while (0)
+
+static CUresult charge(size_t n) {
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    if (n > total_bytes - context_bytes - used_bytes) r = CUDA_ERROR_OUT_OF_MEMORY; else used_bytes += n;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static void uncharge(size_t n) {
+    pthread_mutex_lock(&lock);
+    used_bytes -= n;
+    pthread_mutex_unlock(&lock);
+}
+
+CUresult cuInit(unsigned int flags) { return flags != 0 ? CUDA_ERROR_INVALID_VALUE : devices == 0 ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS; }
+CUresult cuDriverGetVersion(int *v) { if (!v) return CUDA_ERROR_INVALID_VALUE; *v = CUDA_VERSION; return CUDA_SUCCESS; }
+CUresult cuDeviceGetCount(int *count) { if (!count) return CUDA_ERROR_INVALID_VALUE; *count = devices; return CUDA_SUCCESS; }
+CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+    if (!d || ordinal < 0 || ordinal >= devices) return CUDA_ERROR_INVALID_DEVICE;
+    *d = ordinal; return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+    if (!name || len <= 0 || d < 0 || d >= devices) return CUDA_ERROR_INVALID_VALUE;
+    strncpy(name, "vram4j fake GPU", (size_t) len - 1); name[len - 1] = 0; return CUDA_SUCCESS;
+}
+CUresult cuDeviceTotalMem(size_t *bytes, CUdevice d) {
+    if (!bytes || d < 0 || d >= devices) return CUDA_ERROR_INVALID_VALUE;
+    *bytes = total_bytes; return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute a, CUdevice d) {
+    if (!pi || d < 0 || d >= devices) return CUDA_ERROR_INVALID_VALUE;
+    switch (a) {
+        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
+        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
+        case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *pi = 1; break;
+        case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = 132; break;
+        case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *pi = 0x19 + d; break;
+        default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
+    if (!ctx || d < 0 || d >= devices) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock); ctx_refs++; pthread_mutex_unlock(&lock);
+    *ctx = (CUcontext) &the_context; return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRelease(CUdevice d) {
+    if (d < 0 || d >= devices) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&lock);
+    CUresult r = ctx_refs > 0 ? (ctx_refs--, CUDA_SUCCESS) : CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+    pthread_mutex_lock(&lock); calls_set_current++; pthread_mutex_unlock(&lock);
+    current_ctx = ctx; return CUDA_SUCCESS;
+}
+CUresult cuCtxSynchronize(void) {
+    NEED_CONTEXT();
+    pthread_mutex_lock(&lock);
+    legacy_stream.completed = legacy_stream.recorded;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorName(CUresult e, const char **s) {
+    if (!s) return CUDA_ERROR_INVALID_VALUE;
+    switch (e) {
+        case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
+        case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+        case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+        case CUDA_ERROR_NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; break;
+        case CUDA_ERROR_INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; break;
+        case CUDA_ERROR_INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
+        case CUDA_ERROR_NOT_READY: *s = "CUDA_ERROR_NOT_READY"; break;
+        default: *s = NULL; return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+CUresult cuGetErrorString(CUresult e, const char **s) {
+    if (!s) return CUDA_ERROR_INVALID_VALUE;
+    switch (e) {
+        case CUDA_ERROR_INVALID_VALUE: *s = "invalid argument"; break;
+        case CUDA_ERROR_OUT_OF_MEMORY: *s = "out of memory"; break;
+        case CUDA_ERROR_INVALID_CONTEXT: *s = "invalid device context"; break;
+        case CUDA_ERROR_NOT_READY: *s = "device not ready"; break;
+        default: *s = "unknown error"; break;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* ---- memory ---- */
+typedef struct alloc_header { size_t size; } alloc_header;
+
+CUresult cuMemAlloc(CUdeviceptr *p, size_t size) {
+    NEED_CONTEXT();
+    if (!p || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (charge(size) != CUDA_SUCCESS) return CUDA_ERROR_OUT_OF_MEMORY;
+    void *mem = NULL;
+    if (posix_memalign(&mem, 512, size + 512) != 0) { uncharge(size); return CUDA_ERROR_OUT_OF_MEMORY; }
+    ((alloc_header *) mem)->size = size;
+    memset((char *) mem + 512, 0xA5, size); /* device memory is not zeroed */
+    pthread_mutex_lock(&lock); live_allocs++; pthread_mutex_unlock(&lock);
+    *p = (CUdeviceptr) ((char *) mem + 512);
+    return CUDA_SUCCESS;
+}
+CUresult cuMemFree(CUdeviceptr p) {
+    NEED_CONTEXT();
+    if (p == 0 || (p & 511) != 0) return CUDA_ERROR_INVALID_VALUE;
+    alloc_header *h = (alloc_header *) ((char *) p - 512);
+    uncharge(h->size);
+    pthread_mutex_lock(&lock); live_allocs--; pthread_mutex_unlock(&lock);
+    free(h);
+    return CUDA_SUCCESS;
+}
+CUresult cuMemGetInfo(size_t *f, size_t *t) {
+    NEED_CONTEXT();
+    if (!f || !t) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    *f = total_bytes - context_bytes - used_bytes; *t = total_bytes;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags) {
+    NEED_CONTEXT();
+    (void) flags;
+    if (!pp || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    *pp = malloc(size);
+    if (!*pp) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock); live_host++; pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+CUresult cuMemFreeHost(void *p) {
+    NEED_CONTEXT();
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    free(p);
+    pthread_mutex_lock(&lock); live_host--; pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+/* ---- copies: device pointers are host pointers here ---- */
+CUresult cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { NEED_CONTEXT(); memcpy((void *) d, s, n); return CUDA_SUCCESS; }
+CUresult cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { NEED_CONTEXT(); memcpy(d, (void *) s, n); return CUDA_SUCCESS; }
+CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) { NEED_CONTEXT(); memmove((void *) d, (void *) s, n); return CUDA_SUCCESS; }
+CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream st) { (void) st; return cuMemcpyHtoD(d, s, n); }
+CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream st) { (void) st; return cuMemcpyDtoH(d, s, n); }
+CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { (void) st; return cuMemcpyDtoD(d, s, n); }
+CUresult cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) { NEED_CONTEXT(); memset((void *) d, v, n); return CUDA_SUCCESS; }
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream st) { (void) st; return cuMemsetD8(d, v, n); }
+
+/* ---- streams and events ---- */
+static fake_stream *stream_of(CUstream s) { return s == NULL ? &legacy_stream : (fake_stream *) s; }
+
+CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
+    NEED_CONTEXT();
+    if (!s || flags > 1) return CUDA_ERROR_INVALID_VALUE;
+    *s = (CUstream) calloc(1, sizeof(fake_stream));
+    pthread_mutex_lock(&lock); live_streams++; pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+CUresult cuStreamDestroy(CUstream s) {
+    NEED_CONTEXT();
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    free(s);
+    pthread_mutex_lock(&lock); live_streams--; pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+CUresult cuStreamSynchronize(CUstream s) {
+    NEED_CONTEXT();
+    pthread_mutex_lock(&lock); stream_of(s)->completed = stream_of(s)->recorded; pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+CUresult cuStreamQuery(CUstream s) {
+    NEED_CONTEXT();
+    pthread_mutex_lock(&lock);
+    CUresult r = stream_of(s)->completed >= stream_of(s)->recorded ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+CUresult cuEventCreate(CUevent *e, unsigned int flags) {
+    NEED_CONTEXT();
+    if (!e || flags != CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_VALUE; /* vram4j never times */
+    *e = (CUevent) calloc(1, sizeof(fake_event));
+    pthread_mutex_lock(&lock); live_events++; pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+CUresult cuEventRecord(CUevent e, CUstream s) {
+    NEED_CONTEXT();
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    fake_event *ev = (fake_event *) e;
+    ev->stream = stream_of(s);
+    ev->seq = ++ev->stream->recorded;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+CUresult cuEventQuery(CUevent e) {
+    NEED_CONTEXT();
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    fake_event *ev = (fake_event *) e;
+    CUresult r = ev->stream == NULL || ev->stream->completed >= ev->seq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+CUresult cuEventSynchronize(CUevent e) {
+    NEED_CONTEXT();
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    fake_event *ev = (fake_event *) e;
+    if (ev->stream && ev->stream->completed < ev->seq) ev->stream->completed = ev->seq;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+CUresult cuEventDestroy(CUevent e) {
+    NEED_CONTEXT();
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    free(e);
+    pthread_mutex_lock(&lock); live_events--; pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+/* ---- virtual memory management ---- */
+static int valid_prop(const CUmemAllocationProp *p) {
+    return p && p->type == CU_MEM_ALLOCATION_TYPE_PINNED && p->location.type == CU_MEM_LOCATION_TYPE_DEVICE
+        && p->location.id >= 0 && p->location.id < devices && p->requestedHandleTypes == CU_MEM_HANDLE_TYPE_NONE
+        && p->win32HandleMetaData == NULL;
+}
+CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *p, CUmemAllocationGranularity_flags o) {
+    NEED_CONTEXT();
+    if (!g || !valid_prop(p) || o > CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) return CUDA_ERROR_INVALID_VALUE;
+    *g = GRANULARITY; return CUDA_SUCCESS;
+}
+CUresult cuMemAddressReserve(CUdeviceptr *p, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags) {
+    NEED_CONTEXT();
+    if (!p || size == 0 || size % GRANULARITY || flags || (alignment & (alignment - 1))) return CUDA_ERROR_INVALID_VALUE;
+    size_t align = alignment < GRANULARITY ? GRANULARITY : alignment;
+    char *m = mmap((void *) addr, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    uintptr_t base = ((uintptr_t) m + align - 1) & ~(uintptr_t) (align - 1);
+    if (base > (uintptr_t) m) munmap(m, base - (uintptr_t) m);
+    munmap((void *) (base + size), (uintptr_t) m + size + align - (base + size));
+    pthread_mutex_lock(&lock); live_reservations++; pthread_mutex_unlock(&lock);
+    *p = (CUdeviceptr) base; return CUDA_SUCCESS;
+}
+CUresult cuMemAddressFree(CUdeviceptr p, size_t size) {
+    NEED_CONTEXT();
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < mapping_count; i++) {
+        if (mappings[i].base >= p && mappings[i].base < p + size) { pthread_mutex_unlock(&lock); return CUDA_ERROR_INVALID_VALUE; }
+    }
+    live_reservations--;
+    pthread_mutex_unlock(&lock);
+    munmap((void *) p, size);
+    return CUDA_SUCCESS;
+}
+CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *p, unsigned long long flags) {
+    NEED_CONTEXT();
+    if (!h || size == 0 || size % GRANULARITY || !valid_prop(p) || flags) return CUDA_ERROR_INVALID_VALUE;
+    if (charge(size) != CUDA_SUCCESS) return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t *handle = malloc(sizeof(size_t));
+    *handle = size;
+    pthread_mutex_lock(&lock); live_handles++; pthread_mutex_unlock(&lock);
+    *h = (CUmemGenericAllocationHandle) (uintptr_t) handle; return CUDA_SUCCESS;
+}
+CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
+    NEED_CONTEXT();
+    if (!h) return CUDA_ERROR_INVALID_VALUE;
+    size_t *handle = (size_t *) (uintptr_t) h;
+    uncharge(*handle);
+    free(handle);
+    pthread_mutex_lock(&lock); live_handles--; pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+CUresult cuMemMap(CUdeviceptr p, size_t size, size_t offset, CUmemGenericAllocationHandle h, unsigned long long flags) {
+    NEED_CONTEXT();
+    if (!h || offset || flags || size != *(size_t *) (uintptr_t) h || p % GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    if (mapping_count == MAX_MAPPINGS) { pthread_mutex_unlock(&lock); return CUDA_ERROR_OUT_OF_MEMORY; }
+    mappings[mapping_count++] = (fake_mapping) {p, size, h};
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+CUresult cuMemSetAccess(CUdeviceptr p, size_t size, const CUmemAccessDesc *d, size_t count) {
+    NEED_CONTEXT();
+    if (!d || count != 1 || d->location.type != CU_MEM_LOCATION_TYPE_DEVICE || d->location.id < 0
+        || d->location.id >= devices || d->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return CUDA_ERROR_INVALID_VALUE;
+    return mprotect((void *) p, size, PROT_READ | PROT_WRITE) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuMemUnmap(CUdeviceptr p, size_t size) {
+    NEED_CONTEXT();
+    pthread_mutex_lock(&lock);
+    /* the range must be made of whole mappings */
+    size_t covered = 0;
+    for (int i = 0; i < mapping_count; i++) {
+        CUdeviceptr b = mappings[i].base, e = b + mappings[i].size;
+        if (e <= p || b >= p + size) continue;
+        if (b < p || e > p + size) { pthread_mutex_unlock(&lock); return CUDA_ERROR_INVALID_VALUE; }
+        covered += mappings[i].size;
+    }
+    if (covered != size) { pthread_mutex_unlock(&lock); return CUDA_ERROR_INVALID_VALUE; }
+    for (int i = 0; i < mapping_count;) {
+        if (mappings[i].base >= p && mappings[i].base < p + size) mappings[i] = mappings[--mapping_count]; else i++;
+    }
+    pthread_mutex_unlock(&lock);
+    madvise((void *) p, size, MADV_DONTNEED);
+    mprotect((void *) p, size, PROT_NONE);
+    return CUDA_SUCCESS;
+}

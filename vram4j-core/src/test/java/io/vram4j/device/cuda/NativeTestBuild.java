@@ -1,0 +1,99 @@
+package io.vram4j.device.cuda;
+
+import org.junit.jupiter.api.Assumptions;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Compiles the test programs under {@code src/test/c} with {@code gcc} against the CUDA headers of this machine
+ * ({@code $CUDA_HOME/include}, else {@code /usr/local/cuda/include}) into {@code target/native-test}. Where gcc or
+ * the headers are missing the calling test is skipped with the reason, except under {@code CI=true}, where they
+ * are part of the machine and their absence fails the test.
+ */
+final class NativeTestBuild {
+    private static final Path OUT = Path.of("target", "native-test");
+
+    private NativeTestBuild() {
+    }
+
+    /** @return the fake driver library ({@code fake_libcuda.c}), built once per run */
+    static synchronized Path fakeDriver() {
+        return build("fake_libcuda.c", "libcuda-fake.so", true);
+    }
+
+    /** @return the layout printer ({@code cuda_layout.c}), built once per run */
+    static synchronized Path layoutPrinter() {
+        return build("cuda_layout.c", "cuda_layout", false);
+    }
+
+    private static Path build(String source, String output, boolean shared) {
+        Path include = cudaInclude();
+        requireTool(Files.isRegularFile(include.resolve("cuda.h")), "no CUDA headers: " + include.resolve("cuda.h")
+                + " not found (set CUDA_HOME)");
+        Path src = Path.of("src", "test", "c", source).toAbsolutePath();
+        Path out = OUT.resolve(output).toAbsolutePath();
+        try {
+            if (Files.isRegularFile(out) && Files.getLastModifiedTime(out).compareTo(Files.getLastModifiedTime(src)) > 0) {
+                return out;
+            }
+            Files.createDirectories(OUT);
+            List<String> cmd = new ArrayList<>(List.of("gcc", "-O1", "-Wall", "-Wextra", "-Werror", "-I" + include));
+            if (shared) {
+                cmd.addAll(List.of("-shared", "-fPIC"));
+            }
+            cmd.addAll(List.of("-o", out.toString(), src.toString(), "-lpthread"));
+            Process p;
+            try {
+                p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            } catch (IOException e) {
+                requireTool(false, "no gcc on this machine (" + e.getMessage() + ")");
+                throw e;
+            }
+            String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
+                throw new AssertionError("gcc failed on " + src + ":\n" + log);
+            }
+            return out;
+        } catch (IOException e) {
+            throw new AssertionError("building " + src + ": " + e, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    /** @return the output of running a program built here */
+    static String run(Path program) {
+        try {
+            Process p = new ProcessBuilder(program.toString()).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
+                throw new AssertionError(program + " failed:\n" + out);
+            }
+            return out;
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    private static Path cudaInclude() {
+        String home = System.getenv("CUDA_HOME");
+        return Path.of(home != null && !home.isBlank() ? home : "/usr/local/cuda", "include");
+    }
+
+    private static void requireTool(boolean present, String reason) {
+        if (!present && "true".equals(System.getenv("CI"))) {
+            throw new AssertionError(reason + " (required under CI=true: every build machine of this project has it)");
+        }
+        Assumptions.assumeTrue(present, reason);
+    }
+}
