@@ -1,0 +1,191 @@
+package io.vram4j.device.cuda;
+
+import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.device.DeviceUnavailableException;
+import io.vram4j.device.Event;
+import io.vram4j.device.Stream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The {@code cuda} device and its bindings on every build machine, through the test driver
+ * {@code src/test/c/fake_libcuda.c} (compiled against the real {@code cuda.h}, so the bindings' symbol names and
+ * prototypes are the real driver's). The fake requires a current context on every calling thread, refuses to
+ * split mappings, keeps events pending until their stream is synchronized, and counts live objects, so these
+ * tests also check what a GPU would not show directly: nothing leaks, and the context is made current.
+ */
+@SuppressWarnings("restricted")
+class FakeDriverCudaDeviceTest extends CudaDeviceContract {
+    private static final long TOTAL = 1L << 30;
+    private static CudaDriver driver;
+    private static MethodHandle configure;
+    private static MethodHandle live;
+
+    @BeforeAll
+    static void load() {
+        String path = NativeTestBuild.fakeDriver().toString();
+        driver = CudaDriver.load(path);
+        SymbolLookup lookup = SymbolLookup.libraryLookup(path, Arena.global());
+        Linker linker = Linker.nativeLinker();
+        configure = linker.downcallHandle(lookup.find("fake_cuda_configure").orElseThrow(),
+                FunctionDescriptor.ofVoid(JAVA_INT, JAVA_LONG));
+        live = linker.downcallHandle(lookup.find("fake_cuda_live").orElseThrow(),
+                FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+    }
+
+    @BeforeEach
+    void oneDeviceOfOneGiB() throws Throwable {
+        configure.invokeExact(1, TOTAL);
+    }
+
+    @Override
+    CudaDevice open() {
+        return CudaDevice.open(driver, 0);
+    }
+
+    /** Fewer steps than on a GPU: here every fill and check is host memory traffic on the build machine. */
+    @Override
+    int fuzzSteps() {
+        return 300;
+    }
+
+    static long live(String what) {
+        try (Arena a = Arena.ofConfined()) {
+            return (long) live.invokeExact(a.allocateFrom(what));
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    @Test
+    void closeGivesEverythingBack() {
+        CudaDevice d = open();
+        CachingAllocator alloc = CachingAllocator.create(d, io.vram4j.alloc.config.AllocatorConfig.DEFAULT
+                .parse("expandable_segments:True"));
+        alloc.free(alloc.malloc(30 * MiB)); // leaves a mapped expandable segment in the cache
+        d.malloc(MiB); // a segment the allocator does not know of
+        Stream s = d.newStream();
+        s.recordEvent();
+        assertTrue(live("contexts") > 0);
+        alloc.close();
+        d.close();
+        d.close(); // idempotent
+        for (String what : new String[] {"allocs", "streams", "handles", "reservations", "mappings", "contexts", "used"}) {
+            assertEquals(0, live(what), what + " left after close");
+        }
+    }
+
+    @Test
+    void eventsArePendingUntilTheStreamPassesThemAndArePooled() {
+        try (CudaDevice d = open()) {
+            Stream s = d.newStream();
+            long eventsBefore = live("events");
+            Event e = s.recordEvent();
+            assertFalse(e.query(), "the fake completes work only when the stream is synchronized");
+            assertFalse(s.query());
+            s.synchronize();
+            assertTrue(e.query());
+            assertTrue(e.query(), "stays complete");
+            for (int i = 0; i < 100; i++) {
+                Event f = s.recordEvent();
+                f.synchronize();
+                assertTrue(f.query());
+            }
+            assertEquals(eventsBefore + 1, live("events"), "completed events are reused, not created anew");
+        }
+    }
+
+    @Test
+    void recordStreamWaitsForRealEvents() {
+        try (CudaDevice d = open()) {
+            CachingAllocator alloc = CachingAllocator.create(d);
+            Stream side = d.newStream();
+            long p = alloc.malloc(4 * MiB);
+            alloc.recordStream(p, side);
+            alloc.free(p);
+            long q = alloc.malloc(4 * MiB);
+            assertNotEquals(p, q, "the side stream has not passed the free: the block must not be reused");
+            side.synchronize();
+            long r = alloc.malloc(4 * MiB);
+            assertEquals(p, r, "once the side stream passed the free, the block (lowest address) is reused");
+            alloc.free(q);
+            alloc.free(r);
+            alloc.close();
+        }
+    }
+
+    @Test
+    void theContextIsMadeCurrentOncePerThread() {
+        try (CudaDevice d = open()) {
+            long before = live("set_current");
+            for (int i = 0; i < 50; i++) {
+                d.free(d.malloc(MiB));
+            }
+            assertTrue(live("set_current") - before <= 1, "cuCtxSetCurrent once, not per call");
+        }
+    }
+
+    @Test
+    void driverErrorsNameTheCallAndTheError() {
+        try (CudaDevice d = open()) {
+            d.memGetInfo(); // makes the context current on this thread
+            CudaException e = assertThrows(CudaException.class, () -> driver.memFree(0x1234));
+            assertEquals("cuMemFree_v2(0x1234): CUDA_ERROR_INVALID_VALUE (invalid argument)", e.getMessage());
+            assertEquals("CUDA_ERROR_INVALID_VALUE", e.errorName());
+            assertEquals(1, e.result());
+        }
+    }
+
+    @Test
+    void missingDevicesAreOneClearLine() throws Throwable {
+        DeviceUnavailableException past = assertThrows(DeviceUnavailableException.class,
+                () -> CudaDevice.open(driver, 3));
+        assertEquals("no CUDA device cuda:3: this machine has 1 (cuda:0)", past.getMessage());
+        configure.invokeExact(0, TOTAL);
+        DeviceUnavailableException none = assertThrows(DeviceUnavailableException.class,
+                () -> CudaDevice.open(driver, 0));
+        assertTrue(none.getMessage().startsWith("no CUDA device: the driver ("), none.getMessage());
+    }
+
+    @Test
+    void aMissingDriverIsOneClearLine() {
+        DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class,
+                () -> CudaDriver.load("libcuda-that-is-not-there.so.1"));
+        assertEquals("no CUDA driver: libcuda-that-is-not-there.so.1 not found", e.getMessage());
+        DeviceUnavailableException noSymbols = assertThrows(DeviceUnavailableException.class,
+                () -> CudaDriver.load("libm.so.6"));
+        assertEquals("no usable CUDA driver: libm.so.6 has no cuGetErrorName (a driver for CUDA 12 or newer is needed)",
+                noSymbols.getMessage());
+    }
+
+    @Test
+    void theDevicesMemoryInfoIsTheDriversNotAnAccount() {
+        try (CudaDevice d = open()) {
+            assertEquals(TOTAL, d.totalMemory());
+            // the fake's context takes 8 MiB, as a real context takes some of the GPU
+            assertEquals(TOTAL - 8 * MiB - live("used"), d.memGetInfo().free());
+            assertEquals("cuda:0", d.description());
+            assertEquals("cuda", d.type());
+            assertTrue(d.supportsVirtualMemory());
+            long p = d.malloc(512);
+            assertThrows(UnsupportedOperationException.class, () -> d.segment(p, 512));
+            d.free(p);
+        }
+    }
+}
