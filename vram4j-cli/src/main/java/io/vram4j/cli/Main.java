@@ -13,7 +13,7 @@ import java.io.PrintWriter;
  */
 @Command(name = "vram4j", mixinStandardHelpOptions = true, version = "vram4j 0.1.0",
         description = "PyTorch-grade device-memory management for the JVM.",
-        subcommands = {DemoCommand.class, TrainCommand.class, ReplayCommand.class, VizCommand.class, FindBatchSizeCommand.class, BenchCommand.class,
+        subcommands = {DevicesCommand.class, DemoCommand.class, TrainCommand.class, ReplayCommand.class, VizCommand.class, FindBatchSizeCommand.class, BenchCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
     @CommandLine.Spec
@@ -60,7 +60,8 @@ public final class Main implements Runnable {
             err.println("vram4j: " + e.getMessage());
             return OOM_ERROR;
         }
-        if (e instanceof IllegalArgumentException || e instanceof UserException || e instanceof java.io.IOException
+        if (e instanceof IllegalArgumentException || e instanceof io.vram4j.device.DeviceUnavailableException
+                || e instanceof UserException || e instanceof java.io.IOException
                 || e instanceof java.io.UncheckedIOException) {
             err.println("vram4j " + cl.getCommandName() + ": error: " + e.getMessage());
             return USAGE_ERROR;

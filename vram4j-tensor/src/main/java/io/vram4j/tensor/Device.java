@@ -64,7 +64,7 @@ public final class Device implements AutoCloseable {
      * @throws IllegalArgumentException for a malformed spec
      */
     public static Device open(String spec) {
-        DeviceBackend b = Devices.open(spec);
+        DeviceBackend b = requireTensorBackend(Devices.open(spec));
         try {
             return new Device(b, CachingAllocator.create(b), b.defaultStream(), Kernels.best(), true);
         } catch (RuntimeException e) {
@@ -81,13 +81,27 @@ public final class Device implements AutoCloseable {
      * @return the device
      */
     public static Device open(String spec, AllocatorConfig config) {
-        DeviceBackend b = Devices.open(spec);
+        DeviceBackend b = requireTensorBackend(Devices.open(spec));
         try {
             return new Device(b, CachingAllocator.create(b, config), b.defaultStream(), Kernels.best(), true);
         } catch (RuntimeException e) {
             b.close();
             throw e;
         }
+    }
+
+    /**
+     * The tensor runtime computes on {@code host} and dry-runs on {@code sim}; its GPU kernels are not built yet,
+     * so a {@code cuda} backend is refused (and closed) here rather than run as if it were a dry run.
+     */
+    private static DeviceBackend requireTensorBackend(DeviceBackend b) {
+        if ("cuda".equals(b.type())) {
+            b.close();
+            throw new IllegalArgumentException("tensors cannot run on " + b.description() + " yet: the tensor "
+                    + "runtime has no GPU kernels (the caching allocator does run on it); use host, or sim with the "
+                    + "GPU's capacity from 'vram4j devices' for a dry run");
+        }
+        return b;
     }
 
     /**

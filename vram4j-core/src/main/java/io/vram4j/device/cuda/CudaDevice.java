@@ -77,6 +77,38 @@ public final class CudaDevice extends AbstractDevice {
         return open(CudaDriver.system(), ordinal);
     }
 
+    /**
+     * Describes every CUDA device of this machine's driver.
+     *
+     * @return one entry per device, by ordinal; empty when the driver reports no device
+     * @throws DeviceUnavailableException without a CUDA driver
+     * @throws CudaException if the driver fails otherwise
+     */
+    public static java.util.List<CudaDeviceInfo> list() {
+        return list(CudaDriver.system());
+    }
+
+    static java.util.List<CudaDeviceInfo> list(CudaDriver driver) {
+        java.util.List<CudaDeviceInfo> out = new ArrayList<>();
+        int count = driver.deviceCount();
+        int version = count == 0 ? 0 : driver.driverVersion();
+        for (int i = 0; i < count; i++) {
+            int dev = driver.device(i);
+            CudaContext ctx = CudaContext.retain(driver, dev);
+            try {
+                long free = ctx.current().memGetInfo()[0];
+                out.add(new CudaDeviceInfo(i, driver.deviceName(dev),
+                        driver.attribute(CudaDriver.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+                        driver.attribute(CudaDriver.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+                        driver.deviceTotalMem(dev), free, version,
+                        driver.attribute(CudaDriver.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != 0));
+            } finally {
+                ctx.release();
+            }
+        }
+        return out;
+    }
+
     static CudaDevice open(CudaDriver driver, int ordinal) {
         int count = driver.deviceCount();
         if (count == 0) {

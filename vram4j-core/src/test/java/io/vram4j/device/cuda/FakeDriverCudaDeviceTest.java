@@ -142,6 +142,20 @@ class FakeDriverCudaDeviceTest extends CudaDeviceContract {
     }
 
     @Test
+    void listDescribesEveryDevice() throws Throwable {
+        configure.invokeExact(2, TOTAL);
+        java.util.List<CudaDeviceInfo> list = CudaDevice.list(driver);
+        assertEquals(2, list.size());
+        CudaDeviceInfo second = list.get(1);
+        assertEquals(new CudaDeviceInfo(1, "vram4j fake GPU", 9, 0, TOTAL, TOTAL - 8 * MiB - live("used"),
+                13000, true), second);
+        assertEquals("13.0", second.driverVersionString());
+        assertEquals(0, live("contexts"), "listing retains no context");
+        configure.invokeExact(0, TOTAL);
+        assertEquals(java.util.List.of(), CudaDevice.list(driver));
+    }
+
+    @Test
     void driverErrorsNameTheCallAndTheError() {
         try (CudaDevice d = open()) {
             d.memGetInfo(); // makes the context current on this thread

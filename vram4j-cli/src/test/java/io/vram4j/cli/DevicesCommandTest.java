@@ -1,0 +1,60 @@
+package io.vram4j.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.vram4j.device.Devices;
+import io.vram4j.device.host.HostDevice;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@code vram4j devices}, and what {@code --device cuda} does on a machine with or without a GPU. */
+class DevicesCommandTest {
+
+    @Test
+    void listsHostThePresetsAndTheCudaSituation() {
+        CliRunner.Result r = CliRunner.run("devices");
+        assertEquals(0, r.exitCode(), r.err());
+        assertTrue(r.out().startsWith("host "), r.out());
+        for (String preset : Devices.presets().keySet()) {
+            assertTrue(r.out().contains("sim:" + preset + " "), preset);
+        }
+        assertTrue(r.out().contains("\ncuda           none: ") || r.out().contains("\ncuda:0 "), r.out());
+    }
+
+    @Test
+    void jsonHasTheFiguresAndSaysWhyThereIsNoGpu() throws Exception {
+        CliRunner.Result r = CliRunner.run("devices", "--json");
+        assertEquals(0, r.exitCode(), r.err());
+        JsonNode doc = new ObjectMapper().readTree(r.out());
+        assertEquals(HostDevice.defaultCapacity(), doc.path("host").path("capacity_bytes").asLong());
+        assertEquals(Devices.presets().size(), doc.path("sim").path("presets").size());
+        assertEquals(Devices.presets().get("H100-80GB"), doc.path("sim").path("presets").path("H100-80GB").asLong());
+        JsonNode cuda = doc.path("cuda");
+        assertTrue(cuda.isArray());
+        if (cuda.isEmpty()) {
+            assertFalse(doc.path("cuda_unavailable").asText().isBlank(), r.out());
+        } else {
+            assertEquals("cuda:0", cuda.get(0).path("spec").asText());
+            assertTrue(cuda.get(0).path("total_memory_bytes").asLong() > 0);
+        }
+    }
+
+    @Test
+    void cudaWithoutAGpuOrKernelsIsAUserErrorInOneLine() {
+        CliRunner.Result r = CliRunner.run("train", "--device", "cuda", "--epochs", "1", "--limit", "10");
+        assertEquals(2, r.exitCode(), r.out() + r.err());
+        assertEquals(1, r.err().strip().lines().count(), r.err());
+        assertTrue(r.err().contains("no CUDA driver") || r.err().contains("no CUDA device")
+                || r.err().contains("tensors cannot run on cuda:0 yet"), r.err());
+    }
+
+    @Test
+    void aBadCudaIndexNamesTheSpec() {
+        CliRunner.Result r = CliRunner.run("demo", "--device", "cuda:x");
+        assertEquals(2, r.exitCode());
+        assertTrue(r.err().contains("invalid device 'cuda:x': 'x' is not a device index"), r.err());
+    }
+}
