@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""PyTorch's side of vram4j's differential test, and the comparison.
+
+The same operation sequences (malloc, free, empty_cache; generated from a seed by a SplitMix64 stream, exactly as
+vram4j's io.vram4j.bench.gpu.OpSequence does) run through PyTorch's CUDA caching allocator
+(torch.cuda.caching_allocator_alloc / caching_allocator_delete / empty_cache, settings from PYTORCH_ALLOC_CONF) and
+through vram4j's (io.vram4j.bench.gpu.DifferentialRun on the cuda device). At every checkpoint both write
+memory_stats and the segment layout (segment size and pool, each block's offset in its segment, size and state);
+`compare` reports every difference.
+
+  differential.py ops --seed S --ops N                      print the operations (checks the generators agree)
+  differential.py pytorch --conf C --seeds N --ops N --every K --out F.jsonl
+  differential.py compare PYTORCH.jsonl VRAM4J.jsonl        exit 0 when identical, 1 otherwise, 2 on bad input
+"""
+import argparse
+import json
+import os
+import sys
+
+MASK = (1 << 64) - 1
+MIB = 1 << 20
+CAP = 6 << 30  # as DifferentialRun.CAP
+
+
+class SplitMix64:
+    def __init__(self, seed):
+        self.state = seed & MASK
+
+    def next(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+        return z ^ (z >> 31)
+
+
+def generate(seed, count, cap=CAP):
+    """The operations of OpSequence.generate: ('malloc', size) / ('free', index) / ('empty_cache',)."""
+    g = SplitMix64(seed)
+
+    def size():
+        k = (g.next() >> 1) % 100
+        if k < 55:
+            return 1 + (g.next() >> 1) % MIB
+        if k < 95:
+            return MIB + (g.next() >> 1) % (63 * MIB)
+        return 64 * MIB + (g.next() >> 1) % (448 * MIB)
+
+    ops, live, live_bytes = [], [], 0
+    for _ in range(count):
+        r = (g.next() >> 11) % 1000
+        if r < 5:
+            ops.append(("empty_cache",))
+        elif r < 470 or not live:
+            s = size()
+            if live_bytes + s > cap and live:
+                live_bytes -= live.pop(0)
+                ops.append(("free", 0))
+            else:
+                live.append(s)
+                live_bytes += s
+                ops.append(("malloc", s))
+        else:
+            idx = (g.next() >> 1) % len(live)
+            live_bytes -= live.pop(idx)
+            ops.append(("free", idx))
+    return ops
+
+
+def checkpoint(torch, seed, step):
+    segments = [s for s in torch.cuda.memory_snapshot() if s.get("device", 0) == 0]
+    segments.sort(key=lambda s: s["address"])
+    layout = [{"total_size": s["total_size"], "segment_type": s["segment_type"],
+               "blocks": [[b["address"] - s["address"], b["size"], b["state"]] for b in s["blocks"]]}
+              for s in segments]
+    return {"seed": seed, "step": step, "stats": dict(torch.cuda.memory_stats(0)), "segments": layout}
+
+
+def run_pytorch(conf, seeds, count, every, out):
+    os.environ["PYTORCH_ALLOC_CONF"] = conf  # read when the allocator starts: before the first CUDA call
+    import torch
+    torch.cuda.init()
+    with open(out, "w") as f:
+        for seed in range(1, seeds + 1):
+            live = []
+            ops = generate(seed, count)
+            for i, op in enumerate(ops):
+                if op[0] == "malloc":
+                    live.append(torch.cuda.caching_allocator_alloc(op[1], 0))
+                elif op[0] == "free":
+                    torch.cuda.caching_allocator_delete(live.pop(op[1]))
+                else:
+                    torch.cuda.empty_cache()
+                if (i + 1) % every == 0 or i + 1 == len(ops):
+                    f.write(json.dumps(checkpoint(torch, seed, i + 1)) + "\n")
+            for p in live:
+                torch.cuda.caching_allocator_delete(p)
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(0)
+            torch.cuda.reset_accumulated_memory_stats(0)
+    return torch.__version__
+
+
+def read_jsonl(path):
+    rows = []
+    try:
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise SystemExit2(f"{path}:{n}: not a JSON line ({e.msg})")
+                for key in ("seed", "step", "stats", "segments"):
+                    if key not in row:
+                        raise SystemExit2(f"{path}:{n}: no '{key}' field (expected seed, step, stats, segments)")
+                rows.append(row)
+    except OSError as e:
+        raise SystemExit2(f"{path}: cannot read ({e.strerror})")
+    return rows
+
+
+class SystemExit2(Exception):
+    pass
+
+
+def compare(a_path, b_path, out=sys.stdout):
+    """Returns (checkpoints, stat differences, layout differences, keys only on one side, first difference)."""
+    a, b = read_jsonl(a_path), read_jsonl(b_path)
+    if [(r["seed"], r["step"]) for r in a] != [(r["seed"], r["step"]) for r in b]:
+        raise SystemExit2(f"{a_path} and {b_path} do not have the same checkpoints ({len(a)} vs {len(b)})")
+    stat_diffs = layout_diffs = 0
+    first = None
+    only = set()
+    for ra, rb in zip(a, b):
+        where = f"seed {ra['seed']} step {ra['step']}"
+        only |= set(ra["stats"]) ^ set(rb["stats"])
+        for k in sorted(set(ra["stats"]) & set(rb["stats"])):
+            if ra["stats"][k] != rb["stats"][k]:
+                stat_diffs += 1
+                first = first or f"{where}: {k} {ra['stats'][k]} vs {rb['stats'][k]}"
+        if ra["segments"] != rb["segments"]:
+            layout_diffs += 1
+            first = first or f"{where}: segment layout differs ({len(ra['segments'])} vs {len(rb['segments'])} segments)"
+    return len(a), stat_diffs, layout_diffs, sorted(only), first
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    o = sub.add_parser("ops")
+    o.add_argument("--seed", type=int, required=True)
+    o.add_argument("--ops", type=int, required=True)
+    t = sub.add_parser("pytorch")
+    t.add_argument("--conf", default="")
+    t.add_argument("--seeds", type=int, default=20)
+    t.add_argument("--ops", type=int, default=2000)
+    t.add_argument("--every", type=int, default=100)
+    t.add_argument("--out", required=True)
+    c = sub.add_parser("compare")
+    c.add_argument("pytorch")
+    c.add_argument("vram4j")
+    args = p.parse_args(argv)
+    try:
+        if args.cmd == "ops":
+            for op in generate(args.seed, args.ops):
+                print(" ".join(str(x) for x in op))
+        elif args.cmd == "pytorch":
+            print(run_pytorch(args.conf, args.seeds, args.ops, args.every, args.out))
+        else:
+            n, stats, layouts, only, first = compare(args.pytorch, args.vram4j)
+            print(f"checkpoints {n}  stat differences {stats}  layout differences {layouts}  "
+                  f"keys on one side only {len(only)}{' ' + ','.join(only) if only else ''}")
+            if first:
+                print(f"first difference: {first}")
+            return 0 if stats == 0 and layouts == 0 else 1
+    except SystemExit2 as e:
+        print(f"differential.py: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
