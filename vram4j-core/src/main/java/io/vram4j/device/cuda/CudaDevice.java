@@ -265,6 +265,33 @@ public final class CudaDevice extends AbstractDevice {
         context.current().memsetD8Async(dst, value, size, handleOf(stream));
     }
 
+    /**
+     * Page-locked host memory of this device's context ({@code cuMemHostAlloc} with default flags, as PyTorch's
+     * {@code cudaHostAlloc}; {@code cuMemFreeHost}), for a {@link io.vram4j.alloc.CachingHostAllocator}: copies
+     * from it with {@link #copyFromHostAsync} overlap other work.
+     *
+     * @return the source; usable until the device is closed
+     */
+    public io.vram4j.alloc.HostMemorySource pinnedMemory() {
+        return new io.vram4j.alloc.HostMemorySource() {
+            @Override
+            public MemorySegment allocate(long size) {
+                checkOpen();
+                return context.current().memHostAlloc(size, CudaDriver.CU_MEMHOSTALLOC_DEFAULT);
+            }
+
+            @Override
+            public void free(MemorySegment memory) {
+                context.current().memFreeHost(memory);
+            }
+
+            @Override
+            public String name() {
+                return "cuMemHostAlloc";
+            }
+        };
+    }
+
     // ---- streams -----------------------------------------------------------------------------------------
 
     @Override

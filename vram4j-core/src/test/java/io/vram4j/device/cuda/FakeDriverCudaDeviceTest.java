@@ -142,6 +142,30 @@ class FakeDriverCudaDeviceTest extends CudaDeviceContract {
     }
 
     @Test
+    void pinnedBuffersComeFromTheDriverAndWaitForTheirCopies() {
+        try (CudaDevice d = open()) {
+            io.vram4j.alloc.CachingHostAllocator pinned = io.vram4j.alloc.CachingHostAllocator.create(d.pinnedMemory());
+            Stream copies = d.newStream();
+            long dst = d.malloc(MiB);
+            io.vram4j.alloc.PinnedBuffer b = pinned.allocate(MiB);
+            assertEquals(1, live("host"), "cuMemHostAlloc");
+            b.segment().fill((byte) 9);
+            d.copyFromHostAsync(b.segment(), dst, copies);
+            pinned.recordEvent(b, copies);
+            pinned.free(b);
+            io.vram4j.alloc.PinnedBuffer c = pinned.allocate(MiB);
+            assertNotEquals(b.segment().address(), c.segment().address(), "the copy has not passed the free");
+            copies.synchronize();
+            pinned.free(c);
+            pinned.emptyCache();
+            assertEquals(0, live("host"), "cuMemFreeHost for both blocks");
+            assertEquals(2, pinned.hostMemoryStats().get("num_host_free"));
+            pinned.close();
+            d.free(dst);
+        }
+    }
+
+    @Test
     void listDescribesEveryDevice() throws Throwable {
         configure.invokeExact(2, TOTAL);
         java.util.List<CudaDeviceInfo> list = CudaDevice.list(driver);

@@ -1,0 +1,21 @@
+package io.vram4j.alloc;
+
+import io.vram4j.device.Stream;
+
+import java.lang.foreign.MemorySegment;
+import java.util.LinkedHashSet;
+import java.util.Set;
+
+/** One cached block of host memory; guarded by its allocator's lock. */
+final class HostBlock {
+    final long size;
+    final MemorySegment memory;
+    boolean allocated;
+    int eventCount;
+    final Set<Stream> streams = new LinkedHashSet<>();
+
+    HostBlock(long size, MemorySegment memory) {
+        this.size = size;
+        this.memory = memory;
+    }
+}
