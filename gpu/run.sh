@@ -4,7 +4,8 @@
 #   1. ./vram4j devices on the bundle's Java runtime;
 #   2. the GPU test group (JUnit tag gpu, VRAM4J_REQUIRE_GPU=1 so that a missing GPU fails instead of skipping);
 #   3. the differential test against PyTorch: SEEDS sequences of OPS operations under three settings, every
-#      checkpoint's memory_stats and segment layout compared (gpu/differential.py).
+#      checkpoint's memory_stats and segment layout compared (gpu/differential.py);
+#   4. the GPU benchmarks, vram4j (io.vram4j.bench.gpu.GpuBench) and PyTorch (gpu/bench_pytorch.py) in one run.
 # Logs and results go to $OUT (default /tmp/vram4j-gpu-out); a short table is printed last.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -42,6 +43,9 @@ for i in "${!confs[@]}"; do
   echo "$result" > "$OUT/compare-$i.txt"
   rows+=("$(printf '%-52s %s' "'${conf:-default}'" "$(echo "$result" | head -1)")")
 done
+"${JAVA[@]}" -cp "$CP" io.vram4j.bench.gpu.GpuBench cuda > "$OUT/bench-vram4j.txt" 2>&1
+python3 gpu/bench_pytorch.py > "$OUT/bench-pytorch.txt" 2>&1
+
 tar -C "$OUT" -czf "$OUT/differential.tar.gz" $(cd "$OUT" && ls pytorch-* vram4j-* compare-* 2>/dev/null) 2>/dev/null \
   && rm -f "$OUT"/pytorch-*.jsonl "$OUT"/vram4j-*.jsonl
 
@@ -51,4 +55,7 @@ echo "devices:        rc $devices_rc  $(grep '^cuda' "$OUT/devices.txt" | head -
 echo "GPU tests:      rc $tests_rc  $tests_line"
 echo "differential:   $SEEDS seeds x $OPS ops per setting"
 for r in "${rows[@]}"; do echo "  $r"; done
+echo
+grep -v -i incubator "$OUT/bench-vram4j.txt"
+cat "$OUT/bench-pytorch.txt"
 exit $(( devices_rc != 0 || tests_rc != 0 || diff_rc != 0 ))
