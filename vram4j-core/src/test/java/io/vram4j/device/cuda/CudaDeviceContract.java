@@ -202,6 +202,56 @@ abstract class CudaDeviceContract {
         }
     }
 
+    /** Threads allocate, fill through the device and verify through copies; no block is ever shared. */
+    @ParameterizedTest(name = "conf '{0}'")
+    @ValueSource(strings = {"", "expandable_segments:True"})
+    void allocatorUnderConcurrentThreads(String conf) throws InterruptedException {
+        try (CudaDevice d = open()) {
+            CachingAllocator alloc = CachingAllocator.create(d, AllocatorConfig.DEFAULT.parse(conf));
+            java.util.concurrent.ConcurrentLinkedQueue<Throwable> failures = new java.util.concurrent.ConcurrentLinkedQueue<>();
+            List<Thread> threads = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                final byte mark = (byte) (t + 1);
+                threads.add(Thread.ofPlatform().start(() -> {
+                    Random rnd = new Random(mark);
+                    List<long[]> mine = new ArrayList<>();
+                    try (Arena arena = Arena.ofConfined()) {
+                        MemorySegment back = arena.allocate(4 * MiB);
+                        MemorySegment want = arena.allocate(4 * MiB).fill(mark);
+                        for (int i = 0; i < fuzzSteps(); i++) {
+                            if (mine.isEmpty() || rnd.nextInt(3) > 0 && mine.size() < 16) {
+                                long size = 1 + rnd.nextLong(4 * MiB);
+                                long p = alloc.malloc(size);
+                                d.fill(p, size, mark);
+                                mine.add(new long[] {p, size});
+                            } else {
+                                long[] b = mine.remove(rnd.nextInt(mine.size()));
+                                d.copyToHost(b[0], back.asSlice(0, b[1]));
+                                if (back.asSlice(0, b[1]).mismatch(want.asSlice(0, b[1])) != -1) {
+                                    throw new AssertionError("a block of thread " + mark + " was overwritten");
+                                }
+                                alloc.free(b[0]);
+                            }
+                        }
+                        for (long[] b : mine) {
+                            alloc.free(b[0]);
+                        }
+                    } catch (Throwable e) {
+                        failures.add(e);
+                    }
+                }));
+            }
+            for (Thread t : threads) {
+                t.join();
+            }
+            assertTrue(failures.isEmpty(), () -> failures.peek().toString());
+            assertEquals(0, alloc.memoryAllocated());
+            alloc.emptyCache();
+            assertEquals(0, alloc.memoryReserved());
+            alloc.close();
+        }
+    }
+
     /** Upstream's allocator fuzz, each block filled and verified through real copies. */
     @ParameterizedTest(name = "conf '{0}'")
     @ValueSource(strings = {"", "expandable_segments:True", "max_split_size_mb:40,roundup_power2_divisions:4"})
