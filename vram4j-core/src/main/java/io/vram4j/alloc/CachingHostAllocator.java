@@ -50,6 +50,7 @@ public final class CachingHostAllocator implements AutoCloseable {
     private final DeviceStats.Stat allocatedBytes = new DeviceStats.Stat();
     private final DeviceStats.Stat activeRequests = new DeviceStats.Stat();
     private final DeviceStats.Stat activeBytes = new DeviceStats.Stat();
+    private final DeviceStats.Stat[] allStats = {allocations, allocatedBytes, activeRequests, activeBytes};
     private final Duration allocTime = new Duration();
     private final Duration freeTime = new Duration();
     private boolean closed;
@@ -219,7 +220,7 @@ public final class CachingHostAllocator implements AutoCloseable {
     public void resetAccumulatedHostMemoryStats() {
         lock.lock();
         try {
-            for (DeviceStats.Stat s : new DeviceStats.Stat[] {allocations, allocatedBytes, activeRequests, activeBytes}) {
+            for (DeviceStats.Stat s : allStats) {
                 s.resetAccumulated();
             }
             allocTime.reset();
@@ -233,7 +234,7 @@ public final class CachingHostAllocator implements AutoCloseable {
     public void resetPeakHostMemoryStats() {
         lock.lock();
         try {
-            for (DeviceStats.Stat s : new DeviceStats.Stat[] {allocations, allocatedBytes, activeRequests, activeBytes}) {
+            for (DeviceStats.Stat s : allStats) {
                 s.resetPeak();
             }
         } finally {
