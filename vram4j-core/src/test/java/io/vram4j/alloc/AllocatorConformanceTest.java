@@ -24,9 +24,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Conformance with PyTorch's caching allocator: the concrete numbers of spec section 2.3 and the upstream
  * tests of section 11 that apply without CUDA graphs.
  */
-class AllocatorConformanceTest {
+public class AllocatorConformanceTest {
     private static final long MiB = 1L << 20;
     private final List<AutoCloseable> open = new ArrayList<>();
+
+    /**
+     * @return the device of the scenarios that need a large device whatever its size: an 80 GiB {@code sim} here,
+     *     a real GPU in {@link io.vram4j.device.cuda.GpuAllocatorConformanceTest}
+     */
+    protected String largeDevice() {
+        return "sim:80GiB";
+    }
 
     private CachingAllocator allocator(String device, String conf) {
         DeviceBackend d = Devices.open(device);
@@ -43,7 +51,7 @@ class AllocatorConformanceTest {
     }
 
     private CachingAllocator allocator() {
-        return allocator("sim:80GiB", "");
+        return allocator(largeDevice(), "");
     }
 
     @AfterEach
@@ -197,7 +205,7 @@ class AllocatorConformanceTest {
         CachingAllocator a = allocator();
         assertEquals(122, a.memoryStats().asMap().size());
         assertEquals(-1, a.memoryStats().get("max_split_size"));
-        CachingAllocator b = allocator("sim:80GiB", "max_split_size_mb:40");
+        CachingAllocator b = allocator(largeDevice(), "max_split_size_mb:40");
         assertEquals(40 * MiB, b.memoryStats().get("max_split_size"));
         b.setSettings("max_split_size_mb:100");
         assertEquals(40 * MiB, b.memoryStats().get("max_split_size"), "captured at creation, as PyTorch");
@@ -415,7 +423,7 @@ class AllocatorConformanceTest {
     @ParameterizedTest
     @CsvSource({"''", "max_split_size_mb:1024"})
     void raisesOom(String conf) {
-        CachingAllocator a = allocator("sim:80GiB", conf);
+        CachingAllocator a = allocator(largeDevice(), conf);
         assertThrows(DeviceOutOfMemoryException.class, () -> a.malloc((1L << 40) * 4));
         assertEquals(1, a.memoryStats().get("num_ooms"));
         assertEquals(1, a.memoryStats().get("num_alloc_retries"));
@@ -559,7 +567,7 @@ class AllocatorConformanceTest {
 
     @Test
     void invalidSettingsKeepPreviousConfig() {
-        CachingAllocator a = allocator("sim:80GiB", "max_split_size_mb:40");
+        CachingAllocator a = allocator(largeDevice(), "max_split_size_mb:40");
         AllocatorConfig before = a.config();
         for (String bad : new String[] {"foo:1,bar:2", "garbage_collection_threshold:1.2", "max_split_size_mb:2",
                 "release_lock_on_cudamalloc:none", "pinned_use_cuda_host_register:none",
@@ -573,7 +581,7 @@ class AllocatorConformanceTest {
 
     @Test
     void maxSplitSizeOversizeRules() {
-        CachingAllocator a = allocator("sim:80GiB", "max_split_size_mb:40");
+        CachingAllocator a = allocator(largeDevice(), "max_split_size_mb:40");
         long big = a.malloc(100 * MiB);
         assertEquals(1, a.memoryStats().get("oversize_segments.current"));
         assertEquals(1, a.memoryStats().get("oversize_allocations.current"));
@@ -595,7 +603,7 @@ class AllocatorConformanceTest {
     @Test
     void maxNonSplitRoundingWidensOrNarrowsOversizeReuse() {
         // Default tolerance R = 20 MiB: a cached 100 MiB oversize block serves 81..100 MiB requests only.
-        CachingAllocator d = allocator("sim:80GiB", "max_split_size_mb:40");
+        CachingAllocator d = allocator(largeDevice(), "max_split_size_mb:40");
         long cached = d.malloc(100 * MiB);
         d.free(cached);
         long p70 = d.malloc(70 * MiB);
@@ -603,7 +611,7 @@ class AllocatorConformanceTest {
         d.free(p70);
 
         // R = 50 MiB: the same 70 MiB request now takes the cached 100 MiB block whole ...
-        CachingAllocator w = allocator("sim:80GiB", "max_split_size_mb:40,max_non_split_rounding_mb:50");
+        CachingAllocator w = allocator(largeDevice(), "max_split_size_mb:40,max_non_split_rounding_mb:50");
         assertEquals(50 * MiB, w.config().maxNonSplitRounding());
         long big = w.malloc(100 * MiB);
         w.free(big);
@@ -680,7 +688,7 @@ class AllocatorConformanceTest {
 
     @Test
     void expandableSegmentsMapPagesInsteadOfSegments() {
-        CachingAllocator a = allocator("sim:80GiB", "expandable_segments:True");
+        CachingAllocator a = allocator(largeDevice(), "expandable_segments:True");
         long s = a.malloc(1000);
         MemoryStats st = a.memoryStats();
         assertEquals(0, st.get("segment.all.current"), "maps are not segments");
