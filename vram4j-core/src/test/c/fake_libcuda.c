@@ -40,6 +40,7 @@ static fake_mapping mappings[MAX_MAPPINGS];
 static int mapping_count;
 static __thread CUcontext current_ctx;
 static char the_context; /* the primary context's identity */
+static CUresult init_result = CUDA_SUCCESS;
 
 /* Test hooks (not CUDA API). */
 void fake_cuda_configure(int device_count, size_t total) {
@@ -48,6 +49,8 @@ void fake_cuda_configure(int device_count, size_t total) {
     total_bytes = total;
     pthread_mutex_unlock(&lock);
 }
+
+void fake_cuda_fail_init(int result) { init_result = (CUresult) result; }
 
 long fake_cuda_live(const char *what) {
     if (!strcmp(what, "allocs")) return live_allocs;
@@ -79,7 +82,11 @@ static void uncharge(size_t n) {
     pthread_mutex_unlock(&lock);
 }
 
-CUresult cuInit(unsigned int flags) { return flags != 0 ? CUDA_ERROR_INVALID_VALUE : devices == 0 ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS; }
+CUresult cuInit(unsigned int flags) {
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (init_result != CUDA_SUCCESS) return init_result;
+    return devices == 0 ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
+}
 CUresult cuDriverGetVersion(int *v) { if (!v) return CUDA_ERROR_INVALID_VALUE; *v = CUDA_VERSION; return CUDA_SUCCESS; }
 CUresult cuDeviceGetCount(int *count) { if (!count) return CUDA_ERROR_INVALID_VALUE; *count = devices; return CUDA_SUCCESS; }
 CUresult cuDeviceGet(CUdevice *d, int ordinal) {
@@ -140,6 +147,7 @@ CUresult cuGetErrorName(CUresult e, const char **s) {
         case CUDA_ERROR_INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; break;
         case CUDA_ERROR_INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
         case CUDA_ERROR_NOT_READY: *s = "CUDA_ERROR_NOT_READY"; break;
+        case CUDA_ERROR_STUB_LIBRARY: *s = "CUDA_ERROR_STUB_LIBRARY"; break;
         default: *s = NULL; return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;
@@ -151,6 +159,7 @@ CUresult cuGetErrorString(CUresult e, const char **s) {
         case CUDA_ERROR_OUT_OF_MEMORY: *s = "out of memory"; break;
         case CUDA_ERROR_INVALID_CONTEXT: *s = "invalid device context"; break;
         case CUDA_ERROR_NOT_READY: *s = "device not ready"; break;
+        case CUDA_ERROR_STUB_LIBRARY: *s = "CUDA driver is a stub library"; break;
         default: *s = "unknown error"; break;
     }
     return CUDA_SUCCESS;

@@ -294,12 +294,19 @@ final class CudaDriver {
         }
     }
 
-    /** @return the number of CUDA devices; 0 when {@code cuInit} found none */
+    /**
+     * @return the number of CUDA devices; 0 when {@code cuInit} found none
+     * @throws DeviceUnavailableException when {@code cuInit} failed otherwise (e.g. a driver too old, or no access
+     *     to the GPU's device files)
+     */
     int deviceCount() {
         if (initResult == CUDA_ERROR_NO_DEVICE) {
             return 0;
         }
-        check(initResult, "cuInit(0)");
+        if (initResult != CUDA_SUCCESS) {
+            throw new DeviceUnavailableException("no usable CUDA driver: cuInit(0) in " + library + " failed with "
+                    + errorName(initResult) + " (" + errorString(initResult) + ")");
+        }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(JAVA_INT);
             check((int) cuDeviceGetCount.invokeExact(out), "cuDeviceGetCount()");

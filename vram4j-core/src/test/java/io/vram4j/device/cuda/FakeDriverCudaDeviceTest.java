@@ -202,6 +202,23 @@ class FakeDriverCudaDeviceTest extends CudaDeviceContract {
     }
 
     @Test
+    void aFailingCuInitIsOneClearLine() throws Throwable {
+        SymbolLookup lookup = SymbolLookup.libraryLookup(driver.library(), Arena.global());
+        MethodHandle failInit = Linker.nativeLinker().downcallHandle(lookup.find("fake_cuda_fail_init").orElseThrow(),
+                FunctionDescriptor.ofVoid(JAVA_INT));
+        failInit.invokeExact(34); // CUDA_ERROR_STUB_LIBRARY: the toolkit's stub libcuda, not a driver
+        try {
+            CudaDriver old = CudaDriver.load(driver.library());
+            DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class, () -> CudaDevice.open(old, 0));
+            assertEquals("no usable CUDA driver: cuInit(0) in " + driver.library() + " failed with "
+                    + "CUDA_ERROR_STUB_LIBRARY (CUDA driver is a stub library)",
+                    e.getMessage());
+        } finally {
+            failInit.invokeExact(0);
+        }
+    }
+
+    @Test
     void aMissingDriverIsOneClearLine() {
         DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class,
                 () -> CudaDriver.load("libcuda-that-is-not-there.so.1"));
