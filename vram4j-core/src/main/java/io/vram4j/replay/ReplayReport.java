@@ -9,9 +9,7 @@ import java.util.List;
  *
  * @param device device index
  * @param conf the allocator settings used ({@code PYTORCH_CUDA_ALLOC_CONF} format)
- * @param capacity the simulated device's capacity
- * @param capacitySource where the capacity came from ("--capacity", "oom event", "inferred from N release
- *     bursts", "unbounded")
+ * @param capacityEstimate the simulated device's capacity, its source and the interval the recording allows
  * @param recordedAddresses whether new segments were placed at the recorded addresses
  * @param events trace entries replayed
  * @param eventsPerSecond replay speed
@@ -47,7 +45,7 @@ import java.util.List;
  * @param statsAtPeak {@code memory_stats} at that moment
  * @param finalStats {@code memory_stats} at the end
  */
-public record ReplayReport(int device, String conf, long capacity, String capacitySource, boolean recordedAddresses,
+public record ReplayReport(int device, String conf, CapacityEstimate capacityEstimate, boolean recordedAddresses,
                            int events, double eventsPerSecond, boolean fromEmpty, long initialReserved,
                            int initialLiveBlocks, long recordedPeakReserved, long replayedPeakReserved,
                            long recordedPeakRequested, long replayedPeakRequested, long recordedPeakAllocated,
@@ -56,6 +54,16 @@ public record ReplayReport(int device, String conf, long capacity, String capaci
                            long allocsAtOtherAddress, boolean finalStateEqual, List<String> finalStateDifferences,
                            int recordedOoms, int predictedOoms, int firstPredictedOomEntry, List<ReleaseBurst> bursts,
                            int skipped, Fragmentation atPeak, MemoryStats statsAtPeak, MemoryStats finalStats) {
+
+    /** @return the simulated device's capacity in bytes ({@code capacityEstimate().capacity()}) */
+    public long capacity() {
+        return capacityEstimate.capacity();
+    }
+
+    /** @return how reports name the capacity's source */
+    public String capacitySource() {
+        return capacityEstimate.source().text();
+    }
 
     /** @return true when the replayed new-segment sizes equal the recorded ones, in order */
     public boolean segmentSequenceEqual() {

@@ -65,13 +65,13 @@ public final class Replayer {
 
     static ReplayReport replayDevice(int device, List<TraceEntry> trace, List<SegmentInfo> dump, AllocatorConfig recorded,
                                      AllocatorConfig config, ReplayOptions options) {
-        TraceAnalysis analysis = new TraceAnalysis(trace, dump);
+        TraceAnalysis analysis = new TraceAnalysis(trace, dump, recorded);
         // Pass 1 replays and finds when allocated memory peaked; pass 2 stops there to measure fragmentation.
         TraceReplayer first = new TraceReplayer(device, analysis, options, recorded, config, Integer.MIN_VALUE);
         ReplayReport r = first.run();
         TraceReplayer at = new TraceReplayer(device, analysis, options, recorded, config, first.peakAllocatedEntry());
         at.run();
-        return new ReplayReport(r.device(), r.conf(), r.capacity(), r.capacitySource(), r.recordedAddresses(), r.events(),
+        return new ReplayReport(r.device(), r.conf(), r.capacityEstimate(), r.recordedAddresses(), r.events(),
                 r.eventsPerSecond(), r.fromEmpty(), r.initialReserved(), r.initialLiveBlocks(), r.recordedPeakReserved(),
                 r.replayedPeakReserved(), r.recordedPeakRequested(), r.replayedPeakRequested(), r.recordedPeakAllocated(),
                 r.replayedPeakAllocated(),

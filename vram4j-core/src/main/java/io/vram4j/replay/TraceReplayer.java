@@ -46,8 +46,8 @@ import java.util.TreeMap;
  * Note [Release bursts]
  *   A run of segment_free entries is either an explicit empty_cache() or the out-of-memory path of one
  *   malloc. empty_cache bursts are replayed as emptyCache(). OOM-path bursts happen by themselves when the
- *   simulated device has the recorded capacity (from an oom entry, --capacity, or inferred from the bursts);
- *   without a capacity they are emulated with emptyCache(), which releases the same segments.
+ *   simulated device is bounded (CapacityEstimate); on an unbounded one they are emulated with emptyCache(),
+ *   which releases the same segments. TraceAnalysis tells them apart (Note [Release bursts] there).
  */
 final class TraceReplayer implements AllocatorListener {
     private final int deviceIndex;
@@ -58,7 +58,7 @@ final class TraceReplayer implements AllocatorListener {
     /** Settings of the replay, in force from the first entry on. */
     private final AllocatorConfig config;
     private final long capacity;
-    private final String capacitySource;
+    private final CapacityEstimate estimate;
     private final boolean nativeOom;
 
     private DeviceBackend device;
@@ -97,28 +97,9 @@ final class TraceReplayer implements AllocatorListener {
         this.options = options;
         this.recordedConfig = recordedConfig;
         this.config = config;
-        if (options.capacity() > 0) {
-            capacity = options.capacity();
-            capacitySource = "--capacity";
-        } else if (analysis.oomCapacity > 0) {
-            capacity = analysis.oomCapacity;
-            capacitySource = "oom event (reserved + device_free)";
-        } else if (analysis.hasOomPathBursts() && analysis.inferredLower < analysis.inferredUpper) {
-            capacity = analysis.inferredLower;
-            capacitySource = "inferred from " + analysis.bursts.size() + " release burst(s): in ["
-                    + analysis.inferredLower + ", " + analysis.inferredUpper + ")";
-        } else if (analysis.expandable) {
-            // An expandable segment reserves 9/8 of the capacity in addresses: an unbounded device would reserve
-            // ranges that cover the recording's other segments. The recorded peak is a capacity the run fitted.
-            // Before a mid-run trace, one reservation must reach across each stream and pool's mapped ranges.
-            capacity = Math.max(Math.max(analysis.recordedPeakReserved, 2 * SizeRules.LARGE_BUFFER),
-                    expandableSpan(analysis));
-            capacitySource = "recorded peak reserved (expandable segments need a finite capacity)";
-        } else {
-            capacity = AbstractDevice.MAX_CAPACITY;
-            capacitySource = "unbounded";
-        }
-        nativeOom = !capacitySource.equals("unbounded") && !capacitySource.startsWith("recorded peak");
+        estimate = CapacityEstimate.of(analysis, options);
+        capacity = estimate.capacity();
+        nativeOom = estimate.limited();
         recordedSegments = options.recordedAddresses() || analysis.expandable || options.conf() != null
                 || options.capacity() > 0 ? null : new TreeMap<>(Long::compareUnsigned);
     }
@@ -158,7 +139,7 @@ final class TraceReplayer implements AllocatorListener {
             double seconds = Math.max(1e-9, (System.nanoTime() - start) / 1e9);
             MemoryStats finalStats = alloc.memoryStats();
             List<String> diffs = compareFinalState();
-            ReplayReport report = new ReplayReport(deviceIndex, config.confString(), capacity, capacitySource,
+            ReplayReport report = new ReplayReport(deviceIndex, config.confString(), estimate,
                     options.recordedAddresses(), trace.size(), trace.size() / seconds, analysis.fromEmpty(),
                     analysis.initialReserved, initialLive, analysis.recordedPeakReserved,
                     finalStats.maxReservedBytes(), analysis.recordedPeakRequested,
@@ -394,20 +375,6 @@ final class TraceReplayer implements AllocatorListener {
             }
         }
         return base;
-    }
-
-    /**
-     * @return the largest distance in bytes from the lowest to the highest address of one stream and pool's
-     *     expandable memory before the first entry (Note [Expandable mid-run]), 0 when none: a capacity whose
-     *     reservation covers it rebuilds each group as one reservation
-     */
-    static long expandableSpan(TraceAnalysis analysis) {
-        long span = 0;
-        for (List<long[]> group : mappedBeforeByStreamAndPool(analysis)) {
-            long end = group.get(group.size() - 1)[1];
-            span = Math.max(span, end - lowestMapBelow(analysis, group, Long.MAX_VALUE));
-        }
-        return span;
     }
 
     /**
