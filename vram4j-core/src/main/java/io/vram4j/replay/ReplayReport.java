@@ -39,7 +39,11 @@ import java.util.List;
  * @param recordedOoms {@code oom} entries in the recording
  * @param predictedOoms allocations that ran out of memory in the replay
  * @param firstPredictedOomEntry entry index of the first predicted OOM, -1 if none
+ * @param firstOom the first out-of-memory failure of the replay with its stack and state, null if none: the answer
+ *     of a what-if (the real program would have stopped there); figures after it come from a replay that went on
+ * @param oomEvents the recording's {@code oom} entries as the replay met them, with the state at each
  * @param bursts release bursts of the recording with their explanation
+ * @param notes one-line remarks on how the replay had to start (e.g. a capacity below the pre-trace reservations)
  * @param skipped entries skipped in lenient mode
  * @param atPeak fragmentation at the moment allocated memory peaked in the replay
  * @param statsAtPeak {@code memory_stats} at that moment
@@ -52,7 +56,8 @@ public record ReplayReport(int device, String conf, CapacityEstimate capacityEst
                            long replayedPeakAllocated,
                            List<Long> recordedSegmentSizes, List<Long> replayedSegmentSizes, long allocs,
                            long allocsAtOtherAddress, boolean finalStateEqual, List<String> finalStateDifferences,
-                           int recordedOoms, int predictedOoms, int firstPredictedOomEntry, List<ReleaseBurst> bursts,
+                           int recordedOoms, int predictedOoms, int firstPredictedOomEntry, OomEvent firstOom,
+                           List<OomEvent> oomEvents, List<ReleaseBurst> bursts, List<String> notes,
                            int skipped, Fragmentation atPeak, MemoryStats statsAtPeak, MemoryStats finalStats) {
 
     /** @return the simulated device's capacity in bytes ({@code capacityEstimate().capacity()}) */

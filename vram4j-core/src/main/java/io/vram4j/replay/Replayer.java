@@ -29,15 +29,29 @@ public final class Replayer {
     public static List<ReplayReport> replay(MemorySnapshot snapshot, ReplayOptions options) {
         List<ReplayReport> reports = new ArrayList<>();
         for (int d = 0; d < snapshot.deviceTraces().size(); d++) {
-            List<TraceEntry> trace = snapshot.deviceTraces().get(d);
-            List<SegmentInfo> dump = snapshot.segments(d);
-            if (trace.isEmpty()) {
+            if (snapshot.deviceTraces().get(d).isEmpty()) {
                 continue;
             }
-            AllocatorConfig recorded = config(snapshot, ReplayOptions.EXACT);
-            reports.add(replayDevice(d, trace, dump, recorded, config(snapshot, options), options));
+            reports.add(replayDevice(snapshot, d, options));
         }
         return reports;
+    }
+
+    /**
+     * @param snapshot a snapshot
+     * @param device a device index with a non-empty trace
+     * @param options how to replay
+     * @return the report of that device
+     * @throws IllegalArgumentException when the device has no trace
+     * @throws ReplayException when the trace is inconsistent and the options are not lenient
+     * @throws AllocatorConfigException when the recorded or given settings are invalid
+     */
+    public static ReplayReport replayDevice(MemorySnapshot snapshot, int device, ReplayOptions options) {
+        if (device >= snapshot.deviceTraces().size() || snapshot.deviceTraces().get(device).isEmpty()) {
+            throw new IllegalArgumentException("device " + device + " has no trace");
+        }
+        return replayDevice(device, snapshot.deviceTraces().get(device), snapshot.segments(device),
+                config(snapshot, ReplayOptions.EXACT), config(snapshot, options), options);
     }
 
     /**
@@ -76,7 +90,7 @@ public final class Replayer {
                 r.replayedPeakReserved(), r.recordedPeakRequested(), r.replayedPeakRequested(), r.recordedPeakAllocated(),
                 r.replayedPeakAllocated(),
                 r.recordedSegmentSizes(), r.replayedSegmentSizes(), r.allocs(), r.allocsAtOtherAddress(), r.finalStateEqual(),
-                r.finalStateDifferences(), r.recordedOoms(), r.predictedOoms(), r.firstPredictedOomEntry(), r.bursts(),
+                r.finalStateDifferences(), r.recordedOoms(), r.predictedOoms(), r.firstPredictedOomEntry(), r.firstOom(), r.oomEvents(), r.bursts(), r.notes(),
                 r.skipped(), at.atPeak(), at.statsAtPeak(), r.finalStats());
     }
 }

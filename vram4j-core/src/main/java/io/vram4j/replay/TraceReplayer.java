@@ -15,6 +15,7 @@ import io.vram4j.memory.snapshot.BlockState;
 import io.vram4j.memory.snapshot.SegmentInfo;
 import io.vram4j.memory.snapshot.TraceAction;
 import io.vram4j.memory.snapshot.TraceEntry;
+import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.memory.stats.MemoryStats;
 
 import java.util.ArrayList;
@@ -80,6 +81,9 @@ final class TraceReplayer implements AllocatorListener {
     private long otherAddress;
     private int predictedOoms;
     private int firstPredictedOom = -1;
+    private OomEvent firstOom;
+    private final List<OomEvent> recordedOomEvents = new ArrayList<>();
+    private final List<String> notes = new ArrayList<>();
     private int skipped;
     private long peakAllocated;
     /** Entry after which allocated memory peaked (-1: before the first entry). */
@@ -145,7 +149,8 @@ final class TraceReplayer implements AllocatorListener {
                     finalStats.maxReservedBytes(), analysis.recordedPeakRequested,
                     finalStats.get("requested_bytes.all.peak"), recordedPeakAllocated(), finalStats.maxAllocatedBytes(),
                     List.copyOf(analysis.segmentSizes), List.copyOf(replayedSegmentSizes), allocs, otherAddress,
-                    diffs.isEmpty(), diffs, analysis.ooms, predictedOoms, firstPredictedOom, List.copyOf(analysis.bursts),
+                    diffs.isEmpty(), diffs, analysis.ooms, predictedOoms, firstPredictedOom, firstOom,
+                    List.copyOf(recordedOomEvents), List.copyOf(analysis.bursts), List.copyOf(notes),
                     skipped, atPeak, statsAtPeak, finalStats);
             return report;
         } finally {
@@ -183,6 +188,7 @@ final class TraceReplayer implements AllocatorListener {
         for (Map.Entry<Long, long[]> o : analysis.orphanFrees.entrySet()) {
             live.put(o.getKey(), new long[] {0, o.getValue()[0]});
         }
+        fitPreTraceState(segments, live);
         int count = 0;
         for (Map.Entry<Long, long[]> seg : segments.entrySet()) {
             long base = seg.getKey();
@@ -225,6 +231,38 @@ final class TraceReplayer implements AllocatorListener {
         }
         // lenient: each such free is counted as skipped when the replay reaches it (free() finds no block)
         return count;
+    }
+
+    /**
+     * A capacity below what was reserved before the trace: the segments that hold no live block are left out (the
+     * out-of-memory path would release them first), and a note says so with both figures. When the segments
+     * holding live blocks alone exceed the capacity, the program could not have reached the trace: the first
+     * allocation that cannot be served comes before it, and the replay stops with that answer.
+     *
+     * @param segments pre-trace segments, address → {size, stream, small}; free ones are removed when needed
+     * @param live pre-trace live blocks by address
+     */
+    private void fitPreTraceState(TreeMap<Long, long[]> segments, TreeMap<Long, long[]> live) {
+        long mapped = 0;
+        for (long[] r : analysis.mappedBefore) {
+            mapped += r[1] - r[0];
+        }
+        long reserved = mapped + segments.values().stream().mapToLong(v -> v[0]).sum();
+        if (reserved <= capacity) {
+            return;
+        }
+        segments.entrySet().removeIf(seg -> live.subMap(seg.getKey(), true, seg.getKey() + seg.getValue()[0], false)
+                .isEmpty());
+        long holding = mapped + segments.values().stream().mapToLong(v -> v[0]).sum();
+        String head = "device " + deviceIndex + ": capacity " + FormatSize.formatSize(capacity) + " is below the "
+                + FormatSize.formatSize(reserved) + " reserved before the trace began";
+        if (holding > capacity) {
+            throw new PreTraceOutOfMemoryException(head + ", and its segments holding live blocks need "
+                    + FormatSize.formatSize(holding) + ": the first allocation that cannot be served comes before the"
+                    + " trace");
+        }
+        notes.add(head + "; its cached free segments (" + FormatSize.formatSize(reserved - holding)
+                + ") are released first, as the out-of-memory path would");
     }
 
     /**
@@ -435,10 +473,7 @@ final class TraceReplayer implements AllocatorListener {
         try {
             ours = alloc.malloc(e.size(), stream(e.stream()));
         } catch (DeviceOutOfMemoryException oom) {
-            predictedOoms++;
-            if (firstPredictedOom < 0) {
-                firstPredictedOom = i;
-            }
+            predicted(i, e, false);
             if (!options.lenient()) {
                 throw new ReplayException("device " + deviceIndex + ": entry " + i + ": alloc of " + e.size()
                         + " bytes ran out of memory in the replay: " + oom.getMessage(), i);
@@ -527,13 +562,28 @@ final class TraceReplayer implements AllocatorListener {
     private void recordedOom(int i, TraceEntry e) {
         try {
             long p = alloc.malloc(e.size(), stream(e.stream()));
+            recordedOomEvents.add(new OomEvent(i, e.size(), true, false, e.frames(), oomState(e)));
             alloc.free(p); // the recorded program never got this memory
         } catch (DeviceOutOfMemoryException oom) {
-            predictedOoms++;
-            if (firstPredictedOom < 0) {
-                firstPredictedOom = i;
-            }
+            recordedOomEvents.add(predicted(i, e, true));
         }
+    }
+
+    /** Counts a predicted out-of-memory failure of entry {@code i}; the first one is kept with its state. */
+    private OomEvent predicted(int i, TraceEntry e, boolean recorded) {
+        predictedOoms++;
+        OomEvent event = new OomEvent(i, e.size(), recorded, true, e.frames(), oomState(e));
+        if (firstPredictedOom < 0) {
+            firstPredictedOom = i;
+            firstOom = event;
+        }
+        return event;
+    }
+
+    private OomState oomState(TraceEntry e) {
+        double fraction = config.perProcessMemoryFraction();
+        long allowed = Double.isNaN(fraction) ? capacity : (long) (fraction * capacity);
+        return OomState.of(alloc.segments(), allowed, SizeRules.roundSize(e.size(), config), e.stream());
     }
 
     private Stream stream(long handle) {
