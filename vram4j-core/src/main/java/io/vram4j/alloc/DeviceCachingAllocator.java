@@ -839,9 +839,29 @@ final class DeviceCachingAllocator {
                 + FormatSize.formatSize(reservedBytes - allocatedBytes) + " is reserved by vram4j but unallocated."
                 + " If reserved but unallocated memory is large try setting"
                 + " VRAM4J_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory"
-                + " Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
+                + " Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+                + "\n" + fragmentationLine();
         return new OomReport(new DeviceOutOfMemoryException(message, device.index(), origSize, p.allocSize), p.allocSize,
                 allowed, info.free());
+    }
+
+    /**
+     * The one line vram4j adds to PyTorch's out-of-memory message: the largest free cached block and the bytes
+     * free in cached blocks (both pools, every stream), after the retry sequence released what it could.
+     */
+    private String fragmentationLine() {
+        long free = 0;
+        long largest = 0;
+        int count = 0;
+        for (BlockPool pool : List.of(largeBlocks, smallBlocks)) {
+            for (Block b : pool.blocks) {
+                free += b.size;
+                largest = Math.max(largest, b.size);
+                count++;
+            }
+        }
+        return "Fragmentation: the largest free cached block is " + FormatSize.formatSize(largest) + "; "
+                + FormatSize.formatSize(free) + " is free in " + count + " cached block" + (count == 1 ? "" : "s") + ".";
     }
 
     void attachOutOfMemoryObserver(OutOfMemoryObserver observer) {
