@@ -77,11 +77,12 @@ final class ExplainOomCommand implements Callable<Integer> {
                 m.put("failed_in_replay", e.failedInReplay());
                 m.put("requested_bytes", e.requestedBytes());
                 m.put("frames", e.frames());
-                OomForensics.Diagnosis d = OomForensics.diagnose(e.state());
-                m.put("cause", d.cause().name().toLowerCase());
-                m.put("reason", d.reason());
+                OomForensics.Explanation x = OomForensics.explain(snapshot, r.device(), e, conf);
+                m.put("cause", x.diagnosis().cause().name().toLowerCase());
+                m.put("reason", x.diagnosis().reason());
                 m.put("state", e.state());
-                m.put("counterfactuals", OomForensics.counterfactuals(snapshot, r.device(), e.state().capacity(), conf));
+                m.put("growth_sites", x.growthSites());
+                m.put("counterfactuals", x.counterfactuals());
                 list.add(m);
             }
         }

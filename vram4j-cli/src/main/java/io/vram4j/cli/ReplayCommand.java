@@ -326,7 +326,8 @@ final class ReplayCommand implements Callable<Integer> {
                 throw new UserException(file + ": " + e.getMessage());
             }
             boolean fits = rows.get(0).fits();
-            long smallest = fits ? 0 : Sweep.smallestFittingCapacity(snapshot, d, null);
+            long smallest = fits ? 0 : Sweep.smallestFittingCapacity(snapshot, d, null,
+                    rows.get(0).report().capacityEstimate().limited() ? rows.get(0).report().capacity() : 0);
             if (json) {
                 devices.add(sweepJson(d, rows, smallest));
             } else {

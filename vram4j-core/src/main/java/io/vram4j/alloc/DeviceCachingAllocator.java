@@ -618,7 +618,10 @@ final class DeviceCachingAllocator {
         BlockPool pool = p.pool;
         long keySize = Math.max(p.size, maxSplitSize);
         Block found = pool.blocks.ceiling(p.streamKey, keySize, 0);
-        if (found == null || found.streamKey != p.streamKey || found.expandableSegment != null) {
+        // Oversize blocks are never split, so PyTorch passes only whole segments here. A split oversize block exists
+        // only when max_split_size_mb was lowered at run time (setSettings, or a what-if replay from a recorded
+        // state); PyTorch would then hand cudaFree an interior pointer and fail. vram4j leaves such blocks cached.
+        if (found == null || found.streamKey != p.streamKey || found.expandableSegment != null || found.isSplit()) {
             // No single block is large enough: release oversize blocks from the largest down.
             Block cur = pool.blocks.lower(p.streamKey, keySize, 0);
             if (cur == null) {
@@ -627,7 +630,7 @@ final class DeviceCachingAllocator {
             long totalReleased = 0;
             while (cur != null && totalReleased < keySize && cur.size >= maxSplitSize && cur.streamKey == p.streamKey) {
                 Block lower = pool.blocks.lower(cur);
-                if (cur.expandableSegment == null) {
+                if (cur.expandableSegment == null && !cur.isSplit()) {
                     totalReleased += cur.size;
                     releaseBlock(cur);
                 }

@@ -62,7 +62,7 @@ public final class OomEvidenceObserver implements OutOfMemoryObserver {
                     text.append(OomReportWriter.text(snapshot, r, null));
                 }
             } else {
-                OomState s = OomState.of(allocator.segments(), deviceAllowed, allocationBytes, 0);
+                OomState s = OomState.of(allocator.segments(), deviceAllowed, allocationBytes, 0); // request unknown: its segment
                 OomForensics.Diagnosis d = OomForensics.diagnose(s);
                 text.append("device ").append(device).append(": no memory history recorded (recordMemoryHistory),"
                         + " so no trace to replay; at the failure:\n  cause: ").append(d.cause()).append(": ")

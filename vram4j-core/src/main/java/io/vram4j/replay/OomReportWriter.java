@@ -68,7 +68,8 @@ public final class OomReportWriter {
             if (e.recorded() && !e.failedInReplay()) {
                 sb.append("  note: the replay served this request (the inferred capacity is above the real one)\n");
             }
-            OomForensics.Diagnosis d = OomForensics.diagnose(s);
+            OomForensics.Explanation x = OomForensics.explain(snapshot, report.device(), e, conf);
+            OomForensics.Diagnosis d = x.diagnosis();
             sb.append("  cause: ").append(d.cause().name().toLowerCase().replace('_', ' ')).append(": ")
                     .append(d.reason()).append('\n');
             sb.append("  memory: capacity ").append(fmt(s.capacity())).append(", reserved ").append(fmt(s.reserved()))
@@ -81,14 +82,21 @@ public final class OomReportWriter {
                         .append(" pool: ").append(fmt(p.freeBytes())).append(" free in ").append(p.freeBlocks())
                         .append(" blocks, largest ").append(fmt(p.largestFreeBlock())).append('\n');
             }
-            OomForensics.Counterfactuals c = OomForensics.counterfactuals(snapshot, report.device(), s.capacity(), conf);
+            if (!x.growthSites().isEmpty()) {
+                sb.append("  sites whose live bytes kept growing up to the failure (sampled at ").append(OomForensics.SAMPLES)
+                        .append(" points; a forward pass grows too, growth across steps is a leak):\n");
+                for (OomForensics.GrowthSite g : x.growthSites()) {
+                    sb.append("    +").append(fmt(g.growth())).append("  ").append(g.site()).append('\n');
+                }
+            }
+            OomForensics.Counterfactuals c = x.counterfactuals();
             sb.append("  counterfactuals (by replay):\n");
             sb.append("    smallest capacity that fits: ").append(fmt(c.smallestFittingCapacity()))
-                    .append(" (the peak would have to be ").append(fmt(c.peakReduction())).append(" smaller at ")
-                    .append(fmt(c.capacity())).append(")\n");
+                    .append(", 2 MiB less does not (the peak would have to be ").append(fmt(c.peakReduction()))
+                    .append(" smaller at ").append(fmt(c.capacity())).append(")\n");
             sb.append("    settings that fit at ").append(fmt(c.capacity())).append(": ")
                     .append(c.settingsThatFit().isEmpty() ? "none"
-                            : String.join(", ", c.settingsThatFit().stream().map(x -> x.isEmpty() ? "(default)" : x).toList()))
+                            : String.join(", ", c.settingsThatFit().stream().map(v -> v.isEmpty() ? "(default)" : v).toList()))
                     .append('\n');
         }
         return sb.toString();

@@ -55,6 +55,16 @@ public final class Replayer {
     }
 
     /**
+     * One pass only: the report without the fragmentation and stats at the allocated peak (both null), for
+     * searches that need only peaks and OOM counts.
+     */
+    static ReplayReport replayOnce(MemorySnapshot snapshot, int device, ReplayOptions options) {
+        AllocatorConfig recorded = config(snapshot, ReplayOptions.EXACT);
+        TraceAnalysis analysis = new TraceAnalysis(snapshot.deviceTraces().get(device), snapshot.segments(device), recorded);
+        return new TraceReplayer(device, analysis, options, recorded, config(snapshot, options), Integer.MIN_VALUE).run();
+    }
+
+    /**
      * @param snapshot the snapshot
      * @param options the options
      * @return the settings a replay uses: {@code options.conf()} if given, else the recorded

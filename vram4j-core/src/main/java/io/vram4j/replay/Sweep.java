@@ -49,12 +49,8 @@ public final class Sweep {
      */
     public static List<Row> run(MemorySnapshot snapshot, int device, long capacity) {
         String recorded = Replayer.config(snapshot, ReplayOptions.EXACT).confString();
-        List<String> confs = new ArrayList<>(SETTINGS);
-        if (confs.stream().noneMatch(c -> AllocatorConfig.DEFAULT.parse(c).confString().equals(recorded))) {
-            confs.add(recorded);
-        }
         List<Row> rows = new ArrayList<>();
-        for (String c : confs) {
+        for (String c : settings(recorded)) {
             String canonical = AllocatorConfig.DEFAULT.parse(c).confString();
             rows.add(new Row(c, c.isEmpty(), canonical.equals(recorded),
                     Replayer.replayDevice(snapshot, device, ReplayOptions.whatIf(c, capacity))));
@@ -65,26 +61,55 @@ public final class Sweep {
     }
 
     /**
-     * The smallest capacity, to 2 MiB, on which a what-if replay under {@code conf} runs out of memory nowhere,
-     * found by bisection between a capacity that fails and the peak reserved of an unbounded replay (which fits:
-     * no device malloc fails below it).
+     * @param snapshot a snapshot with a trace for {@code device}
+     * @param device the device index
+     * @param capacity bytes
+     * @return the settings of the sweep (the recorded ones included) that run out of memory nowhere at
+     *     {@code capacity}, in sweep order
+     */
+    public static List<String> fitting(MemorySnapshot snapshot, int device, long capacity) {
+        List<String> out = new ArrayList<>();
+        for (String c : settings(Replayer.config(snapshot, ReplayOptions.EXACT).confString())) {
+            if (fits(snapshot, device, c, capacity)) {
+                out.add(c);
+            }
+        }
+        return out;
+    }
+
+    /** @return {@link #SETTINGS}, plus {@code recorded} when it is none of them */
+    private static List<String> settings(String recorded) {
+        List<String> confs = new ArrayList<>(SETTINGS);
+        if (confs.stream().noneMatch(c -> AllocatorConfig.DEFAULT.parse(c).confString().equals(recorded))) {
+            confs.add(recorded);
+        }
+        return confs;
+    }
+
+    /**
+     * The smallest capacity above {@code failing}, to 2 MiB, on which a what-if replay under {@code conf} runs out of
+     * memory nowhere, found by bisection between {@code failing} and the peak reserved of an unbounded replay (which
+     * fits: no device malloc fails below it). Whether a replay fits is not monotonic in the capacity (the
+     * out-of-memory path releases cached segments and can change later placement), so the result is a capacity that
+     * fits while 2 MiB less does not, the first such one above {@code failing} that bisection meets.
      *
      * @param snapshot a snapshot with a trace for {@code device}
      * @param device the device index
      * @param conf settings, or null for the recorded ones
+     * @param failing a capacity known to run out of memory (bytes), or 0
      * @return bytes
      */
-    public static long smallestFittingCapacity(MemorySnapshot snapshot, int device, String conf) {
-        long hi = Replayer.replayDevice(snapshot, device, new ReplayOptions(conf, AbstractDevice.MAX_CAPACITY, false, true))
-                .replayedPeakReserved();
+    public static long smallestFittingCapacity(MemorySnapshot snapshot, int device, String conf, long failing) {
         long step = SizeRules.SMALL_BUFFER;
-        hi = Math.max(step, (hi + step - 1) / step * step);
+        long hi = Replayer.replayOnce(snapshot, device, new ReplayOptions(conf, AbstractDevice.MAX_CAPACITY, false, true))
+                .replayedPeakReserved();
+        hi = Math.max(failing + step, (hi + step - 1) / step * step);
         while (hi < AbstractDevice.MAX_CAPACITY && !fits(snapshot, device, conf, hi)) {
-            hi *= 2;
+            hi = Math.min(AbstractDevice.MAX_CAPACITY, hi * 2);
         }
-        long lo = 0; // fails (or is not a capacity)
+        long lo = failing;
         while (hi - lo > step) {
-            long mid = (lo + hi) / 2 / step * step;
+            long mid = lo + (hi - lo) / 2 / step * step;
             if (mid <= lo) {
                 break;
             }
@@ -99,7 +124,7 @@ public final class Sweep {
 
     private static boolean fits(MemorySnapshot snapshot, int device, String conf, long capacity) {
         try {
-            return Replayer.replayDevice(snapshot, device, new ReplayOptions(conf, capacity, false, true)).predictedOoms() == 0;
+            return Replayer.replayOnce(snapshot, device, new ReplayOptions(conf, capacity, false, true)).predictedOoms() == 0;
         } catch (ReplayException e) {
             return false; // the state before the trace does not fit
         }

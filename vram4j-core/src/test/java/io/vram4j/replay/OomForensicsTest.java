@@ -41,11 +41,49 @@ class OomForensicsTest {
             assertTrue(report.contains("cause: capacity: live allocations (50.00 MiB) plus the request (40.00 MiB) exceed"
                     + " the capacity (64.00 MiB) by 26.00 MiB"), report);
             // the two segments, 50 MiB and 40 MiB, fit in 90 MiB and in nothing smaller
-            assertTrue(report.contains("smallest capacity that fits: 90.00 MiB (the peak would have to be 26.00 MiB"
-                    + " smaller at 64.00 MiB)"), report);
+            assertTrue(report.contains("smallest capacity that fits: 90.00 MiB, 2 MiB less does not (the peak would have"
+                    + " to be 26.00 MiB smaller at 64.00 MiB)"), report);
             a.free(p);
             a.close();
         }
+    }
+
+    private static long leakSite(CachingAllocator a) {
+        return a.malloc(4 * MiB);
+    }
+
+    private static long tempSite(CachingAllocator a) {
+        return a.malloc(8 * MiB);
+    }
+
+    @Test
+    void aSiteThatKeepsGrowingAcrossStepsIsGrowthLeak() {
+        MemorySnapshot s = null;
+        try (DeviceBackend device = Devices.open("sim:256MiB")) {
+            CachingAllocator a = CachingAllocator.create(device, AllocatorConfig.DEFAULT);
+            a.recordMemoryHistory(100_000);
+            List<Long> leaked = new ArrayList<>();
+            try {
+                for (int step = 0; step < 100; step++) {
+                    long t = tempSite(a);
+                    leaked.add(t);
+                    leaked.add(leakSite(a)); // kept across steps
+                    leaked.remove(t);
+                    a.free(t);
+                }
+            } catch (DeviceOutOfMemoryException expected) {
+                s = a.snapshot();
+                leaked.forEach(a::free);
+                a.close();
+            }
+        }
+        assertTrue(s != null, "the leak ran out of memory");
+        ReplayReport r = OomReportWriter.events(s, null, 0).get(0);
+        assertEquals(1, r.oomEvents().size());
+        OomForensics.Explanation x = OomForensics.explain(s, 0, r.oomEvents().get(0), null);
+        assertEquals(OomForensics.Cause.GROWTH_LEAK, x.diagnosis().cause(), x.diagnosis().reason());
+        assertEquals(1, x.growthSites().size(), x.growthSites().toString());
+        assertTrue(x.growthSites().get(0).site().contains("leakSite"), x.growthSites().toString());
     }
 
     /** Three 20 MiB segments, each holding two 8 MiB blocks on {@code on}, the first of each freed again. */
