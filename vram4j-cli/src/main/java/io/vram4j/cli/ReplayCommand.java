@@ -402,6 +402,9 @@ final class ReplayCommand implements Callable<Integer> {
                     human(r.atPeak().reservedUnallocated()), r.replayedSegmentSizes().size(), r.predictedOoms(),
                     r.finalStats().get("num_alloc_retries"), r.finalStats().get("num_device_free"));
         }
+        if (!rows.get(rows.size() - 1).fits()) {
+            out.println("(rows with OOMs: figures of a replay continued past its first OOM, where the program would have stopped)");
+        }
         if (rows.get(0).fits()) {
             out.printf("recommendation: %s (peak reserved %s)%n", label(rows.get(0)), human(first.replayedPeakReserved()));
         } else {

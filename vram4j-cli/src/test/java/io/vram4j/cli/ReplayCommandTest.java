@@ -309,16 +309,16 @@ class ReplayCommandTest {
         JsonNode results = root.get("results");
         assertEquals(12, results.size(), "each setting once: the recorded settings are the defaults");
         assertEquals(1, results.findValues("recorded").stream().filter(JsonNode::asBoolean).count());
-        boolean seenOom = false;
+        int lastOoms = 0;
         long lastPeak = -1;
         for (JsonNode row : results) {
-            boolean oom = row.get("ooms").asInt() > 0;
-            assertTrue(oom || !seenOom, "rows that fit come before rows that run out of memory");
-            if (oom != seenOom) {
+            int ooms = row.get("ooms").asInt();
+            assertTrue(ooms >= lastOoms, "ordered by OOMs: rows that fit come first");
+            if (ooms != lastOoms) {
                 lastPeak = -1;
             }
-            seenOom |= oom;
-            assertTrue(row.get("peak_reserved").asLong() >= lastPeak, "ordered by peak reserved");
+            lastOoms = ooms;
+            assertTrue(row.get("peak_reserved").asLong() >= lastPeak, "then by peak reserved");
             lastPeak = row.get("peak_reserved").asLong();
         }
         assertEquals(0, results.get(0).get("ooms").asInt());

@@ -55,13 +55,15 @@ public final class Replayer {
     }
 
     /**
-     * One pass only: the report without the fragmentation and stats at the allocated peak (both null), for
-     * searches that need only peaks and OOM counts.
+     * One pass that ends at the first out-of-memory failure, for searches that ask only whether a trace fits and
+     * how high it peaks when it does: no fragmentation or stats at the allocated peak (both null), and after a
+     * failure the figures cover the entries up to it.
      */
     static ReplayReport replayOnce(MemorySnapshot snapshot, int device, ReplayOptions options) {
         AllocatorConfig recorded = config(snapshot, ReplayOptions.EXACT);
         TraceAnalysis analysis = new TraceAnalysis(snapshot.deviceTraces().get(device), snapshot.segments(device), recorded);
-        return new TraceReplayer(device, analysis, options, recorded, config(snapshot, options), Integer.MIN_VALUE).run();
+        return new TraceReplayer(device, analysis, options, recorded, config(snapshot, options), Integer.MIN_VALUE)
+                .stopAtFirstOom().run();
     }
 
     /**

@@ -44,8 +44,8 @@ public final class Sweep {
      * @param snapshot a snapshot with a trace for {@code device}
      * @param device the device index
      * @param capacity bytes, or 0 to infer it as a replay does
-     * @return the rows, each setting once (the recorded settings added when not in the grid), those that fit first,
-     *     then by peak reserved
+     * @return the rows, each setting once (the recorded settings added when not in the grid), by predicted OOMs
+     *     (those that fit first), then by peak reserved
      */
     public static List<Row> run(MemorySnapshot snapshot, int device, long capacity) {
         String recorded = Replayer.config(snapshot, ReplayOptions.EXACT).confString();
@@ -55,7 +55,7 @@ public final class Sweep {
             rows.add(new Row(c, c.isEmpty(), canonical.equals(recorded),
                     Replayer.replayDevice(snapshot, device, ReplayOptions.whatIf(c, capacity))));
         }
-        rows.sort(Comparator.<Row>comparingInt(r -> r.fits() ? 0 : 1)
+        rows.sort(Comparator.<Row>comparingInt(r -> r.report().predictedOoms())
                 .thenComparingLong(r -> r.report().replayedPeakReserved()));
         return rows;
     }

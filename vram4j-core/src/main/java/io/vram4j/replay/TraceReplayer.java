@@ -91,6 +91,8 @@ final class TraceReplayer implements AllocatorListener {
     /** Entry after which to capture fragmentation and stats (-1: after the rebuilt initial state). */
     private final int captureAt;
     private Fragmentation atPeak;
+    /** Set by {@link #stopAtFirstOom()}: end the replay at its first out-of-memory failure. */
+    private boolean stopAtFirstOom;
     private MemoryStats statsAtPeak;
 
     TraceReplayer(int deviceIndex, TraceAnalysis analysis, ReplayOptions options, AllocatorConfig recordedConfig,
@@ -132,6 +134,9 @@ final class TraceReplayer implements AllocatorListener {
             List<TraceEntry> trace = analysis.trace;
             for (int i = 0; i < trace.size(); i++) {
                 step(i, trace.get(i));
+                if (stopAtFirstOom && predictedOoms > 0) {
+                    break; // a search only asks whether the trace fits
+                }
                 if (i == captureAt) {
                     capturePeak();
                     return null; // a measuring pass ends here
@@ -517,6 +522,12 @@ final class TraceReplayer implements AllocatorListener {
         }
         Long ours = segmentRecordedToOurs.get(seg.getKey());
         return ours == null ? 0 : ours + (recorded - seg.getKey());
+    }
+
+    /** @return this replayer, set to end at the first out-of-memory failure (its report then covers the entries up to it) */
+    TraceReplayer stopAtFirstOom() {
+        stopAtFirstOom = true;
+        return this;
     }
 
     Fragmentation atPeak() {
