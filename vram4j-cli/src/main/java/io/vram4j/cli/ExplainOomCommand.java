@@ -1,8 +1,5 @@
 package io.vram4j.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.PropertyNamingStrategies;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import io.vram4j.memory.snapshot.MemorySnapshot;
 import io.vram4j.replay.OomEvent;
 import io.vram4j.replay.OomForensics;
@@ -89,8 +86,7 @@ final class ExplainOomCommand implements Callable<Integer> {
         Map<String, Object> root = new LinkedHashMap<>();
         root.put("file", file.toString());
         root.put("events", list);
-        System.out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
-                .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE).writeValueAsString(root));
+        System.out.println(ReplayCommand.mapper().writeValueAsString(root));
         return 0;
     }
 }

@@ -15,6 +15,7 @@ import io.vram4j.replay.CapacityEstimate;
 import io.vram4j.replay.Fragmentation;
 import io.vram4j.replay.PreTraceOutOfMemoryException;
 import io.vram4j.replay.OomEvent;
+import io.vram4j.replay.OomReportWriter;
 import io.vram4j.replay.Sweep;
 import io.vram4j.replay.ReleaseBurst;
 import io.vram4j.replay.ReplayException;
@@ -301,15 +302,12 @@ final class ReplayCommand implements Callable<Integer> {
         if (oom.frames().isEmpty()) {
             out.println(indent + "  (no stack frames recorded)");
         }
-        // Python frames first, as memory_viz shows them; C++ frames only when there is nothing else
-        List<Frame> python = oom.frames().stream().filter(f -> f.filename().endsWith(".py")).toList();
-        List<Frame> shown = python.isEmpty() ? oom.frames() : python;
-        for (Frame f : shown.subList(0, Math.min(12, shown.size()))) {
+        List<Frame> shown = OomReportWriter.pythonFirst(oom.frames());
+        for (Frame f : shown) {
             out.printf("%s  at %s (%s:%d)%n", indent, f.name(), f.filename(), f.line());
         }
-        int hidden = oom.frames().size() - Math.min(12, shown.size());
-        if (hidden > 0) {
-            out.printf("%s  (%d more frames%s)%n", indent, hidden, python.isEmpty() ? "" : ", C++ and beyond the first 12 Python");
+        if (shown.size() < oom.frames().size()) {
+            out.printf("%s  (%d more frames)%n", indent, oom.frames().size() - shown.size());
         }
     }
 
@@ -413,7 +411,7 @@ final class ReplayCommand implements Callable<Integer> {
         }
     }
 
-    private static ObjectMapper mapper() {
+    static ObjectMapper mapper() {
         // records (fragmentation, release bursts) in snake_case like the rest of the output; map keys stay as written
         return new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
                 .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE);

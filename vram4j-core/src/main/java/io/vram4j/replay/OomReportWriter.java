@@ -102,8 +102,11 @@ public final class OomReportWriter {
         return sb.toString();
     }
 
-    /** @return the Python frames (innermost first) when there are any, else all frames; at most 12 */
-    static List<Frame> pythonFirst(List<Frame> frames) {
+    /**
+     * @param frames a recorded stack, innermost first
+     * @return its Python frames (as memory_viz shows them) when there are any, else all frames; at most 12
+     */
+    public static List<Frame> pythonFirst(List<Frame> frames) {
         List<Frame> python = new ArrayList<>(frames.stream().filter(f -> f.filename().endsWith(".py")).toList());
         List<Frame> shown = python.isEmpty() ? frames : python;
         return shown.subList(0, Math.min(12, shown.size()));
