@@ -10,7 +10,13 @@ import io.vram4j.memory.snapshot.SegmentInfo;
 import io.vram4j.memory.snapshot.SnapshotFormatException;
 import io.vram4j.memory.snapshot.SnapshotReader;
 import io.vram4j.memory.stats.FormatSize;
+import io.vram4j.memory.snapshot.Frame;
+import io.vram4j.replay.CapacityEstimate;
 import io.vram4j.replay.Fragmentation;
+import io.vram4j.replay.PreTraceOutOfMemoryException;
+import io.vram4j.replay.OomEvent;
+import io.vram4j.replay.OomReportWriter;
+import io.vram4j.replay.Sweep;
 import io.vram4j.replay.ReleaseBurst;
 import io.vram4j.replay.ReplayException;
 import io.vram4j.replay.ReplayOptions;
@@ -63,16 +69,21 @@ final class ReplayCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print the report as JSON")
     boolean json;
 
-    /** Why a sweep recommends nothing. */
-    static final String NO_FIT = "every setting runs out of memory at this capacity";
-
     private final PrintStream out = System.out;
 
     @Override
     public Integer call() throws IOException {
-        MemorySnapshot snapshot = read(file);
         long cap = capacity == null ? 0 : parseCapacity(capacity);
+        checkConf(conf);
+        MemorySnapshot snapshot = read(file);
+        if (snapshot.devices().isEmpty() && !snapshot.hasTraces()) {
+            return printEmpty();
+        }
         if (!snapshot.hasTraces()) {
+            if (sweep || conf != null || cap > 0) {
+                throw new UserException(file + " has no trace (segments only): " + (sweep ? "--sweep" : conf != null
+                        ? "--conf" : "--capacity") + " needs one to replay");
+            }
             return printState(snapshot);
         }
         if (sweep) {
@@ -83,6 +94,13 @@ final class ReplayCommand implements Callable<Integer> {
         List<ReplayReport> reports;
         try {
             reports = Replayer.replay(snapshot, options);
+        } catch (PreTraceOutOfMemoryException e) {
+            if (json) {
+                out.println(mapper().writeValueAsString(Map.of("answer", e.getMessage(), "first_oom_entry", -1)));
+            } else {
+                out.println(e.getMessage());
+            }
+            return 0;
         } catch (ReplayException e) {
             throw new UserException(file + ": " + e.getMessage()
                     + (e.lenientHelps() && !lenient ? " (use --lenient to continue past it)" : ""));
@@ -107,7 +125,39 @@ final class ReplayCommand implements Callable<Integer> {
         }
     }
 
+    /**
+     * Refuses settings PyTorch would refuse, before any file is read.
+     *
+     * @param conf a {@code --conf} value or null
+     */
+    static void checkConf(String conf) {
+        if (conf == null) {
+            return;
+        }
+        try {
+            io.vram4j.alloc.config.AllocatorConfig.DEFAULT.parse(conf);
+        } catch (io.vram4j.alloc.config.AllocatorConfigException e) {
+            throw new UserException("--conf: " + e.getMessage());
+        }
+    }
+
+    /**
+     * @param spec a {@code --capacity} value
+     * @return bytes, above 0 and at most {@link io.vram4j.device.AbstractDevice#MAX_CAPACITY}
+     */
     static long parseCapacity(String spec) {
+        long bytes = parseSize(spec);
+        if (bytes <= 0 || bytes > io.vram4j.device.AbstractDevice.MAX_CAPACITY) {
+            throw new UserException("--capacity: expected a device size above 0 and at most "
+                    + ByteSize.format(io.vram4j.device.AbstractDevice.MAX_CAPACITY) + ", got '" + spec + "'");
+        }
+        return bytes;
+    }
+
+    private static long parseSize(String spec) {
+        if (spec.strip().startsWith("-")) {
+            throw new UserException("--capacity: expected a device size above 0, got '" + spec + "'");
+        }
         Long preset = Devices.presets().entrySet().stream().filter(e -> e.getKey().equalsIgnoreCase(spec))
                 .map(Map.Entry::getValue).findFirst().orElse(null);
         if (preset != null) {
@@ -128,6 +178,19 @@ final class ReplayCommand implements Callable<Integer> {
 
     private static String mib(long bytes) {
         return String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1L << 20));
+    }
+
+    private int printEmpty() throws IOException {
+        String found = "no segments and no trace: nothing was reserved when it was dumped, and no history was recorded";
+        if (json) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("devices", List.of());
+            m.put("found", found);
+            out.println(mapper().writeValueAsString(m));
+        } else {
+            out.println(file.getFileName() + ": an empty snapshot: " + found);
+        }
+        return 0;
     }
 
     private int printState(MemorySnapshot s) {
@@ -168,6 +231,19 @@ final class ReplayCommand implements Callable<Integer> {
         out.printf("device %d: %,d events replayed at %,.0f events/s (%s, capacity %s)%n", r.device(), r.events(),
                 r.eventsPerSecond(), r.conf().isEmpty() ? "default settings" : r.conf(),
                 r.capacitySource().equals("unbounded") ? "unbounded" : human(r.capacity()) + " from " + r.capacitySource());
+        if (r.capacityEstimate().source() != CapacityEstimate.Source.OPTION) {
+            out.printf("  capacity interval    [%s, %s] (%s)%n", human(r.capacityEstimate().lower()),
+                    r.capacityEstimate().upper() == Long.MAX_VALUE ? "unknown" : human(r.capacityEstimate().upper()),
+                    r.capacitySource());
+        }
+        for (String note : r.notes()) {
+            out.println("  note: " + note);
+        }
+        OomEvent oom = r.firstOom();
+        if (oom != null && !oom.recorded()) {
+            printOomAnswer(out, oom, "  ");
+            out.println("  the figures below come from a replay that continued past it (the real program would have stopped)");
+        }
         out.printf("  initial state        %s%n", r.fromEmpty() ? "empty" : human(r.initialReserved()) + " reserved, "
                 + r.initialLiveBlocks() + " live blocks rebuilt");
         out.printf("  %-20s %15s %15s%n", "", "recorded", "replayed");
@@ -208,77 +284,134 @@ final class ReplayCommand implements Callable<Integer> {
                 : r.predictedOoms() > 0 ? "OUT OF MEMORY first at entry " + r.firstPredictedOomEntry() : "replayed");
     }
 
+    /**
+     * Prints a predicted out-of-memory failure as a what-if's answer: entry, size, the stack of that allocation.
+     *
+     * @param out where to print
+     * @param oom the failure
+     * @param indent prefix of each line
+     */
+    static void printOomAnswer(PrintStream out, OomEvent oom, String indent) {
+        if (oom.entry() < 0) {
+            out.println(indent + "answer: OUT OF MEMORY before the trace: the state it starts from does not fit");
+            return;
+        }
+        out.printf("%sanswer: OUT OF MEMORY at entry %d: an allocation of %s (%,d B, rounded %s) on stream %s%n",
+                indent, oom.entry(), human(oom.requestedBytes()), oom.requestedBytes(), human(oom.state().request()),
+                Long.toUnsignedString(oom.state().stream()));
+        if (oom.frames().isEmpty()) {
+            out.println(indent + "  (no stack frames recorded)");
+        }
+        List<Frame> shown = OomReportWriter.pythonFirst(oom.frames());
+        for (Frame f : shown) {
+            out.printf("%s  at %s (%s:%d)%n", indent, f.name(), f.filename(), f.line());
+        }
+        if (shown.size() < oom.frames().size()) {
+            out.printf("%s  (%d more frames)%n", indent, oom.frames().size() - shown.size());
+        }
+    }
+
     private int runSweep(MemorySnapshot snapshot, long cap) throws IOException {
-        List<String> grid = new ArrayList<>(List.of("", "expandable_segments:True",
-                "max_split_size_mb:64", "max_split_size_mb:128", "max_split_size_mb:256", "max_split_size_mb:512",
-                "roundup_power2_divisions:2", "roundup_power2_divisions:4", "roundup_power2_divisions:8",
-                "garbage_collection_threshold:0.6,per_process_memory_fraction:1.0",
-                "garbage_collection_threshold:0.8,per_process_memory_fraction:1.0",
-                "expandable_segments:True,roundup_power2_divisions:4"));
-        List<Object[]> rows = new ArrayList<>();
-        for (String c : grid) {
-            List<ReplayReport> rs;
+        List<Map<String, Object>> devices = new ArrayList<>();
+        for (int d = 0; d < snapshot.deviceTraces().size(); d++) {
+            if (snapshot.deviceTraces().get(d).isEmpty()) {
+                continue;
+            }
+            List<Sweep.Row> rows;
             try {
-                rs = Replayer.replay(snapshot, ReplayOptions.whatIf(c, cap));
+                rows = Sweep.run(snapshot, d, cap);
             } catch (ReplayException e) {
                 throw new UserException(file + ": " + e.getMessage());
             }
-            for (ReplayReport r : rs) {
-                rows.add(new Object[] {c.isEmpty() ? "(default)" : c, r});
-            }
-        }
-        rows.sort(Comparator.<Object[]>comparingInt(o -> ((ReplayReport) o[1]).predictedOoms() > 0 ? 1 : 0)
-                .thenComparingLong(o -> ((ReplayReport) o[1]).replayedPeakReserved()));
-        if (json) {
-            List<Map<String, Object>> list = new ArrayList<>();
-            for (Object[] row : rows) {
-                ReplayReport r = (ReplayReport) row[1];
-                Map<String, Object> m = new LinkedHashMap<>();
-                m.put("conf", row[0]);
-                m.put("device", r.device());
-                m.put("peak_reserved", r.replayedPeakReserved());
-                m.put("peak_allocated", r.replayedPeakAllocated());
-                m.put("reserved_unallocated_at_peak", r.atPeak().reservedUnallocated());
-                m.put("segments", r.replayedSegmentSizes().size());
-                m.put("ooms", r.predictedOoms());
-                list.add(m);
-            }
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("capacity", cap);
-            m.put("results", list);
-            boolean fits = !rows.isEmpty() && ((ReplayReport) rows.get(0)[1]).predictedOoms() == 0;
-            m.put("recommendation", fits ? rows.get(0)[0] : null);
-            if (!fits) {
-                m.put("recommendation_reason", NO_FIT);
-            }
-            out.println(mapper().writeValueAsString(m));
-            return 0;
-        }
-        ReplayReport first = rows.isEmpty() ? null : (ReplayReport) rows.get(0)[1];
-        out.printf("sweep of %d settings on %s (capacity %s)%n", grid.size(), file.getFileName(),
-                first == null ? "-" : first.capacitySource().equals("unbounded") ? "unbounded" : human(first.capacity()));
-        int width = Math.max("settings".length(), rows.stream().mapToInt(row -> row[0].toString().length()).max().orElse(0));
-        String header = "%-4s %-" + width + "s %13s %13s %13s %9s %5s%n";
-        String line = "%-4d %-" + width + "s %13s %13s %13s %9d %5d%n";
-        out.printf(header, "rank", "settings", "peak reserved", "peak alloc.", "unalloc@peak", "segments", "OOMs");
-        int rank = 1;
-        for (Object[] row : rows) {
-            ReplayReport r = (ReplayReport) row[1];
-            out.printf(line, rank++, row[0], human(r.replayedPeakReserved()),
-                    human(r.replayedPeakAllocated()), human(r.atPeak().reservedUnallocated()), r.replayedSegmentSizes().size(),
-                    r.predictedOoms());
-        }
-        if (first != null) {
-            if (first.predictedOoms() > 0) {
-                out.println("recommendation: none: " + NO_FIT);
+            boolean fits = rows.get(0).fits();
+            long smallest = fits ? 0 : Sweep.smallestFittingCapacity(snapshot, d, null,
+                    rows.get(0).report().capacityEstimate().limited() ? rows.get(0).report().capacity() : 0);
+            if (json) {
+                devices.add(sweepJson(d, rows, smallest));
             } else {
-                out.printf("recommendation: %s (peak reserved %s)%n", rows.get(0)[0], human(first.replayedPeakReserved()));
+                printSweep(d, rows, smallest);
             }
+        }
+        if (json) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("capacity", cap == 0 ? null : cap);
+            m.put("devices", devices);
+            out.println(mapper().writeValueAsString(m));
         }
         return 0;
     }
 
-    private static ObjectMapper mapper() {
+    private static String label(Sweep.Row row) {
+        String name = row.conf().isEmpty() ? "(default)" : row.conf();
+        return row.isRecorded() ? name + " [recorded]" : name;
+    }
+
+    private Map<String, Object> sweepJson(int device, List<Sweep.Row> rows, long smallest) {
+        ReplayReport first = rows.get(0).report();
+        List<Map<String, Object>> list = new ArrayList<>();
+        for (Sweep.Row row : rows) {
+            ReplayReport r = row.report();
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("conf", row.conf());
+            m.put("default", row.isDefault());
+            m.put("recorded", row.isRecorded());
+            m.put("peak_reserved", r.replayedPeakReserved());
+            m.put("peak_allocated", r.replayedPeakAllocated());
+            m.put("reserved_unallocated_at_peak", r.atPeak().reservedUnallocated());
+            m.put("segments", r.replayedSegmentSizes().size());
+            m.put("ooms", r.predictedOoms());
+            m.put("first_oom_entry", r.firstPredictedOomEntry());
+            m.put("alloc_retries", r.finalStats().get("num_alloc_retries"));
+            m.put("segment_frees", r.finalStats().get("num_device_free"));
+            list.add(m);
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("device", device);
+        m.put("capacity", first.capacityEstimate().limited() ? first.capacity() : null);
+        m.put("capacity_source", first.capacitySource());
+        m.put("results", list);
+        boolean fits = rows.get(0).fits();
+        m.put("recommendation", fits ? rows.get(0).conf() : null);
+        if (!fits) {
+            m.put("recommendation_reason", noFit(device));
+            m.put("smallest_fitting_capacity", smallest);
+        }
+        return m;
+    }
+
+    /** @return the line said when no setting fits on a device */
+    static String noFit(int device) {
+        return "no setting fits on device " + device;
+    }
+
+    private void printSweep(int device, List<Sweep.Row> rows, long smallest) {
+        ReplayReport first = rows.get(0).report();
+        out.printf("device %d: sweep of %d settings on %s (capacity %s)%n", device, rows.size(), file.getFileName(),
+                first.capacityEstimate().limited() ? human(first.capacity()) + " from " + first.capacitySource() : "unbounded");
+        int width = Math.max("settings".length(), rows.stream().mapToInt(row -> label(row).length()).max().orElse(0));
+        String header = "%-4s %-" + width + "s %13s %13s %13s %9s %5s %13s %13s%n";
+        String line = "%-4d %-" + width + "s %13s %13s %13s %9d %5d %13d %13d%n";
+        out.printf(header, "rank", "settings", "peak reserved", "peak alloc.", "unalloc@peak", "segments", "OOMs",
+                "alloc retries", "segment frees");
+        int rank = 1;
+        for (Sweep.Row row : rows) {
+            ReplayReport r = row.report();
+            out.printf(line, rank++, label(row), human(r.replayedPeakReserved()), human(r.replayedPeakAllocated()),
+                    human(r.atPeak().reservedUnallocated()), r.replayedSegmentSizes().size(), r.predictedOoms(),
+                    r.finalStats().get("num_alloc_retries"), r.finalStats().get("num_device_free"));
+        }
+        if (!rows.get(rows.size() - 1).fits()) {
+            out.println("(rows with OOMs: figures of a replay continued past its first OOM, where the program would have stopped)");
+        }
+        if (rows.get(0).fits()) {
+            out.printf("recommendation: %s (peak reserved %s)%n", label(rows.get(0)), human(first.replayedPeakReserved()));
+        } else {
+            out.printf("recommendation: none: %s; the smallest capacity that fits with the recorded settings is %s (%,d B)%n",
+                    noFit(device), human(smallest), smallest);
+        }
+    }
+
+    static ObjectMapper mapper() {
         // records (fragmentation, release bursts) in snake_case like the rest of the output; map keys stay as written
         return new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
                 .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE);
@@ -292,6 +425,11 @@ final class ReplayCommand implements Callable<Integer> {
             m.put("conf", r.conf());
             m.put("capacity", r.capacity());
             m.put("capacity_source", r.capacitySource());
+            m.put("capacity_lower", r.capacityEstimate().lower());
+            m.put("capacity_upper", r.capacityEstimate().upper() == Long.MAX_VALUE ? null : r.capacityEstimate().upper());
+            m.put("notes", r.notes());
+            m.put("first_oom", r.firstOom());
+            m.put("continued_past_oom", r.firstOom() != null && !r.firstOom().recorded());
             m.put("recorded_addresses", r.recordedAddresses());
             m.put("events", r.events());
             m.put("events_per_second", r.eventsPerSecond());

@@ -113,6 +113,54 @@ class ReplayCommandTest {
     }
 
     @Test
+    void refusesCapacitiesAndSettingsPyTorchWouldRefuse() {
+        Path f = real("decomfl-opt-zo-finetune_from-empty.pickle");
+        for (String cap : List.of("0", "-1GiB", "0B", "2PiB")) {
+            CliRunner.Result r = CliRunner.run("replay", "--capacity", cap, f.toString());
+            assertEquals(2, r.exitCode(), cap + ": " + r.out());
+            assertTrue(r.err().contains("--capacity") && r.err().contains("'" + cap + "'"), r.err());
+            assertEquals(1, r.err().lines().filter(l -> l.startsWith("vram4j")).count(), r.err());
+        }
+        Path segmentsOnly = real("verl-megatron-vllm_segments-only.pickle");
+        CliRunner.Result conf = CliRunner.run("replay", "--conf", "max_split_size_mb:5", segmentsOnly.toString());
+        assertEquals(2, conf.exitCode(), conf.out());
+        assertTrue(conf.err().contains("--conf: ") && conf.err().contains("max_split_size_mb"), conf.err());
+        CliRunner.Result sweep = CliRunner.run("replay", "--sweep", segmentsOnly.toString());
+        assertEquals(2, sweep.exitCode(), sweep.out());
+        assertTrue(sweep.err().contains("has no trace (segments only): --sweep needs one"), sweep.err());
+    }
+
+    @Test
+    void anEmptySnapshotSaysWhatItFound(@TempDir Path tmp) throws Exception {
+        Path empty = tmp.resolve("empty.json");
+        Files.writeString(empty, "[]");
+        CliRunner.Result r = CliRunner.run("replay", empty.toString());
+        assertEquals(0, r.exitCode(), r.err());
+        assertTrue(r.out().contains("empty.json: an empty snapshot: no segments and no trace"), r.out());
+    }
+
+    @Test
+    void aCapacityBelowThePreTraceStateIsAnsweredInOneLine() {
+        Path f = real("cs336-medium-ctx512_train-step_steady-state.pickle");
+        CliRunner.Result r = CliRunner.run("replay", "--capacity", "4GiB", f.toString());
+        assertEquals(0, r.exitCode(), r.err());
+        assertEquals(1, r.out().lines().count(), r.out());
+        assertTrue(r.out().contains("capacity 4.00 GiB is below the 11.73 GiB reserved before the trace began"), r.out());
+        assertTrue(r.out().contains("the first allocation that cannot be served comes before the trace"), r.out());
+        assertFalse(r.out().contains("0x") || r.out().contains("--lenient"), r.out());
+    }
+
+    @Test
+    void aPredictedOomIsTheAnswerWithItsStack() {
+        Path f = real("decomfl-opt-zo-finetune_from-empty.pickle");
+        CliRunner.Result r = CliRunner.run("replay", "--capacity", "1GiB", f.toString());
+        assertEquals(0, r.exitCode(), r.err());
+        assertTrue(r.out().contains("answer: OUT OF MEMORY at entry "), r.out());
+        assertTrue(r.out().contains("adam_forward.py"), "the Python frames of that allocation: " + r.out());
+        assertTrue(r.out().contains("the figures below come from a replay that continued past it"), r.out());
+    }
+
+    @Test
     void demoPrintsSummary() {
         CliRunner.Result r = CliRunner.run("demo", "--device", "sim:4GiB", "--steps", "2");
         assertEquals(0, r.exitCode(), r.err());
@@ -257,19 +305,20 @@ class ReplayCommandTest {
         Path f = write(tmp, "own.pickle", record(0, 5));
         CliRunner.Result js = CliRunner.run("replay", "--sweep", "--json", "--capacity", "1GiB", f.toString());
         assertEquals(0, js.exitCode(), js.err());
-        JsonNode root = new ObjectMapper().readTree(js.out());
+        JsonNode root = new ObjectMapper().readTree(js.out()).get("devices").get(0);
         JsonNode results = root.get("results");
-        assertEquals(12, results.size());
-        boolean seenOom = false;
+        assertEquals(12, results.size(), "each setting once: the recorded settings are the defaults");
+        assertEquals(1, results.findValues("recorded").stream().filter(JsonNode::asBoolean).count());
+        int lastOoms = 0;
         long lastPeak = -1;
         for (JsonNode row : results) {
-            boolean oom = row.get("ooms").asInt() > 0;
-            assertTrue(oom || !seenOom, "rows that fit come before rows that run out of memory");
-            if (oom != seenOom) {
+            int ooms = row.get("ooms").asInt();
+            assertTrue(ooms >= lastOoms, "ordered by OOMs: rows that fit come first");
+            if (ooms != lastOoms) {
                 lastPeak = -1;
             }
-            seenOom |= oom;
-            assertTrue(row.get("peak_reserved").asLong() >= lastPeak, "ordered by peak reserved");
+            lastOoms = ooms;
+            assertTrue(row.get("peak_reserved").asLong() >= lastPeak, "then by peak reserved");
             lastPeak = row.get("peak_reserved").asLong();
         }
         assertEquals(0, results.get(0).get("ooms").asInt());
@@ -283,9 +332,14 @@ class ReplayCommandTest {
         for (int i = 0; i < rows.size(); i++) {
             String[] cols = rows.get(i).trim().split(" +");
             assertEquals(String.valueOf(i + 1), cols[0]);
-            assertEquals(results.get(i).get("conf").asText(), cols[1], "text and JSON rank alike");
+            String conf = results.get(i).get("conf").asText();
+            assertEquals(conf.isEmpty() ? "(default)" : conf, cols[1], "text and JSON rank alike");
+            assertEquals(results.get(i).get("alloc_retries").asLong(), Long.parseLong(cols[cols.length - 2]));
+            assertEquals(results.get(i).get("segment_frees").asLong(), Long.parseLong(cols[cols.length - 1]));
         }
-        assertTrue(text.out().contains("recommendation: " + root.get("recommendation").asText() + " (peak reserved"), text.out());
+        String best = root.get("recommendation").asText();
+        assertTrue(text.out().contains("recommendation: " + (best.isEmpty() ? "(default) [recorded]" : best) + " (peak reserved"),
+                text.out());
     }
 
     @Test
@@ -293,14 +347,21 @@ class ReplayCommandTest {
         Path f = write(tmp, "own.pickle", record(0, 6));
         CliRunner.Result js = CliRunner.run("replay", "--sweep", "--json", "--capacity", "4MiB", f.toString());
         assertEquals(0, js.exitCode(), js.err());
-        JsonNode root = new ObjectMapper().readTree(js.out());
+        JsonNode root = new ObjectMapper().readTree(js.out()).get("devices").get(0);
         for (JsonNode row : root.get("results")) {
             assertTrue(row.get("ooms").asInt() > 0, row.toString());
         }
         assertTrue(root.get("recommendation").isNull(), js.out());
-        assertEquals("every setting runs out of memory at this capacity", root.get("recommendation_reason").asText());
+        assertEquals("no setting fits on device 0", root.get("recommendation_reason").asText());
+        long smallest = root.get("smallest_fitting_capacity").asLong();
+        // the smallest capacity that fits does fit, and 2 MiB less does not (checked by replays of their own)
+        CliRunner.Result fits = CliRunner.run("replay", "--json", "--capacity", smallest + "B", f.toString());
+        assertEquals(0, new ObjectMapper().readTree(fits.out()).get(0).get("predicted_ooms").asInt(), fits.out());
+        CliRunner.Result less = CliRunner.run("replay", "--json", "--capacity", (smallest - (2 << 20)) + "B", f.toString());
+        assertTrue(new ObjectMapper().readTree(less.out()).get(0).get("predicted_ooms").asInt() > 0, less.out());
         CliRunner.Result text = CliRunner.run("replay", "--sweep", "--capacity", "4MiB", f.toString());
-        assertTrue(text.out().contains("recommendation: none: every setting runs out of memory at this capacity"), text.out());
+        assertTrue(text.out().contains("recommendation: none: no setting fits on device 0; the smallest capacity that fits"),
+                text.out());
     }
 
     @Test

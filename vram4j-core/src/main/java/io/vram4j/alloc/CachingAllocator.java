@@ -111,8 +111,8 @@ public final class CachingAllocator implements AutoCloseable {
             return 0;
         }
         if (size >= SizeRules.ONE_EXBIBYTE) {
-            throw new DeviceOutOfMemoryException(engine.device().type()
-                    + " device out of memory. Tried to allocate more than 1EB memory.", engine.device().index(), size, size);
+            throw new DeviceOutOfMemoryException(DeviceOutOfMemoryException.headline(engine.device().type())
+                    + " Tried to allocate more than 1EB memory.", engine.device().index(), size, size);
         }
         return engine.malloc(size, stream, context).ptr;
     }

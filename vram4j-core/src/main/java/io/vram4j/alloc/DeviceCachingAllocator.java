@@ -618,7 +618,10 @@ final class DeviceCachingAllocator {
         BlockPool pool = p.pool;
         long keySize = Math.max(p.size, maxSplitSize);
         Block found = pool.blocks.ceiling(p.streamKey, keySize, 0);
-        if (found == null || found.streamKey != p.streamKey || found.expandableSegment != null) {
+        // Oversize blocks are never split, so PyTorch passes only whole segments here. A split oversize block exists
+        // only when max_split_size_mb was lowered at run time (setSettings, or a what-if replay from a recorded
+        // state); PyTorch would then hand cudaFree an interior pointer and fail. vram4j leaves such blocks cached.
+        if (found == null || found.streamKey != p.streamKey || found.expandableSegment != null || found.isSplit()) {
             // No single block is large enough: release oversize blocks from the largest down.
             Block cur = pool.blocks.lower(p.streamKey, keySize, 0);
             if (cur == null) {
@@ -627,7 +630,7 @@ final class DeviceCachingAllocator {
             long totalReleased = 0;
             while (cur != null && totalReleased < keySize && cur.size >= maxSplitSize && cur.streamKey == p.streamKey) {
                 Block lower = pool.blocks.lower(cur);
-                if (cur.expandableSegment == null) {
+                if (cur.expandableSegment == null && !cur.isSplit()) {
                     totalReleased += cur.size;
                     releaseBlock(cur);
                 }
@@ -832,16 +835,36 @@ final class DeviceCachingAllocator {
         long allocatedBytes = stats.allocatedBytes.all().current;
         long reservedBytes = stats.reservedBytes.all().current;
         long allowed = setFraction ? allowedMemoryMaximum : info.total();
-        String message = device.type() + " device out of memory. Tried to allocate " + FormatSize.formatSize(p.allocSize)
+        String message = DeviceOutOfMemoryException.headline(device.type()) + " Tried to allocate " + FormatSize.formatSize(p.allocSize)
                 + ". GPU " + device.index() + " has a total capacity of " + FormatSize.formatSize(info.total())
                 + " of which " + FormatSize.formatSize(info.free()) + " is free. " + allowedInfo
                 + "Of the allocated memory " + FormatSize.formatSize(allocatedBytes) + " is allocated by vram4j, and "
                 + FormatSize.formatSize(reservedBytes - allocatedBytes) + " is reserved by vram4j but unallocated."
                 + " If reserved but unallocated memory is large try setting"
                 + " VRAM4J_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory"
-                + " Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
+                + " Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+                + "\n" + fragmentationLine();
         return new OomReport(new DeviceOutOfMemoryException(message, device.index(), origSize, p.allocSize), p.allocSize,
                 allowed, info.free());
+    }
+
+    /**
+     * The one line vram4j adds to PyTorch's out-of-memory message: the largest free cached block and the bytes
+     * free in cached blocks (both pools, every stream), after the retry sequence released what it could.
+     */
+    private String fragmentationLine() {
+        long free = 0;
+        long largest = 0;
+        int count = 0;
+        for (BlockPool pool : List.of(largeBlocks, smallBlocks)) {
+            for (Block b : pool.blocks) {
+                free += b.size;
+                largest = Math.max(largest, b.size);
+                count++;
+            }
+        }
+        return "Fragmentation: the largest free cached block is " + FormatSize.formatSize(largest) + "; "
+                + FormatSize.formatSize(free) + " is free in " + count + " cached block" + (count == 1 ? "" : "s") + ".";
     }
 
     void attachOutOfMemoryObserver(OutOfMemoryObserver observer) {

@@ -6,12 +6,13 @@ package io.vram4j.replay;
  * @param firstEntry index of the first release entry
  * @param segments number of released segments or ranges
  * @param bytes bytes released
- * @param kind {@link Kind#OOM_PATH} when the run sits inside one malloc (directly followed by that malloc's
- *     new segment and allocation), else {@link Kind#EMPTY_CACHE}. An explicit empty_cache() right before a
- *     malloc that needs a new segment looks the same in a trace; the replay releases the same segments either
- *     way, only the capacity inferred from such a burst is then a guess
+ * @param kind {@link Kind#OOM_PATH} when the run sits inside one malloc: directly followed by an {@code oom} entry,
+ *     or by that malloc's new segment and allocation while none of the released segments could have served it (best
+ *     fit runs before the retry sequence); else {@link Kind#EMPTY_CACHE}, which what-if replays perform at its place
+ *     (TraceAnalysis Note [Release bursts])
  * @param reservedBefore recorded reserved bytes before the burst
- * @param nextSegmentBytes the size of the segment the malloc then obtained (OOM path only, else 0)
+ * @param nextSegmentBytes bytes the malloc then obtained as new segments or mapped ranges (OOM path followed by
+ *     them only, else 0)
  */
 public record ReleaseBurst(int firstEntry, int segments, long bytes, Kind kind, long reservedBefore, long nextSegmentBytes) {
     /** Why memory was released. */

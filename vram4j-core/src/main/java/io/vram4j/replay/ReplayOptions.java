@@ -5,8 +5,9 @@ package io.vram4j.replay;
  *
  * @param conf allocator settings in {@code PYTORCH_CUDA_ALLOC_CONF} format to use instead of the recorded
  *     {@code allocator_settings}; null to use the recorded ones
- * @param capacity device capacity in bytes; 0 to take it from the recording (an {@code oom} event, or the
- *     release bursts of the out-of-memory path), or leave the device unbounded when the recording tells nothing
+ * @param capacity device capacity in bytes; 0 to take it from the recording (an {@code oom} entry, the release
+ *     bursts of the out-of-memory path, or the spacing of expandable segments' reservations), or leave the device
+ *     unbounded when the recording tells nothing ({@link CapacityEstimate}); never the recorded peak
  * @param recordedAddresses place new segments at the addresses the recording had (exact replays); false to let
  *     the simulated device choose (what-if replays)
  * @param lenient continue past inconsistent entries (frees of unknown addresses, allocations that fail),

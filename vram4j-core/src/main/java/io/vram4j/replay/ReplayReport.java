@@ -9,9 +9,7 @@ import java.util.List;
  *
  * @param device device index
  * @param conf the allocator settings used ({@code PYTORCH_CUDA_ALLOC_CONF} format)
- * @param capacity the simulated device's capacity
- * @param capacitySource where the capacity came from ("--capacity", "oom event", "inferred from N release
- *     bursts", "unbounded")
+ * @param capacityEstimate the simulated device's capacity, its source and the interval the recording allows
  * @param recordedAddresses whether new segments were placed at the recorded addresses
  * @param events trace entries replayed
  * @param eventsPerSecond replay speed
@@ -41,21 +39,36 @@ import java.util.List;
  * @param recordedOoms {@code oom} entries in the recording
  * @param predictedOoms allocations that ran out of memory in the replay
  * @param firstPredictedOomEntry entry index of the first predicted OOM, -1 if none
+ * @param firstOom the first out-of-memory failure of the replay with its stack and state, null if none: the answer
+ *     of a what-if (the real program would have stopped there); figures after it come from a replay that went on
+ * @param oomEvents the recording's {@code oom} entries as the replay met them, with the state at each
  * @param bursts release bursts of the recording with their explanation
+ * @param notes one-line remarks on how the replay had to start (e.g. a capacity below the pre-trace reservations)
  * @param skipped entries skipped in lenient mode
  * @param atPeak fragmentation at the moment allocated memory peaked in the replay
  * @param statsAtPeak {@code memory_stats} at that moment
  * @param finalStats {@code memory_stats} at the end
  */
-public record ReplayReport(int device, String conf, long capacity, String capacitySource, boolean recordedAddresses,
+public record ReplayReport(int device, String conf, CapacityEstimate capacityEstimate, boolean recordedAddresses,
                            int events, double eventsPerSecond, boolean fromEmpty, long initialReserved,
                            int initialLiveBlocks, long recordedPeakReserved, long replayedPeakReserved,
                            long recordedPeakRequested, long replayedPeakRequested, long recordedPeakAllocated,
                            long replayedPeakAllocated,
                            List<Long> recordedSegmentSizes, List<Long> replayedSegmentSizes, long allocs,
                            long allocsAtOtherAddress, boolean finalStateEqual, List<String> finalStateDifferences,
-                           int recordedOoms, int predictedOoms, int firstPredictedOomEntry, List<ReleaseBurst> bursts,
+                           int recordedOoms, int predictedOoms, int firstPredictedOomEntry, OomEvent firstOom,
+                           List<OomEvent> oomEvents, List<ReleaseBurst> bursts, List<String> notes,
                            int skipped, Fragmentation atPeak, MemoryStats statsAtPeak, MemoryStats finalStats) {
+
+    /** @return the simulated device's capacity in bytes ({@code capacityEstimate().capacity()}) */
+    public long capacity() {
+        return capacityEstimate.capacity();
+    }
+
+    /** @return how reports name the capacity's source */
+    public String capacitySource() {
+        return capacityEstimate.source().text();
+    }
 
     /** @return true when the replayed new-segment sizes equal the recorded ones, in order */
     public boolean segmentSequenceEqual() {

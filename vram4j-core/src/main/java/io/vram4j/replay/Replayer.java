@@ -29,15 +29,41 @@ public final class Replayer {
     public static List<ReplayReport> replay(MemorySnapshot snapshot, ReplayOptions options) {
         List<ReplayReport> reports = new ArrayList<>();
         for (int d = 0; d < snapshot.deviceTraces().size(); d++) {
-            List<TraceEntry> trace = snapshot.deviceTraces().get(d);
-            List<SegmentInfo> dump = snapshot.segments(d);
-            if (trace.isEmpty()) {
+            if (snapshot.deviceTraces().get(d).isEmpty()) {
                 continue;
             }
-            AllocatorConfig recorded = config(snapshot, ReplayOptions.EXACT);
-            reports.add(replayDevice(d, trace, dump, recorded, config(snapshot, options), options));
+            reports.add(replayDevice(snapshot, d, options));
         }
         return reports;
+    }
+
+    /**
+     * @param snapshot a snapshot
+     * @param device a device index with a non-empty trace
+     * @param options how to replay
+     * @return the report of that device
+     * @throws IllegalArgumentException when the device has no trace
+     * @throws ReplayException when the trace is inconsistent and the options are not lenient
+     * @throws AllocatorConfigException when the recorded or given settings are invalid
+     */
+    public static ReplayReport replayDevice(MemorySnapshot snapshot, int device, ReplayOptions options) {
+        if (device >= snapshot.deviceTraces().size() || snapshot.deviceTraces().get(device).isEmpty()) {
+            throw new IllegalArgumentException("device " + device + " has no trace");
+        }
+        return replayDevice(device, snapshot.deviceTraces().get(device), snapshot.segments(device),
+                config(snapshot, ReplayOptions.EXACT), config(snapshot, options), options);
+    }
+
+    /**
+     * One pass that ends at the first out-of-memory failure, for searches that ask only whether a trace fits and
+     * how high it peaks when it does: no fragmentation or stats at the allocated peak (both null), and after a
+     * failure the figures cover the entries up to it.
+     */
+    static ReplayReport replayOnce(MemorySnapshot snapshot, int device, ReplayOptions options) {
+        AllocatorConfig recorded = config(snapshot, ReplayOptions.EXACT);
+        TraceAnalysis analysis = new TraceAnalysis(snapshot.deviceTraces().get(device), snapshot.segments(device), recorded);
+        return new TraceReplayer(device, analysis, options, recorded, config(snapshot, options), Integer.MIN_VALUE)
+                .stopAtFirstOom().run();
     }
 
     /**
@@ -65,18 +91,18 @@ public final class Replayer {
 
     static ReplayReport replayDevice(int device, List<TraceEntry> trace, List<SegmentInfo> dump, AllocatorConfig recorded,
                                      AllocatorConfig config, ReplayOptions options) {
-        TraceAnalysis analysis = new TraceAnalysis(trace, dump);
+        TraceAnalysis analysis = new TraceAnalysis(trace, dump, recorded);
         // Pass 1 replays and finds when allocated memory peaked; pass 2 stops there to measure fragmentation.
         TraceReplayer first = new TraceReplayer(device, analysis, options, recorded, config, Integer.MIN_VALUE);
         ReplayReport r = first.run();
         TraceReplayer at = new TraceReplayer(device, analysis, options, recorded, config, first.peakAllocatedEntry());
         at.run();
-        return new ReplayReport(r.device(), r.conf(), r.capacity(), r.capacitySource(), r.recordedAddresses(), r.events(),
+        return new ReplayReport(r.device(), r.conf(), r.capacityEstimate(), r.recordedAddresses(), r.events(),
                 r.eventsPerSecond(), r.fromEmpty(), r.initialReserved(), r.initialLiveBlocks(), r.recordedPeakReserved(),
                 r.replayedPeakReserved(), r.recordedPeakRequested(), r.replayedPeakRequested(), r.recordedPeakAllocated(),
                 r.replayedPeakAllocated(),
                 r.recordedSegmentSizes(), r.replayedSegmentSizes(), r.allocs(), r.allocsAtOtherAddress(), r.finalStateEqual(),
-                r.finalStateDifferences(), r.recordedOoms(), r.predictedOoms(), r.firstPredictedOomEntry(), r.bursts(),
+                r.finalStateDifferences(), r.recordedOoms(), r.predictedOoms(), r.firstPredictedOomEntry(), r.firstOom(), r.oomEvents(), r.bursts(), r.notes(),
                 r.skipped(), at.atPeak(), at.statsAtPeak(), r.finalStats());
     }
 }

@@ -1,5 +1,6 @@
 package io.vram4j.replay;
 
+import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.memory.snapshot.AddressRanges;
 import io.vram4j.memory.snapshot.BlockInfo;
 import io.vram4j.memory.snapshot.BlockState;
@@ -52,9 +53,13 @@ final class TraceAnalysis {
      */
     final List<long[]> mappedBefore = new ArrayList<>();
 
-    TraceAnalysis(List<TraceEntry> trace, List<SegmentInfo> dump) {
+    /** The recorded settings: a release burst is explained by whether the cache could serve the next malloc. */
+    private final AllocatorConfig recordedConfig;
+
+    TraceAnalysis(List<TraceEntry> trace, List<SegmentInfo> dump, AllocatorConfig recordedConfig) {
         this.trace = trace;
         this.dump = dump;
+        this.recordedConfig = recordedConfig;
         analyse();
     }
 
@@ -132,15 +137,24 @@ final class TraceAnalysis {
                         bytes += trace.get(j).size();
                         j++;
                     }
-                    boolean oomPath = j + 1 < trace.size()
-                            && (trace.get(j).action() == TraceAction.SEGMENT_ALLOC || trace.get(j).action() == TraceAction.SEGMENT_MAP)
-                            && trace.get(j + 1).action() == TraceAction.ALLOC;
-                    long next = oomPath ? trace.get(j).size() : 0;
+                    boolean oomEntry = j < trace.size() && trace.get(j).action() == TraceAction.OOM;
+                    int k = j;
+                    while (k < trace.size() && (trace.get(k).action() == TraceAction.SEGMENT_ALLOC
+                            || trace.get(k).action() == TraceAction.SEGMENT_MAP)) {
+                        k++;
+                    }
+                    boolean newSegment = k > j && k < trace.size() && trace.get(k).action() == TraceAction.ALLOC;
+                    // Note [Release bursts]: inside one malloc only when the cache could not serve that malloc
+                    boolean oomPath = oomEntry || newSegment && !cacheCouldServe(i, j, trace.get(k));
+                    long next = 0;
+                    for (int m = j; newSegment && m < k; m++) {
+                        next += trace.get(m).size();
+                    }
                     ReleaseBurst b = new ReleaseBurst(i, j - i, bytes,
                             oomPath ? ReleaseBurst.Kind.OOM_PATH : ReleaseBurst.Kind.EMPTY_CACHE, before, next);
                     bursts.add(b);
                     burstAt.put(i, b);
-                    if (oomPath) {
+                    if (oomPath && newSegment) {
                         // the malloc could not get `next` bytes with `before` reserved, and could after releasing
                         inferredUpper = Math.min(inferredUpper, before + next);
                         inferredLower = Math.max(inferredLower, before - bytes + next);
@@ -248,6 +262,115 @@ final class TraceAnalysis {
             }
             mappedBefore.add(new long[] {r[0], r[1], stream, small});
         }
+    }
+
+    /**
+     * Note [Release bursts]
+     *   A malloc enters the out-of-memory path only after best fit found no cached block, so a burst released
+     *   inside a malloc cannot contain a whole free segment that best fit would have handed to it. The entries
+     *   {@code [from, to)} release whole free segments (each one free block); when one of them is in the pool and
+     *   on the stream of the following {@code alloc}, large enough for its rounded size and allowed by the
+     *   {@code max_split_size_mb} rules of get_free_block, the cache could have served the malloc, and the burst
+     *   was an explicit {@code empty_cache()} before it.
+     *
+     * @return true when a released segment could have served {@code next}
+     */
+    private boolean cacheCouldServe(int from, int to, TraceEntry next) {
+        long size = io.vram4j.alloc.SizeRules.roundSize(next.size(), recordedConfig);
+        boolean small = io.vram4j.alloc.SizeRules.isSmall(size);
+        for (int m = from; m < to; m++) {
+            TraceEntry e = trace.get(m);
+            boolean segmentSmall = e.action() == TraceAction.SEGMENT_UNMAP
+                    ? e.size() % io.vram4j.alloc.SizeRules.LARGE_BUFFER != 0
+                    : e.size() == io.vram4j.alloc.SizeRules.SMALL_BUFFER;
+            if (e.stream() != next.stream() || segmentSmall != small || e.size() < size) {
+                continue;
+            }
+            long maxSplit = recordedConfig.maxSplitSize();
+            if (size < maxSplit && e.size() >= maxSplit
+                    || size >= maxSplit && e.size() >= size + recordedConfig.maxNonSplitRounding()) {
+                continue;
+            }
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * The device total implied by the spacing of expandable segments' reservations: PyTorch reserves
+     * {@code page × ceil(1.125 × total / page)} bytes of addresses per stream and pool (small pool: 2 MiB pages,
+     * large: 20 MiB), and the driver lays reservations out back to back. Each stream and pool's reservation
+     * starts at its lowest known address (the first {@code segment_map} of a from-empty trace is at the base);
+     * the distance to the next reservation's base is at least this reservation's size, and equals it when they
+     * are back to back. The narrowest such distance gives the interval.
+     *
+     * @return {lower, upper} bytes of device total, or null without two reservations to compare
+     */
+    long[] expandableSpacing() {
+        if (!expandable) {
+            return null;
+        }
+        // reservation base → page size, one per (stream, pool): the lowest known address
+        Map<List<Long>, Long> bases = new HashMap<>();
+        for (int i = 0; i < trace.size(); i++) {
+            TraceEntry e = trace.get(i);
+            if (e.action() != TraceAction.SEGMENT_MAP) {
+                continue;
+            }
+            int j = i + 1;
+            while (j < trace.size() && trace.get(j).action() == TraceAction.SEGMENT_MAP) {
+                j++;
+            }
+            if (j < trace.size() && trace.get(j).action() == TraceAction.ALLOC) {
+                boolean small = io.vram4j.alloc.SizeRules.isSmall(io.vram4j.alloc.SizeRules.roundSize(trace.get(j).size(),
+                        recordedConfig));
+                bases.merge(List.of(e.stream(), small ? 1L : 0L), e.addr(), TraceAnalysis::lowerUnsigned);
+            }
+        }
+        for (long[] r : mappedBefore) {
+            bases.merge(List.of(r[2], r[3]), r[0], TraceAnalysis::lowerUnsigned);
+        }
+        for (SegmentInfo s : dump) {
+            if (s.isExpandable()) {
+                bases.merge(List.of(s.stream(), s.isLarge() ? 0L : 1L), s.address(), TraceAnalysis::lowerUnsigned);
+            }
+        }
+        List<Map.Entry<List<Long>, Long>> sorted = new ArrayList<>(bases.entrySet());
+        sorted.sort((x, y) -> Long.compareUnsigned(x.getValue(), y.getValue()));
+        long[] best = null;
+        for (int k = 0; k + 1 < sorted.size(); k++) {
+            long page = sorted.get(k).getKey().get(1) == 1 ? io.vram4j.alloc.SizeRules.SMALL_BUFFER
+                    : io.vram4j.alloc.SizeRules.LARGE_BUFFER;
+            long reservation = (sorted.get(k + 1).getValue() - sorted.get(k).getValue()) / page * page;
+            if (reservation < page) {
+                continue;
+            }
+            long upper = largestTotalWithin(reservation);
+            long lower = largestTotalWithin(reservation - page) + 1; // back to back: the reservation is exactly this
+            if (best == null || upper < best[1]) {
+                best = new long[] {lower, upper};
+            }
+        }
+        if (best != null) {
+            best[0] = Math.min(Math.max(best[0], recordedPeakReserved), best[1]);
+        }
+        return best;
+    }
+
+    /** @return the largest total T whose 1.125 × T (as PyTorch computes it: T + T / 8) is at most {@code bytes} */
+    private static long largestTotalWithin(long bytes) {
+        long t = bytes / 9 * 8;
+        while (t + 1 + (t + 1) / 8 <= bytes) {
+            t++;
+        }
+        while (t > 0 && t + t / 8 > bytes) {
+            t--;
+        }
+        return t;
+    }
+
+    private static Long lowerUnsigned(Long a, Long b) {
+        return Long.compareUnsigned(a, b) <= 0 ? a : b;
     }
 
     private long[] knownStarts;

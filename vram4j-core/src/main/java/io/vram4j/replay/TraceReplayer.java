@@ -15,6 +15,7 @@ import io.vram4j.memory.snapshot.BlockState;
 import io.vram4j.memory.snapshot.SegmentInfo;
 import io.vram4j.memory.snapshot.TraceAction;
 import io.vram4j.memory.snapshot.TraceEntry;
+import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.memory.stats.MemoryStats;
 
 import java.util.ArrayList;
@@ -46,8 +47,8 @@ import java.util.TreeMap;
  * Note [Release bursts]
  *   A run of segment_free entries is either an explicit empty_cache() or the out-of-memory path of one
  *   malloc. empty_cache bursts are replayed as emptyCache(). OOM-path bursts happen by themselves when the
- *   simulated device has the recorded capacity (from an oom entry, --capacity, or inferred from the bursts);
- *   without a capacity they are emulated with emptyCache(), which releases the same segments.
+ *   simulated device is bounded (CapacityEstimate); on an unbounded one they are emulated with emptyCache(),
+ *   which releases the same segments. TraceAnalysis tells them apart (Note [Release bursts] there).
  */
 final class TraceReplayer implements AllocatorListener {
     private final int deviceIndex;
@@ -58,7 +59,7 @@ final class TraceReplayer implements AllocatorListener {
     /** Settings of the replay, in force from the first entry on. */
     private final AllocatorConfig config;
     private final long capacity;
-    private final String capacitySource;
+    private final CapacityEstimate estimate;
     private final boolean nativeOom;
 
     private DeviceBackend device;
@@ -80,6 +81,9 @@ final class TraceReplayer implements AllocatorListener {
     private long otherAddress;
     private int predictedOoms;
     private int firstPredictedOom = -1;
+    private OomEvent firstOom;
+    private final List<OomEvent> recordedOomEvents = new ArrayList<>();
+    private final List<String> notes = new ArrayList<>();
     private int skipped;
     private long peakAllocated;
     /** Entry after which allocated memory peaked (-1: before the first entry). */
@@ -87,6 +91,8 @@ final class TraceReplayer implements AllocatorListener {
     /** Entry after which to capture fragmentation and stats (-1: after the rebuilt initial state). */
     private final int captureAt;
     private Fragmentation atPeak;
+    /** Set by {@link #stopAtFirstOom()}: end the replay at its first out-of-memory failure. */
+    private boolean stopAtFirstOom;
     private MemoryStats statsAtPeak;
 
     TraceReplayer(int deviceIndex, TraceAnalysis analysis, ReplayOptions options, AllocatorConfig recordedConfig,
@@ -97,28 +103,9 @@ final class TraceReplayer implements AllocatorListener {
         this.options = options;
         this.recordedConfig = recordedConfig;
         this.config = config;
-        if (options.capacity() > 0) {
-            capacity = options.capacity();
-            capacitySource = "--capacity";
-        } else if (analysis.oomCapacity > 0) {
-            capacity = analysis.oomCapacity;
-            capacitySource = "oom event (reserved + device_free)";
-        } else if (analysis.hasOomPathBursts() && analysis.inferredLower < analysis.inferredUpper) {
-            capacity = analysis.inferredLower;
-            capacitySource = "inferred from " + analysis.bursts.size() + " release burst(s): in ["
-                    + analysis.inferredLower + ", " + analysis.inferredUpper + ")";
-        } else if (analysis.expandable) {
-            // An expandable segment reserves 9/8 of the capacity in addresses: an unbounded device would reserve
-            // ranges that cover the recording's other segments. The recorded peak is a capacity the run fitted.
-            // Before a mid-run trace, one reservation must reach across each stream and pool's mapped ranges.
-            capacity = Math.max(Math.max(analysis.recordedPeakReserved, 2 * SizeRules.LARGE_BUFFER),
-                    expandableSpan(analysis));
-            capacitySource = "recorded peak reserved (expandable segments need a finite capacity)";
-        } else {
-            capacity = AbstractDevice.MAX_CAPACITY;
-            capacitySource = "unbounded";
-        }
-        nativeOom = !capacitySource.equals("unbounded") && !capacitySource.startsWith("recorded peak");
+        estimate = CapacityEstimate.of(analysis, options);
+        capacity = estimate.capacity();
+        nativeOom = estimate.limited();
         recordedSegments = options.recordedAddresses() || analysis.expandable || options.conf() != null
                 || options.capacity() > 0 ? null : new TreeMap<>(Long::compareUnsigned);
     }
@@ -147,6 +134,9 @@ final class TraceReplayer implements AllocatorListener {
             List<TraceEntry> trace = analysis.trace;
             for (int i = 0; i < trace.size(); i++) {
                 step(i, trace.get(i));
+                if (stopAtFirstOom && predictedOoms > 0) {
+                    break; // a search only asks whether the trace fits
+                }
                 if (i == captureAt) {
                     capturePeak();
                     return null; // a measuring pass ends here
@@ -158,13 +148,14 @@ final class TraceReplayer implements AllocatorListener {
             double seconds = Math.max(1e-9, (System.nanoTime() - start) / 1e9);
             MemoryStats finalStats = alloc.memoryStats();
             List<String> diffs = compareFinalState();
-            ReplayReport report = new ReplayReport(deviceIndex, config.confString(), capacity, capacitySource,
+            ReplayReport report = new ReplayReport(deviceIndex, config.confString(), estimate,
                     options.recordedAddresses(), trace.size(), trace.size() / seconds, analysis.fromEmpty(),
                     analysis.initialReserved, initialLive, analysis.recordedPeakReserved,
                     finalStats.maxReservedBytes(), analysis.recordedPeakRequested,
                     finalStats.get("requested_bytes.all.peak"), recordedPeakAllocated(), finalStats.maxAllocatedBytes(),
                     List.copyOf(analysis.segmentSizes), List.copyOf(replayedSegmentSizes), allocs, otherAddress,
-                    diffs.isEmpty(), diffs, analysis.ooms, predictedOoms, firstPredictedOom, List.copyOf(analysis.bursts),
+                    diffs.isEmpty(), diffs, analysis.ooms, predictedOoms, firstPredictedOom, firstOom,
+                    List.copyOf(recordedOomEvents), List.copyOf(analysis.bursts), List.copyOf(notes),
                     skipped, atPeak, statsAtPeak, finalStats);
             return report;
         } finally {
@@ -202,6 +193,7 @@ final class TraceReplayer implements AllocatorListener {
         for (Map.Entry<Long, long[]> o : analysis.orphanFrees.entrySet()) {
             live.put(o.getKey(), new long[] {0, o.getValue()[0]});
         }
+        fitPreTraceState(segments, live);
         int count = 0;
         for (Map.Entry<Long, long[]> seg : segments.entrySet()) {
             long base = seg.getKey();
@@ -244,6 +236,38 @@ final class TraceReplayer implements AllocatorListener {
         }
         // lenient: each such free is counted as skipped when the replay reaches it (free() finds no block)
         return count;
+    }
+
+    /**
+     * A capacity below what was reserved before the trace: the segments that hold no live block are left out (the
+     * out-of-memory path would release them first), and a note says so with both figures. When the segments
+     * holding live blocks alone exceed the capacity, the program could not have reached the trace: the first
+     * allocation that cannot be served comes before it, and the replay stops with that answer.
+     *
+     * @param segments pre-trace segments, address → {size, stream, small}; free ones are removed when needed
+     * @param live pre-trace live blocks by address
+     */
+    private void fitPreTraceState(TreeMap<Long, long[]> segments, TreeMap<Long, long[]> live) {
+        long mapped = 0;
+        for (long[] r : analysis.mappedBefore) {
+            mapped += r[1] - r[0];
+        }
+        long reserved = mapped + segments.values().stream().mapToLong(v -> v[0]).sum();
+        if (reserved <= capacity) {
+            return;
+        }
+        segments.entrySet().removeIf(seg -> live.subMap(seg.getKey(), true, seg.getKey() + seg.getValue()[0], false)
+                .isEmpty());
+        long holding = mapped + segments.values().stream().mapToLong(v -> v[0]).sum();
+        String head = "device " + deviceIndex + ": capacity " + FormatSize.formatSize(capacity) + " is below the "
+                + FormatSize.formatSize(reserved) + " reserved before the trace began";
+        if (holding > capacity) {
+            throw new PreTraceOutOfMemoryException(head + ", and its segments holding live blocks need "
+                    + FormatSize.formatSize(holding) + ": the first allocation that cannot be served comes before the"
+                    + " trace");
+        }
+        notes.add(head + "; its cached free segments (" + FormatSize.formatSize(reserved - holding)
+                + ") are released first, as the out-of-memory path would");
     }
 
     /**
@@ -397,20 +421,6 @@ final class TraceReplayer implements AllocatorListener {
     }
 
     /**
-     * @return the largest distance in bytes from the lowest to the highest address of one stream and pool's
-     *     expandable memory before the first entry (Note [Expandable mid-run]), 0 when none: a capacity whose
-     *     reservation covers it rebuilds each group as one reservation
-     */
-    static long expandableSpan(TraceAnalysis analysis) {
-        long span = 0;
-        for (List<long[]> group : mappedBeforeByStreamAndPool(analysis)) {
-            long end = group.get(group.size() - 1)[1];
-            span = Math.max(span, end - lowestMapBelow(analysis, group, Long.MAX_VALUE));
-        }
-        return span;
-    }
-
-    /**
      * The recorded peak allocated bytes, derived from the trace as PyTorch's allocator counts
      * {@code allocated_bytes}: the pre-trace live blocks at their rebuilt sizes, plus for each {@code alloc}
      * {@code round_size(size)} under the recorded settings, minus the same at its {@code free_completed}.
@@ -468,10 +478,7 @@ final class TraceReplayer implements AllocatorListener {
         try {
             ours = alloc.malloc(e.size(), stream(e.stream()));
         } catch (DeviceOutOfMemoryException oom) {
-            predictedOoms++;
-            if (firstPredictedOom < 0) {
-                firstPredictedOom = i;
-            }
+            predicted(i, e, false);
             if (!options.lenient()) {
                 throw new ReplayException("device " + deviceIndex + ": entry " + i + ": alloc of " + e.size()
                         + " bytes ran out of memory in the replay: " + oom.getMessage(), i);
@@ -517,6 +524,12 @@ final class TraceReplayer implements AllocatorListener {
         return ours == null ? 0 : ours + (recorded - seg.getKey());
     }
 
+    /** @return this replayer, set to end at the first out-of-memory failure (its report then covers the entries up to it) */
+    TraceReplayer stopAtFirstOom() {
+        stopAtFirstOom = true;
+        return this;
+    }
+
     Fragmentation atPeak() {
         return atPeak;
     }
@@ -560,13 +573,28 @@ final class TraceReplayer implements AllocatorListener {
     private void recordedOom(int i, TraceEntry e) {
         try {
             long p = alloc.malloc(e.size(), stream(e.stream()));
+            recordedOomEvents.add(new OomEvent(i, e.size(), true, false, e.frames(), oomState(e)));
             alloc.free(p); // the recorded program never got this memory
         } catch (DeviceOutOfMemoryException oom) {
-            predictedOoms++;
-            if (firstPredictedOom < 0) {
-                firstPredictedOom = i;
-            }
+            recordedOomEvents.add(predicted(i, e, true));
         }
+    }
+
+    /** Counts a predicted out-of-memory failure of entry {@code i}; the first one is kept with its state. */
+    private OomEvent predicted(int i, TraceEntry e, boolean recorded) {
+        predictedOoms++;
+        OomEvent event = new OomEvent(i, e.size(), recorded, true, e.frames(), oomState(e));
+        if (firstPredictedOom < 0) {
+            firstPredictedOom = i;
+            firstOom = event;
+        }
+        return event;
+    }
+
+    private OomState oomState(TraceEntry e) {
+        double fraction = config.perProcessMemoryFraction();
+        long allowed = Double.isNaN(fraction) ? capacity : (long) (fraction * capacity);
+        return OomState.of(alloc.segments(), allowed, SizeRules.roundSize(e.size(), config), e.stream());
     }
 
     private Stream stream(long handle) {

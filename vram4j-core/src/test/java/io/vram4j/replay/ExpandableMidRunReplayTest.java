@@ -213,7 +213,7 @@ class ExpandableMidRunReplayTest {
     }
 
     @Test
-    void withoutAnOomEntryTheRecordedPeakIsTheCapacity() {
+    void withOneStreamAndPoolAndNoOomEntryTheDeviceIsUnbounded() {
         Recording rec = record(512 * MiB, false, w -> {
             w.malloc(30 * MiB);              // maps pages before the history starts
             w.malloc(10 * MiB);
@@ -222,6 +222,26 @@ class ExpandableMidRunReplayTest {
             w.malloc(50 * MiB);
         });
         ReplayReport r = replayExactly(rec);
-        assertTrue(r.capacitySource().startsWith("recorded peak"), r.capacitySource());
+        assertEquals(CapacityEstimate.Source.UNBOUNDED, r.capacityEstimate().source(), r.capacitySource());
+        assertTrue(r.capacity() > r.recordedPeakReserved(), "the recorded peak is never used as a limit");
+        // a what-if that needs more than the recorded peak does not run out of memory on an unbounded device
+        ReplayReport w = Replayer.replay(rec.snapshot(), ReplayOptions.whatIf("expandable_segments:True,"
+                + "roundup_power2_divisions:4", 0)).get(0);
+        assertEquals(0, w.predictedOoms());
+    }
+
+    @Test
+    void theSpacingOfReservationsGivesTheDeviceTotal() {
+        long capacity = 700 * MiB;
+        Recording rec = record(capacity, false, w -> w.malloc(30 * MiB), w -> {
+            w.malloc(5000);                                // the small pool's reservation
+            w.live.add(w.a.malloc(25 * MiB, w.side));      // the side stream's
+            w.malloc(40 * MiB);
+        });
+        ReplayReport r = replayExactly(rec);
+        CapacityEstimate c = r.capacityEstimate();
+        assertEquals(CapacityEstimate.Source.EXPANDABLE_SPACING, c.source(), c.describe());
+        assertTrue(c.lower() <= capacity && capacity <= c.upper(), c.describe());
+        assertTrue(c.upper() - c.lower() < 20 * MiB, "one page of addresses wide: " + c.describe());
     }
 }

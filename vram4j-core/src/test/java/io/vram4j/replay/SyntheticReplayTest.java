@@ -103,8 +103,10 @@ class SyntheticReplayTest {
         assertEquals(200 * MiB, r.bursts().get(0).bytes());
         assertEquals(ReleaseBurst.Kind.EMPTY_CACHE, r.bursts().get(1).kind());
         assertTrue(r.bursts().stream().anyMatch(b -> b.kind() == ReleaseBurst.Kind.OOM_PATH), r.bursts().toString());
-        assertTrue(r.capacitySource().startsWith("inferred"), r.capacitySource());
+        assertEquals(CapacityEstimate.Source.OOM_PATH_BURSTS, r.capacityEstimate().source());
         assertTrue(r.capacity() <= 256 * MiB && r.capacity() >= 152 * MiB, "in [reserved after + 150 MiB, 256 MiB]");
+        assertTrue(r.capacityEstimate().lower() <= 256 * MiB && 256 * MiB <= r.capacityEstimate().upper(),
+                r.capacityEstimate().describe());
         assertEquals(r.recordedSegmentSizes(), r.replayedSegmentSizes());
         assertTrue(r.finalStateEqual(), String.join("\n", r.finalStateDifferences()));
     }
@@ -121,6 +123,36 @@ class SyntheticReplayTest {
         assertEquals(r.recordedPeakReserved(), r.replayedPeakReserved());
         assertEquals(0, r.allocsAtOtherAddress());
         assertTrue(r.finalStateEqual(), String.join("\n", r.finalStateDifferences()));
+    }
+
+    /** An empty_cache() directly before a malloc that needs a new segment, which the released segment could serve. */
+    private static MemorySnapshot emptyCacheThenMalloc() {
+        try (DeviceBackend device = Devices.open("sim:1GiB")) {
+            CachingAllocator a = CachingAllocator.create(device, AllocatorConfig.DEFAULT);
+            a.recordMemoryHistory(1000);
+            long x = a.malloc(100 * MiB);
+            a.free(x);
+            a.emptyCache();
+            long y = a.malloc(50 * MiB); // the cached 100 MiB block would have served this: not the OOM path
+            MemorySnapshot s = a.snapshot();
+            a.free(y);
+            a.close();
+            return s;
+        }
+    }
+
+    @Test
+    void anEmptyCacheBeforeAMallocTheCacheCouldServeIsExplicitAndPerformedInWhatIfs() {
+        MemorySnapshot s = emptyCacheThenMalloc();
+        ReplayReport exact = Replayer.replay(s, ReplayOptions.EXACT).get(0);
+        assertEquals(1, exact.bursts().size(), exact.bursts().toString());
+        assertEquals(ReleaseBurst.Kind.EMPTY_CACHE, exact.bursts().get(0).kind());
+        assertEquals(CapacityEstimate.Source.UNBOUNDED, exact.capacityEstimate().source());
+        assertTrue(exact.exact());
+        // a large device: the empty_cache() still happens at its place, so the 50 MiB malloc opens its own segment
+        ReplayReport big = Replayer.replay(s, ReplayOptions.whatIf(null, 80L << 30)).get(0);
+        assertEquals(List.of(100 * MiB, 50 * MiB), big.replayedSegmentSizes());
+        assertEquals(100 * MiB, big.replayedPeakReserved());
     }
 
     @Test

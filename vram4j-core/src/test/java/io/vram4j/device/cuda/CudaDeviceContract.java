@@ -174,7 +174,8 @@ abstract class CudaDeviceContract {
             assertEquals(p, alloc.malloc(3 * MiB), "served from the cache");
             DeviceOutOfMemoryException oom = assertThrows(DeviceOutOfMemoryException.class,
                     () -> alloc.malloc(d.totalMemory()));
-            assertTrue(oom.getMessage().contains("out of memory. Tried to allocate"), oom.getMessage());
+            assertTrue(oom.getMessage().startsWith("CUDA out of memory. Tried to allocate "), oom.getMessage());
+            assertTrue(oom.getMessage().contains("\nFragmentation: the largest free cached block is"), oom.getMessage());
             assertTrue(oom.getMessage().contains("GPU " + d.index() + " has a total capacity of"), oom.getMessage());
             assertEquals(20 * MiB, alloc.memoryReserved(), "the refused call changed nothing it holds");
             alloc.free(p);
