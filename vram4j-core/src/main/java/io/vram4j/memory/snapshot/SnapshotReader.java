@@ -2,27 +2,30 @@ package io.vram4j.memory.snapshot;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonLocation;
-import com.fasterxml.jackson.core.JsonParseException;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayInputStream;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.zip.GZIPInputStream;
 import net.razorvine.pickle.Unpickler;
 
 /**
  * Reads PyTorch memory snapshots: the pickles written by {@code torch.cuda.memory._dump_snapshot()} (any protocol
- * from 2 to 5) and JSON documents with the same structure (such as {@link SnapshotWriter#writeJson} writes).
+ * from 2 to 5) and JSON documents with the same structure (such as {@link SnapshotWriter#writeJson} writes), either
+ * of them also gzip-compressed ({@code .pickle.gz}, {@code .json.gz}; told by content, the gzip magic bytes
+ * {@code 1f 8b}, whatever the file name). JSON is read into a tree by Jackson's {@code ObjectMapper}.
  *
  * <p>Every generation of the format is accepted: a bare list of segments ({@code torch.cuda.memory_snapshot()}),
  * {@code {segments, device_traces}} (with or without {@code allocator_settings} and {@code external_annotations}),
@@ -42,6 +45,9 @@ public final class SnapshotReader {
             .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS) // Python's json writes NaN and Infinity
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
             .build();
+
+    /** Jackson's untyped tree reading: objects keep their key order, integers stay exact. */
+    private static final ObjectMapper TREE = new ObjectMapper(JSON);
 
     private SnapshotReader() {
     }
@@ -70,6 +76,7 @@ public final class SnapshotReader {
      */
     public static MemorySnapshot read(byte[] data, String sourceName) {
         Objects.requireNonNull(sourceName, "sourceName");
+        data = gunzipIfCompressed(data, sourceName);
         if (data.length > 0 && (data[0] & 0xff) == 0x80) {
             return decodePickle(data, sourceName);
         }
@@ -95,7 +102,7 @@ public final class SnapshotReader {
      */
     public static MemorySnapshot readPickle(InputStream in, String sourceName) throws IOException {
         Objects.requireNonNull(sourceName, "sourceName");
-        byte[] data = in.readAllBytes();
+        byte[] data = gunzipIfCompressed(in.readAllBytes(), sourceName);
         if (data.length == 0 || (data[0] & 0xff) != 0x80) {
             throw new SnapshotFormatException(sourceName + ": not a pickle of protocol 2 or later (starts with "
                     + (data.length == 0 ? "no bytes" : "bytes " + hex(data, 4)) + ")");
@@ -114,7 +121,7 @@ public final class SnapshotReader {
      */
     public static MemorySnapshot readJson(InputStream in, String sourceName) throws IOException {
         Objects.requireNonNull(sourceName, "sourceName");
-        return decodeJson(in.readAllBytes(), sourceName);
+        return decodeJson(gunzipIfCompressed(in.readAllBytes(), sourceName), sourceName);
     }
 
     // ---- pickle ----------------------------------------------------------------------------------------------
@@ -187,7 +194,7 @@ public final class SnapshotReader {
             if (t == null) {
                 throw new SnapshotFormatException(source + ": empty JSON document");
             }
-            root = jsonValue(p, t);
+            root = TREE.readValue(p, Object.class); // LinkedHashMap, ArrayList, Integer/Long/BigInteger, Double, ...
             if (p.nextToken() != null) {
                 throw new SnapshotFormatException(source + ": invalid JSON at " + where(p.currentTokenLocation())
                         + ": data after the end of the document");
@@ -206,50 +213,25 @@ public final class SnapshotReader {
         return "line " + loc.getLineNr() + ", column " + loc.getColumnNr();
     }
 
-    private static Object jsonValue(JsonParser p, JsonToken t) throws IOException {
-        if (t == null) {
-            throw new JsonParseException(p, "unexpected end of input");
+    // ---- helpers ---------------------------------------------------------------------------------------------
+
+    /**
+     * The content of gzip data (magic bytes 1f 8b, as {@code .pickle.gz} / {@code .json.gz} files), else
+     * {@code data} itself. Concatenated gzip members are read as one stream, as Python's {@code gzip} module does.
+     */
+    private static byte[] gunzipIfCompressed(byte[] data, String source) {
+        if (data.length < 2 || (data[0] & 0xff) != 0x1f || (data[1] & 0xff) != 0x8b) {
+            return data;
         }
-        switch (t) {
-            case START_OBJECT -> {
-                Map<Object, Object> m = new LinkedHashMap<>();
-                String key;
-                while ((key = p.nextFieldName()) != null) {
-                    m.put(key, jsonValue(p, p.nextToken()));
-                }
-                return m;
-            }
-            case START_ARRAY -> {
-                List<Object> l = new ArrayList<>();
-                JsonToken e;
-                while ((e = p.nextToken()) != JsonToken.END_ARRAY) {
-                    l.add(jsonValue(p, e));
-                }
-                return l;
-            }
-            case VALUE_STRING -> {
-                return p.getText();
-            }
-            case VALUE_NUMBER_INT -> {
-                return p.getNumberValue(); // Integer, Long or BigInteger
-            }
-            case VALUE_NUMBER_FLOAT -> {
-                return p.getDoubleValue();
-            }
-            case VALUE_TRUE -> {
-                return Boolean.TRUE;
-            }
-            case VALUE_FALSE -> {
-                return Boolean.FALSE;
-            }
-            case VALUE_NULL -> {
-                return null;
-            }
-            default -> throw new JsonParseException(p, "unexpected token " + t);
+        try (GZIPInputStream in = new GZIPInputStream(new ByteArrayInputStream(data), 1 << 16)) {
+            return in.readAllBytes();
+        } catch (EOFException e) {
+            throw new SnapshotFormatException(source + ": truncated gzip data: the compressed stream ends before its"
+                    + " end marker (" + data.length + " bytes read)", e);
+        } catch (IOException e) {
+            throw new SnapshotFormatException(source + ": corrupt gzip data: " + describe(e), e);
         }
     }
-
-    // ---- helpers ---------------------------------------------------------------------------------------------
 
     private static int skipBomAndWhitespace(byte[] data) {
         int i = 0;
