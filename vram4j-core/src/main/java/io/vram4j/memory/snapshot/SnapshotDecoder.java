@@ -14,7 +14,8 @@ import java.util.Map;
  * generation of the format (spec section 10.2 and PyTorch 2.0's {@code history} blocks); unknown keys are ignored.
  *
  * <p>Frames and frame lists are shared: objects the pickle memoized once (PyTorch shares them between entries)
- * become one Java object, and equal frames are interned. One instance per document; not thread-safe.
+ * become one Java object, and equal frames are interned. {@link Frame}s and immutable frame lists that
+ * {@link PickleDecoder} already made are taken as they are. One instance per document; not thread-safe.
  */
 final class SnapshotDecoder {
     private static final BigInteger TWO_64 = BigInteger.ONE.shiftLeft(64);
@@ -202,6 +203,11 @@ final class SnapshotDecoder {
         if (raw == null) {
             return List.of();
         }
+        if (raw instanceof List<?> l && isStack(l)) { // already interned by PickleDecoder: no identity entry needed
+            @SuppressWarnings("unchecked")
+            List<Frame> stack = (List<Frame>) l;
+            return internedLists.computeIfAbsent(stack, k -> k);
+        }
         List<Frame> cached = frameLists.get(raw);
         if (cached != null) {
             return cached;
@@ -216,7 +222,23 @@ final class SnapshotDecoder {
         return result;
     }
 
+    /** An immutable list of frames, as {@link PickleDecoder} makes of a frame list. */
+    private static boolean isStack(List<?> l) {
+        if (l instanceof PickleDecoder.PyList || l.isEmpty()) {
+            return false;
+        }
+        for (Object o : l) {
+            if (!(o instanceof Frame)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     private Frame frame(Object raw, String listPath, int index) {
+        if (raw instanceof Frame f) {
+            return internedFrames.computeIfAbsent(f, k -> k);
+        }
         Frame cached = frameObjects.get(raw);
         if (cached != null) {
             return cached;

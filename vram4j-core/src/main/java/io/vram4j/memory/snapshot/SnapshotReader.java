@@ -12,14 +12,15 @@ import java.io.ByteArrayInputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.zip.GZIPInputStream;
-import net.razorvine.pickle.Unpickler;
 
 /**
  * Reads PyTorch memory snapshots: the pickles written by {@code torch.cuda.memory._dump_snapshot()} (any protocol
@@ -62,8 +63,19 @@ public final class SnapshotReader {
      * @throws SnapshotFormatException if the content is not a valid snapshot
      */
     public static MemorySnapshot read(Path file) throws IOException {
-        Path name = file.getFileName();
-        return read(Files.readAllBytes(file), name != null ? name.toString() : file.toString());
+        Path fileName = file.getFileName();
+        String name = fileName != null ? fileName.toString() : file.toString();
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
+            long size = ch.size();
+            if (size < 2) {
+                return read(Files.readAllBytes(file), name);
+            }
+            MemorySegment mapped = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+            if (isGzip(mapped)) {
+                return read(Files.readAllBytes(file), name);
+            }
+            return decode(mapped, null, name); // a pickle is decoded from the mapping: its bytes stay off the heap
+        }
     }
 
     /**
@@ -77,14 +89,20 @@ public final class SnapshotReader {
     public static MemorySnapshot read(byte[] data, String sourceName) {
         Objects.requireNonNull(sourceName, "sourceName");
         data = gunzipIfCompressed(data, sourceName);
-        if (data.length > 0 && (data[0] & 0xff) == 0x80) {
+        return decode(MemorySegment.ofArray(data), data, sourceName);
+    }
+
+    /** Tells pickle from JSON by content; {@code array} is the segment's array when it has one, else null. */
+    private static MemorySnapshot decode(MemorySegment data, byte[] array, String sourceName) {
+        long n = data.byteSize();
+        if (n > 0 && byteAt(data, 0) == 0x80) {
             return decodePickle(data, sourceName);
         }
-        int i = skipBomAndWhitespace(data);
-        if (i < data.length && (data[i] == '{' || data[i] == '[')) {
-            return decodeJson(data, sourceName);
+        long i = skipBomAndWhitespace(data);
+        if (i < n && (byteAt(data, i) == '{' || byteAt(data, i) == '[')) {
+            return decodeJson(array != null ? array : data.toArray(ValueLayout.JAVA_BYTE), sourceName);
         }
-        if (data.length == 0) {
+        if (n == 0) {
             throw new SnapshotFormatException(sourceName + ": empty input, not a pickle or JSON snapshot");
         }
         throw new SnapshotFormatException(sourceName + ": not a pickle or JSON snapshot (starts with bytes "
@@ -105,9 +123,9 @@ public final class SnapshotReader {
         byte[] data = gunzipIfCompressed(in.readAllBytes(), sourceName);
         if (data.length == 0 || (data[0] & 0xff) != 0x80) {
             throw new SnapshotFormatException(sourceName + ": not a pickle of protocol 2 or later (starts with "
-                    + (data.length == 0 ? "no bytes" : "bytes " + hex(data, 4)) + ")");
+                    + (data.length == 0 ? "no bytes" : "bytes " + hex(MemorySegment.ofArray(data), 4)) + ")");
         }
-        return decodePickle(data, sourceName);
+        return decodePickle(MemorySegment.ofArray(data), sourceName);
     }
 
     /**
@@ -126,16 +144,18 @@ public final class SnapshotReader {
 
     // ---- pickle ----------------------------------------------------------------------------------------------
 
-    private static MemorySnapshot decodePickle(byte[] data, String source) {
+    private static MemorySnapshot decodePickle(MemorySegment data, String source) {
         try {
             PickleScanner.check(data);
         } catch (IllegalArgumentException e) {
             throw new SnapshotFormatException(source + ": " + e.getMessage());
         }
         Object root;
-        try (OrderedUnpickler u = new OrderedUnpickler()) {
-            root = u.load(new ByteArrayInputStream(data));
-        } catch (IOException | RuntimeException e) {
+        try {
+            root = PickleDecoder.decode(data);
+        } catch (IllegalArgumentException e) {
+            throw new SnapshotFormatException(source + ": invalid pickle: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
             throw new SnapshotFormatException(source + ": invalid pickle: " + describe(e), e);
         }
         return new SnapshotDecoder(source).decode(root);
@@ -144,45 +164,6 @@ public final class SnapshotReader {
     private static String describe(Throwable e) {
         String m = e.getMessage();
         return e.getClass().getSimpleName() + (m == null || m.isEmpty() ? "" : ": " + m);
-    }
-
-    /** razorvine's unpickler with dicts that keep Python's key order ({@code LinkedHashMap}). */
-    private static final class OrderedUnpickler extends Unpickler implements AutoCloseable {
-        @Override
-        protected Object dispatch(short key) throws IOException {
-            if (key == '}') { // EMPTY_DICT
-                stack.add(new LinkedHashMap<Object, Object>());
-                return NO_RETURN_VALUE;
-            }
-            if (key == 'd') { // DICT
-                List<Object> items = stack.pop_all_since_marker();
-                if (items.size() % 2 != 0) {
-                    throw new IOException("DICT with an odd number of items");
-                }
-                Map<Object, Object> m = new LinkedHashMap<>();
-                for (int i = 0; i < items.size(); i += 2) {
-                    m.put(items.get(i), items.get(i + 1));
-                }
-                stack.add(m);
-                return NO_RETURN_VALUE;
-            }
-            if (key == 'u') { // SETITEMS: razorvine's own goes through a HashMap and loses the order
-                List<Object> items = stack.pop_all_since_marker();
-                if (items.size() % 2 != 0) {
-                    throw new IOException("SETITEMS with an odd number of items");
-                }
-                if (!(stack.size() > 0 && stack.peek() instanceof Map<?, ?> target)) {
-                    throw new IOException("SETITEMS without a dict");
-                }
-                @SuppressWarnings("unchecked")
-                Map<Object, Object> dict = (Map<Object, Object>) target;
-                for (int i = 0; i < items.size(); i += 2) {
-                    dict.put(items.get(i), items.get(i + 1));
-                }
-                return NO_RETURN_VALUE;
-            }
-            return super.dispatch(key);
-        }
     }
 
     // ---- JSON ------------------------------------------------------------------------------------------------
@@ -220,7 +201,7 @@ public final class SnapshotReader {
      * {@code data} itself. Concatenated gzip members are read as one stream, as Python's {@code gzip} module does.
      */
     private static byte[] gunzipIfCompressed(byte[] data, String source) {
-        if (data.length < 2 || (data[0] & 0xff) != 0x1f || (data[1] & 0xff) != 0x8b) {
+        if (!isGzip(MemorySegment.ofArray(data))) {
             return data;
         }
         try (GZIPInputStream in = new GZIPInputStream(new ByteArrayInputStream(data), 1 << 16)) {
@@ -233,24 +214,34 @@ public final class SnapshotReader {
         }
     }
 
-    private static int skipBomAndWhitespace(byte[] data) {
-        int i = 0;
-        if (data.length >= 3 && (data[0] & 0xff) == 0xef && (data[1] & 0xff) == 0xbb && (data[2] & 0xff) == 0xbf) {
+    private static long skipBomAndWhitespace(MemorySegment data) {
+        long n = data.byteSize();
+        long i = 0;
+        if (n >= 3 && byteAt(data, 0) == 0xef && byteAt(data, 1) == 0xbb && byteAt(data, 2) == 0xbf) {
             i = 3;
         }
-        while (i < data.length && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r')) {
+        while (i < n && (byteAt(data, i) == ' ' || byteAt(data, i) == '\t' || byteAt(data, i) == '\n'
+                || byteAt(data, i) == '\r')) {
             i++;
         }
         return i;
     }
 
-    private static String hex(byte[] data, int max) {
+    private static int byteAt(MemorySegment data, long i) {
+        return data.get(ValueLayout.JAVA_BYTE, i) & 0xff;
+    }
+
+    private static boolean isGzip(MemorySegment data) {
+        return data.byteSize() >= 2 && byteAt(data, 0) == 0x1f && byteAt(data, 1) == 0x8b;
+    }
+
+    private static String hex(MemorySegment data, int max) {
         StringBuilder b = new StringBuilder();
-        for (int i = 0; i < Math.min(max, data.length); i++) {
+        for (int i = 0; i < Math.min(max, data.byteSize()); i++) {
             if (i > 0) {
                 b.append(' ');
             }
-            b.append(String.format("%02x", data[i] & 0xff));
+            b.append(String.format("%02x", byteAt(data, i)));
         }
         return b.toString();
     }
