@@ -1,8 +1,7 @@
 package io.vram4j.memory.snapshot;
 
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.math.BigInteger;
+import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.AbstractMap;
@@ -19,8 +18,8 @@ import java.util.Set;
 
 /**
  * Decodes a pickle that {@link PickleScanner#check} has accepted into plain objects, reading straight from a
- * {@link MemorySegment} (a memory-mapped file or a byte array), so a snapshot of a gigabyte or more never has to
- * be on the Java heap as bytes.
+ * {@link ByteBuffer} (a memory-mapped file or a wrapped byte array), so a snapshot of a gigabyte or more never has
+ * to be on the Java heap as bytes.
  *
  * <p>The objects are those {@link SnapshotDecoder} reads: dicts as compact insertion-ordered {@link Map}s, lists as
  * {@link List}s, tuples as {@code Object[]}, {@code Integer}/{@code Long}/{@code BigInteger}, {@code Double},
@@ -41,17 +40,13 @@ import java.util.Set;
  * thread-safe.
  */
 final class PickleDecoder {
-    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     /** Items per APPENDS / SETITEMS batch in Python's pickler: a shorter batch ends its container. */
     private static final int BATCH = 1000;
     /** A memoized None (an empty memo slot is null). */
     private static final Object NONE = new Object();
 
-    private final MemorySegment in;
-    private long pos;
+    private final ByteBuffer in;
+    private int pos;
     private Object[] stack = new Object[256];
     private int sp;
     private int[] marks = new int[32];
@@ -59,25 +54,39 @@ final class PickleDecoder {
     private Object[] memo = new Object[1024];
     private int memoCount;
     private final HashMap<Frame, Frame> frames = new HashMap<>();
-    private final HashMap<List<Frame>, List<Frame>> stacks = new HashMap<>();
+    private final HashMap<StackKey, List<Frame>> stacks = new HashMap<>();
+    private final HashMap<RunKey, List<Frame>> stacksByBytes = new HashMap<>();
+    /** The interned stacks, by identity: {@link SnapshotDecoder} takes these as they are. */
+    private final Set<Object> internedStacks = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
 
-    private PickleDecoder(MemorySegment in) {
-        this.in = in;
+    private PickleDecoder(ByteBuffer in) {
+        this.in = in.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    /**
+     * The decoded document.
+     *
+     * @param root           the top-level object
+     * @param internedStacks the frame lists this decoder made (immutable, interned), compared by identity
+     */
+    record Result(Object root, Set<Object> internedStacks) {
     }
 
     /**
      * @param data a pickle accepted by {@link PickleScanner#check}
-     * @return the top-level object
+     * @return the top-level object and the stacks interned on the way
      * @throws IllegalArgumentException describing the first structural problem, with its byte offset
      */
-    static Object decode(MemorySegment data) {
-        return new PickleDecoder(data).run();
+    static Result decode(ByteBuffer data) {
+        PickleDecoder d = new PickleDecoder(data);
+        Object root = d.run();
+        return new Result(root, d.internedStacks);
     }
 
     private Object run() {
         while (true) {
-            long start = pos;
-            int code = in.get(ValueLayout.JAVA_BYTE, pos++) & 0xff;
+            int start = pos;
+            int code = in.get(pos++) & 0xff;
             switch (code) {
                 case 0x80 -> pos++; // PROTO
                 case 0x95 -> pos += 8; // FRAME
@@ -89,7 +98,11 @@ final class PickleDecoder {
                 }
                 case '(' -> mark();
                 case '}' -> push(new PyDict());
-                case ']' -> push(new PyList(4));
+                case ']' -> {
+                    if (!memoizedStack()) {
+                        push(new PyList(4));
+                    }
+                }
                 case ')' -> push(new Object[0]);
                 case 'd' -> { // DICT
                     int k = popMark(start);
@@ -162,69 +175,69 @@ final class PickleDecoder {
                     push(s);
                 }
                 case 'J' -> {
-                    push(in.get(I32, pos));
+                    push(in.getInt(pos));
                     pos += 4;
                 }
-                case 'K' -> push(in.get(ValueLayout.JAVA_BYTE, pos++) & 0xff);
+                case 'K' -> push(in.get(pos++) & 0xff);
                 case 'M' -> {
-                    push(in.get(I16, pos) & 0xffff);
+                    push(in.getShort(pos) & 0xffff);
                     pos += 2;
                 }
                 case 0x8a -> { // LONG1
-                    int n = in.get(ValueLayout.JAVA_BYTE, pos++) & 0xff;
+                    int n = in.get(pos++) & 0xff;
                     push(longValue(n));
                 }
                 case 0x8b -> { // LONG4
-                    int n = in.get(I32, pos);
+                    int n = in.getInt(pos);
                     pos += 4;
                     push(longValue(n));
                 }
                 case 'G' -> {
-                    push(in.get(F64, pos));
+                    push(Double.longBitsToDouble(Long.reverseBytes(in.getLong(pos))));
                     pos += 8;
                 }
                 case 0x88 -> push(Boolean.TRUE);
                 case 0x89 -> push(Boolean.FALSE);
                 case 'N' -> push(null);
                 case 'X' -> { // BINUNICODE
-                    long n = in.get(I32, pos) & 0xffffffffL;
+                    long n = in.getInt(pos) & 0xffffffffL;
                     pos += 4;
                     push(string(n, start, true));
                 }
-                case 0x8c -> push(string(in.get(ValueLayout.JAVA_BYTE, pos++) & 0xff, start, true));
+                case 0x8c -> push(string(in.get(pos++) & 0xff, start, true));
                 case 0x8d -> {
-                    long n = in.get(I64, pos);
+                    long n = in.getLong(pos);
                     pos += 8;
                     push(string(n, start, true));
                 }
                 case 'T' -> { // BINSTRING (Python 2 str): bytes read as Latin-1
-                    long n = in.get(I32, pos);
+                    long n = in.getInt(pos);
                     pos += 4;
                     push(string(n, start, false));
                 }
-                case 'U' -> push(string(in.get(ValueLayout.JAVA_BYTE, pos++) & 0xff, start, false));
+                case 'U' -> push(string(in.get(pos++) & 0xff, start, false));
                 case 'B' -> {
-                    long n = in.get(I32, pos) & 0xffffffffL;
+                    long n = in.getInt(pos) & 0xffffffffL;
                     pos += 4;
                     push(bytes(n, start));
                 }
-                case 'C' -> push(bytes(in.get(ValueLayout.JAVA_BYTE, pos++) & 0xff, start));
+                case 'C' -> push(bytes(in.get(pos++) & 0xff, start));
                 case 0x8e, 0x96 -> {
-                    long n = in.get(I64, pos);
+                    long n = in.getLong(pos);
                     pos += 8;
                     push(bytes(n, start));
                 }
                 case 'I', 'L', 'F', 'V', 'S', 'g', 'p' -> textOpcode(code, start);
-                case 'q' -> memoize(in.get(ValueLayout.JAVA_BYTE, pos++) & 0xff, start);
+                case 'q' -> memoize(in.get(pos++) & 0xff, start);
                 case 'r' -> {
-                    long idx = in.get(I32, pos) & 0xffffffffL;
+                    long idx = in.getInt(pos) & 0xffffffffL;
                     pos += 4;
                     memoize(idx, start);
                 }
                 case 0x94 -> memoize(memoCount, start); // MEMOIZE
-                case 'h' -> push(memoGet(in.get(ValueLayout.JAVA_BYTE, pos++) & 0xff, start));
+                case 'h' -> push(memoGet(in.get(pos++) & 0xff, start));
                 case 'j' -> {
-                    long idx = in.get(I32, pos) & 0xffffffffL;
+                    long idx = in.getInt(pos) & 0xffffffffL;
                     pos += 4;
                     push(memoGet(idx, start));
                 }
@@ -268,7 +281,7 @@ final class PickleDecoder {
 
     private int popMark(long at) {
         if (mp == 0) {
-            throw fail(at, "no MARK before " + PickleScanner.name(in.get(ValueLayout.JAVA_BYTE, at)));
+            throw fail(at, "no MARK before " + PickleScanner.name(in.get((int) at)));
         }
         return marks[--mp];
     }
@@ -290,7 +303,7 @@ final class PickleDecoder {
     /** Stores the key/value pairs above index {@code k} into {@code d} and drops them from the stack. */
     private void putAll(PyDict d, int k, long at) {
         if ((sp - k) % 2 != 0) {
-            throw fail(at, PickleScanner.name(in.get(ValueLayout.JAVA_BYTE, at)) + " with an odd number of items");
+            throw fail(at, PickleScanner.name(in.get((int) at)) + " with an odd number of items");
         }
         for (int i = k; i < sp; i += 2) {
             d.put(stack[i], storedValue(stack[i + 1]));
@@ -324,21 +337,148 @@ final class PickleDecoder {
     /** A complete list stored in a dict: a list of frames becomes its interned immutable stack. */
     private Object storedValue(Object v) {
         if (v instanceof PyList l && !l.isEmpty() && l.size() % BATCH != 0) {
-            for (Object o : l) {
+            Object[] items = l.toArray();
+            for (Object o : items) {
                 if (!(o instanceof Frame)) {
                     return v;
                 }
             }
-            List<Frame> key = Arrays.asList(l.toArray(new Frame[0]));
-            List<Frame> s = stacks.get(key);
-            if (s == null) {
-                s = List.copyOf(key);
-                stacks.put(s, s);
-            }
+            List<Frame> s = internStack(items);
             replaceMemo(l.memoSlot, s);
             return s;
         }
         return v;
+    }
+
+    /** The interned immutable stack of these interned frames. */
+    private List<Frame> internStack(Object[] items) {
+        int hash = 1;
+        for (Object o : items) {
+            hash = 31 * hash + System.identityHashCode(o); // frames are interned: identity is equality
+        }
+        StackKey key = new StackKey(items, hash);
+        List<Frame> s = stacks.get(key);
+        if (s == null) {
+            @SuppressWarnings("unchecked")
+            List<Frame> copy = (List<Frame>) (List<?>) List.of(items);
+            s = copy;
+            stacks.put(key, s);
+            internedStacks.add(s);
+        }
+        return s;
+    }
+
+    /**
+     * The fast path for the commonest shape in a snapshot, a stack whose frames are all memo references:
+     * {@code EMPTY_LIST [BINPUT i | LONG_BINPUT i | MEMOIZE] MARK (BINGET | LONG_BINGET)+ APPENDS}. Equal byte runs
+     * of memo references give the same stack (Python never rebinds a memo slot; {@link #memoize} forgets the cache
+     * if a pickle does), so the stack is found by its bytes without touching its frames. Called with {@link #pos}
+     * just past {@code EMPTY_LIST}.
+     *
+     * @return true if the list was pushed (and memoized) and {@link #pos} is past its {@code APPENDS}; false with
+     *     nothing changed when the bytes have another shape or a reference is not a frame
+     */
+    private boolean memoizedStack() {
+        int limit = in.limit();
+        int p = pos;
+        long put = -1;
+        int code = p < limit ? in.get(p) & 0xff : -1;
+        if (code == 'q' && p + 1 < limit) {
+            put = in.get(p + 1) & 0xff;
+            p += 2;
+        } else if (code == 'r' && p + 4 < limit) {
+            put = in.getInt(p + 1) & 0xffffffffL;
+            p += 5;
+        } else if (code == 0x94) {
+            put = memoCount;
+            p += 1;
+        }
+        if (p >= limit || in.get(p) != '(') {
+            return false;
+        }
+        int runStart = ++p;
+        long hash = 0;
+        int refs = 0;
+        while (p < limit) {
+            int c = in.get(p) & 0xff;
+            if (c == 'h' && p + 1 < limit) {
+                hash = hash * 1_000_003L + (in.get(p + 1) & 0xff);
+                p += 2;
+            } else if (c == 'j' && p + 4 < limit) {
+                hash = hash * 1_000_003L + (in.getInt(p + 1) & 0xffffffffL) + 0x100;
+                p += 5;
+            } else {
+                break;
+            }
+            refs++;
+        }
+        if (refs == 0 || refs >= BATCH || p >= limit || in.get(p) != 'e') {
+            return false;
+        }
+        RunKey key = new RunKey(in, runStart, p - runStart, (int) (hash ^ hash >>> 32));
+        List<Frame> stack = stacksByBytes.get(key);
+        if (stack == null) {
+            Object[] items = new Object[refs];
+            int q = runStart;
+            for (int i = 0; i < refs; i++) {
+                long idx;
+                if (in.get(q) == 'h') {
+                    idx = in.get(q + 1) & 0xff;
+                    q += 2;
+                } else {
+                    idx = in.getInt(q + 1) & 0xffffffffL;
+                    q += 5;
+                }
+                Object v = idx < memoCount ? memo[(int) idx] : null;
+                if (!(v instanceof Frame)) {
+                    return false; // not yet interned frames, or no frames at all: the general path decides
+                }
+                items[i] = v;
+            }
+            stack = internStack(items);
+            stacksByBytes.put(new RunKey(in, runStart, p - runStart, key.hash), stack);
+        }
+        pos = p + 1;
+        push(stack);
+        if (put >= 0) {
+            memoize(put, runStart - 2);
+        }
+        return true;
+    }
+
+    /** A run of memo-reference bytes in the input, compared by content. */
+    private record RunKey(ByteBuffer in, int start, int length, int hash) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof RunKey k && k.hash == hash && k.length == length
+                    && in.slice(start, length).equals(k.in.slice(k.start, k.length));
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
+        }
+    }
+
+    /** A stack of interned frames as a hash key: element identity, precomputed hash. */
+    private record StackKey(Object[] frames, int hash) {
+        @Override
+        public boolean equals(Object o) {
+            if (!(o instanceof StackKey k) || k.hash != hash || k.frames.length != frames.length) {
+                return false;
+            }
+            for (int i = 0; i < frames.length; i++) {
+                if (frames[i] != k.frames[i]) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
+        }
     }
 
     private void replaceMemo(int slot, Object v) {
@@ -361,6 +501,9 @@ final class PickleDecoder {
             memo = Arrays.copyOf(memo, Math.max(i + 1, memo.length * 2));
         }
         Object v = stack[sp - 1];
+        if (memo[i] != null) {
+            stacksByBytes.clear(); // a rebound slot: runs of references may mean other frames now
+        }
         memo[i] = v == null ? NONE : v;
         memoCount = Math.max(memoCount, i + 1);
         if (v instanceof PyDict d && d.memoSlot < 0) {
@@ -385,30 +528,36 @@ final class PickleDecoder {
         if (n <= 8) {
             long v = 0;
             for (int i = (int) n - 1; i >= 0; i--) {
-                v = v << 8 | (in.get(ValueLayout.JAVA_BYTE, pos + i) & 0xffL);
+                v = v << 8 | (in.get(pos + i) & 0xffL);
             }
             if (n > 0 && n < 8) {
                 int shift = 64 - 8 * (int) n;
                 v = v << shift >> shift; // sign-extend
             }
-            pos += n;
+            pos += (int) n;
             return v == (int) v ? (Object) (int) v : (Object) v;
         }
         byte[] be = new byte[(int) n];
         for (int i = 0; i < n; i++) {
-            be[i] = in.get(ValueLayout.JAVA_BYTE, pos + n - 1 - i);
+            be[i] = in.get((int) (pos + n - 1 - i));
         }
-        pos += n;
+        pos += (int) n;
         BigInteger b = new BigInteger(be);
         return b.bitLength() < 64 ? (Object) b.longValue() : b;
+    }
+
+    private byte[] copy(int from, int n) {
+        byte[] b = new byte[n];
+        in.get(from, b);
+        return b;
     }
 
     private String string(long n, long at, boolean utf8) {
         if (n > Integer.MAX_VALUE - 16) {
             throw fail(at, "string of " + n + " bytes");
         }
-        byte[] b = in.asSlice(pos, n).toArray(ValueLayout.JAVA_BYTE);
-        pos += n;
+        byte[] b = copy(pos, (int) n);
+        pos += (int) n;
         return new String(b, utf8 ? StandardCharsets.UTF_8 : StandardCharsets.ISO_8859_1);
     }
 
@@ -416,18 +565,18 @@ final class PickleDecoder {
         if (n > Integer.MAX_VALUE - 16) {
             throw fail(at, "bytes of " + n + " bytes");
         }
-        byte[] b = in.asSlice(pos, n).toArray(ValueLayout.JAVA_BYTE);
-        pos += n;
+        byte[] b = copy(pos, (int) n);
+        pos += (int) n;
         return b;
     }
 
     /** The protocol-0 text opcodes that carry a plain value: INT, LONG, FLOAT, UNICODE (ASCII), GET, PUT. */
     private void textOpcode(int code, long at) {
-        long end = pos;
-        while (in.get(ValueLayout.JAVA_BYTE, end) != '\n') {
+        int end = pos;
+        while (in.get(end) != '\n') {
             end++;
         }
-        String text = new String(in.asSlice(pos, end - pos).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.ISO_8859_1);
+        String text = new String(copy(pos, end - pos), StandardCharsets.ISO_8859_1);
         pos = end + 1;
         try {
             switch (code) {
@@ -478,7 +627,7 @@ final class PickleDecoder {
      * the str and int keys of a snapshot.
      */
     static final class PyDict extends AbstractMap<Object, Object> {
-        private Object[] kv = new Object[8];
+        private Object[] kv = new Object[16];
         private int n;
         int memoSlot = -1;
 

@@ -94,6 +94,9 @@ final class PickleEncoder {
     private final Map<Frame, Integer> frameMemo = new HashMap<>();
     private final Map<List<Frame>, Integer> frameListMemo = new HashMap<>();
 
+    /** Whether equal frame lists are written once and then referenced (false: each list written anew, as PyTorch). */
+    private boolean shareFrameLists = true;
+
     PickleEncoder(OutputStream out) {
         this.out = out;
     }
@@ -286,10 +289,23 @@ final class PickleEncoder {
         frameMemo.put(f, memo);
     }
 
-    /** A list of frames; a non-empty one is memoized by value (PyTorch shares stacks between entries too). */
+    /**
+     * Makes {@link #frames} write every list anew (its frames still shared), the layout of PyTorch's own pickles:
+     * {@code _snapshot()} shares frame dicts between stacks but builds one list per traceback.
+     */
+    void perEntryFrameLists() {
+        shareFrameLists = false;
+    }
+
+    /** A list of frames; a non-empty one is memoized by value unless {@link #perEntryFrameLists} was called. */
     void frames(List<Frame> frames) throws IOException {
         if (frames.isEmpty()) {
             op(EMPTY_LIST);
+            return;
+        }
+        if (!shareFrameLists) {
+            op(EMPTY_LIST);
+            appendItems(frames, this::frame);
             return;
         }
         Integer idx = frameListMemo.get(frames);

@@ -1,7 +1,6 @@
 package io.vram4j.memory.snapshot;
 
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 
 /**
  * A validating pass over a pickle's opcodes before it is decoded: finds truncation (an argument running past the
@@ -120,21 +119,21 @@ final class PickleScanner {
      * @throws IllegalArgumentException with a message (without the source name) describing the first problem
      */
     static long check(byte[] data) {
-        return check(MemorySegment.ofArray(data));
+        return check(ByteBuffer.wrap(data));
     }
 
     /**
      * Checks a whole pickle. Bytes after {@code STOP} are ignored, as Python's {@code pickle.load} does.
      *
-     * @param data the pickle, such as a memory-mapped file
+     * @param data the pickle from index 0 to its limit, such as a memory-mapped file
      * @return the offset just past {@code STOP}
      * @throws IllegalArgumentException with a message (without the source name) describing the first problem
      */
-    static long check(MemorySegment data) {
-        long n = data.byteSize();
-        long pos = 0;
+    static long check(ByteBuffer data) {
+        int n = data.limit();
+        int pos = 0;
         while (pos < n) {
-            long start = pos;
+            int start = pos;
             int code = at(data, pos++);
             int arg = ARG[code];
             if (arg == UNKNOWN) {
@@ -178,7 +177,7 @@ final class PickleScanner {
                 }
                 case LINE, TWO_LINES -> {
                     int lines = arg == LINE ? 1 : 2;
-                    long p = pos;
+                    int p = pos;
                     for (int k = 0; k < lines; k++) {
                         while (p < n && at(data, p) != '\n') {
                             p++;
@@ -202,7 +201,7 @@ final class PickleScanner {
                             + " at byte offset " + start + " (Python writes protocols 0 to 5)");
                 }
             }
-            pos += len;
+            pos += (int) len;
             if (code == '.') {
                 return pos;
             }
@@ -210,13 +209,13 @@ final class PickleScanner {
         throw new IllegalArgumentException("truncated pickle: " + n + " bytes end without a STOP opcode");
     }
 
-    private static int at(MemorySegment data, long pos) {
-        return data.get(ValueLayout.JAVA_BYTE, pos) & 0xff;
+    private static int at(ByteBuffer data, int pos) {
+        return data.get(pos) & 0xff;
     }
 
-    private static void need(MemorySegment data, long pos, int k, long start, int code) {
-        if (k > data.byteSize() - pos) {
-            throw truncated(data.byteSize(), start, code);
+    private static void need(ByteBuffer data, int pos, int k, int start, int code) {
+        if (k > data.limit() - pos) {
+            throw truncated(data.limit(), start, code);
         }
     }
 

@@ -28,8 +28,20 @@ final class SnapshotDecoder {
     private final HashMap<Frame, Frame> internedFrames = new HashMap<>();
     private final HashMap<List<Frame>, List<Frame>> internedLists = new HashMap<>();
 
+    /** Frame lists that {@link PickleDecoder} interned (identity); empty for JSON. */
+    private final java.util.Set<Object> decodedStacks;
+
     SnapshotDecoder(String source) {
+        this(source, java.util.Set.of());
+    }
+
+    /**
+     * @param source        the name used in messages
+     * @param decodedStacks the frame lists {@link PickleDecoder} already interned, compared by identity
+     */
+    SnapshotDecoder(String source, java.util.Set<Object> decodedStacks) {
         this.source = source;
+        this.decodedStacks = decodedStacks;
     }
 
     MemorySnapshot decode(Object root) {
@@ -203,10 +215,10 @@ final class SnapshotDecoder {
         if (raw == null) {
             return List.of();
         }
-        if (raw instanceof List<?> l && isStack(l)) { // already interned by PickleDecoder: no identity entry needed
+        if (decodedStacks.contains(raw)) { // interned by PickleDecoder already: taken as it is
             @SuppressWarnings("unchecked")
-            List<Frame> stack = (List<Frame>) l;
-            return internedLists.computeIfAbsent(stack, k -> k);
+            List<Frame> stack = (List<Frame>) raw;
+            return stack;
         }
         List<Frame> cached = frameLists.get(raw);
         if (cached != null) {
@@ -220,19 +232,6 @@ final class SnapshotDecoder {
         List<Frame> result = internedLists.computeIfAbsent(List.of(frames), k -> k);
         frameLists.put(raw, result);
         return result;
-    }
-
-    /** An immutable list of frames, as {@link PickleDecoder} makes of a frame list. */
-    private static boolean isStack(List<?> l) {
-        if (l instanceof PickleDecoder.PyList || l.isEmpty()) {
-            return false;
-        }
-        for (Object o : l) {
-            if (!(o instanceof Frame)) {
-                return false;
-            }
-        }
-        return true;
     }
 
     private Frame frame(Object raw, String listPath, int index) {

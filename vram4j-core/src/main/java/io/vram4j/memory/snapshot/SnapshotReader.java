@@ -12,9 +12,7 @@ import java.io.ByteArrayInputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.Files;
@@ -50,6 +48,9 @@ public final class SnapshotReader {
     /** Jackson's untyped tree reading: objects keep their key order, integers stay exact. */
     private static final ObjectMapper TREE = new ObjectMapper(JSON);
 
+    /** The largest file read: a mapping (and the decoder's offsets) are limited to 2 GiB - 1 bytes. */
+    private static final long MAX_SIZE = Integer.MAX_VALUE;
+
     private SnapshotReader() {
     }
 
@@ -65,17 +66,22 @@ public final class SnapshotReader {
     public static MemorySnapshot read(Path file) throws IOException {
         Path fileName = file.getFileName();
         String name = fileName != null ? fileName.toString() : file.toString();
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
+        ByteBuffer mapped;
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             long size = ch.size();
             if (size < 2) {
                 return read(Files.readAllBytes(file), name);
             }
-            MemorySegment mapped = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
-            if (isGzip(mapped)) {
-                return read(Files.readAllBytes(file), name);
+            if (size > MAX_SIZE) {
+                throw new SnapshotFormatException(name + ": " + size + " bytes: snapshots of 2 GiB and more are not"
+                        + " supported (split the recording, or lower max_entries of _record_memory_history)");
             }
-            return decode(mapped, null, name); // a pickle is decoded from the mapping: its bytes stay off the heap
+            mapped = ch.map(FileChannel.MapMode.READ_ONLY, 0, size); // unmapped when collected
         }
+        if (isGzip(mapped)) {
+            return read(Files.readAllBytes(file), name);
+        }
+        return decode(mapped, null, name); // a pickle is decoded from the mapping: its bytes stay off the heap
     }
 
     /**
@@ -89,18 +95,23 @@ public final class SnapshotReader {
     public static MemorySnapshot read(byte[] data, String sourceName) {
         Objects.requireNonNull(sourceName, "sourceName");
         data = gunzipIfCompressed(data, sourceName);
-        return decode(MemorySegment.ofArray(data), data, sourceName);
+        return decode(ByteBuffer.wrap(data), data, sourceName);
     }
 
     /** Tells pickle from JSON by content; {@code array} is the segment's array when it has one, else null. */
-    private static MemorySnapshot decode(MemorySegment data, byte[] array, String sourceName) {
-        long n = data.byteSize();
+    private static MemorySnapshot decode(ByteBuffer data, byte[] array, String sourceName) {
+        int n = data.limit();
         if (n > 0 && byteAt(data, 0) == 0x80) {
             return decodePickle(data, sourceName);
         }
-        long i = skipBomAndWhitespace(data);
+        int i = skipBomAndWhitespace(data);
         if (i < n && (byteAt(data, i) == '{' || byteAt(data, i) == '[')) {
-            return decodeJson(array != null ? array : data.toArray(ValueLayout.JAVA_BYTE), sourceName);
+            byte[] json = array;
+            if (json == null) {
+                json = new byte[n];
+                data.get(0, json);
+            }
+            return decodeJson(json, sourceName);
         }
         if (n == 0) {
             throw new SnapshotFormatException(sourceName + ": empty input, not a pickle or JSON snapshot");
@@ -123,9 +134,9 @@ public final class SnapshotReader {
         byte[] data = gunzipIfCompressed(in.readAllBytes(), sourceName);
         if (data.length == 0 || (data[0] & 0xff) != 0x80) {
             throw new SnapshotFormatException(sourceName + ": not a pickle of protocol 2 or later (starts with "
-                    + (data.length == 0 ? "no bytes" : "bytes " + hex(MemorySegment.ofArray(data), 4)) + ")");
+                    + (data.length == 0 ? "no bytes" : "bytes " + hex(ByteBuffer.wrap(data), 4)) + ")");
         }
-        return decodePickle(MemorySegment.ofArray(data), sourceName);
+        return decodePickle(ByteBuffer.wrap(data), sourceName);
     }
 
     /**
@@ -144,13 +155,13 @@ public final class SnapshotReader {
 
     // ---- pickle ----------------------------------------------------------------------------------------------
 
-    private static MemorySnapshot decodePickle(MemorySegment data, String source) {
+    private static MemorySnapshot decodePickle(ByteBuffer data, String source) {
         try {
             PickleScanner.check(data);
         } catch (IllegalArgumentException e) {
             throw new SnapshotFormatException(source + ": " + e.getMessage());
         }
-        Object root;
+        PickleDecoder.Result root;
         try {
             root = PickleDecoder.decode(data);
         } catch (IllegalArgumentException e) {
@@ -158,7 +169,7 @@ public final class SnapshotReader {
         } catch (RuntimeException e) {
             throw new SnapshotFormatException(source + ": invalid pickle: " + describe(e), e);
         }
-        return new SnapshotDecoder(source).decode(root);
+        return new SnapshotDecoder(source, root.internedStacks()).decode(root.root());
     }
 
     private static String describe(Throwable e) {
@@ -201,7 +212,7 @@ public final class SnapshotReader {
      * {@code data} itself. Concatenated gzip members are read as one stream, as Python's {@code gzip} module does.
      */
     private static byte[] gunzipIfCompressed(byte[] data, String source) {
-        if (!isGzip(MemorySegment.ofArray(data))) {
+        if (!isGzip(ByteBuffer.wrap(data))) {
             return data;
         }
         try (GZIPInputStream in = new GZIPInputStream(new ByteArrayInputStream(data), 1 << 16)) {
@@ -214,9 +225,9 @@ public final class SnapshotReader {
         }
     }
 
-    private static long skipBomAndWhitespace(MemorySegment data) {
-        long n = data.byteSize();
-        long i = 0;
+    private static int skipBomAndWhitespace(ByteBuffer data) {
+        int n = data.limit();
+        int i = 0;
         if (n >= 3 && byteAt(data, 0) == 0xef && byteAt(data, 1) == 0xbb && byteAt(data, 2) == 0xbf) {
             i = 3;
         }
@@ -227,17 +238,17 @@ public final class SnapshotReader {
         return i;
     }
 
-    private static int byteAt(MemorySegment data, long i) {
-        return data.get(ValueLayout.JAVA_BYTE, i) & 0xff;
+    private static int byteAt(ByteBuffer data, int i) {
+        return data.get(i) & 0xff;
     }
 
-    private static boolean isGzip(MemorySegment data) {
-        return data.byteSize() >= 2 && byteAt(data, 0) == 0x1f && byteAt(data, 1) == 0x8b;
+    private static boolean isGzip(ByteBuffer data) {
+        return data.limit() >= 2 && byteAt(data, 0) == 0x1f && byteAt(data, 1) == 0x8b;
     }
 
-    private static String hex(MemorySegment data, int max) {
+    private static String hex(ByteBuffer data, int max) {
         StringBuilder b = new StringBuilder();
-        for (int i = 0; i < Math.min(max, data.byteSize()); i++) {
+        for (int i = 0; i < Math.min(max, data.limit()); i++) {
             if (i > 0) {
                 b.append(' ');
             }
