@@ -832,6 +832,7 @@
     return {shown_default: byDefault, shown_all: all, hidden_note: note, restored: shown() === byDefault};
   }
 
+  let firstFrameMs = -1;
   function selfCheck(renderMs, interaction) {
     const cards = {};
     for (const el of document.querySelectorAll('.card')) {
@@ -856,6 +857,7 @@
       load_ms: Math.round((performance.now() - T0) * 10) / 10,
       state_ms: round1(timings.state_ms), redraw_ms: round1(timings.redraw_ms),
       zoomed_redraw_ms: round1(timings.zoomed_redraw_ms), moving_redraw_ms: round1(timings.moving_redraw_ms), hover_ms: round1(timings.hover_ms), draw_parts: drawParts,
+      first_frame_ms: Math.round(firstFrameMs),
       since_navigation_ms: Math.round(performance.now())
     };
     const pre = document.getElementById('selfcheck');
@@ -877,6 +879,7 @@
     renderLegend();
     const tr = performance.now();
     drawTimeline();
+    firstFrameMs = performance.now(); // since navigation start: when the first drawing of the timeline is done
     const ts = performance.now();
     selectEntry(H.peak_allocated_entry);
     timings.state_ms = performance.now() - ts;
