@@ -57,11 +57,14 @@ public final class SnapshotReader {
     /**
      * Reads a snapshot file, telling pickle from JSON by content: a pickle starts with the {@code PROTO} opcode
      * (byte 0x80), JSON with <code>&#123;</code> or <code>[</code> after optional whitespace or a byte-order mark.
+     * A pickle is decoded straight from a memory mapping of the file (its bytes never on the heap), so snapshots of a
+     * gigabyte and more read with a heap of about their size; files of 2 GiB and more are refused. Gzip-compressed
+     * files are decompressed on the heap first.
      *
      * @param file the file; messages name it by its file name
      * @return the snapshot
      * @throws IOException              if the file cannot be read
-     * @throws SnapshotFormatException if the content is not a valid snapshot
+     * @throws SnapshotFormatException if the content is not a valid snapshot, or the file has 2 GiB or more
      */
     public static MemorySnapshot read(Path file) throws IOException {
         Path fileName = file.getFileName();
