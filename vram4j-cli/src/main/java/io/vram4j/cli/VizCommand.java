@@ -28,7 +28,7 @@ import java.util.concurrent.Callable;
                 "with the active memory timeline coloured by allocation site, the allocator state at any moment",
                 "and the headline figures (peak allocated, peak reserved, fragmentation at peak, OOMs)."})
 final class VizCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "FILE", description = "snapshot pickle (torch.cuda.memory._dump_snapshot) or JSON")
+    @Parameters(index = "0", paramLabel = "FILE", description = "snapshot pickle (torch.cuda.memory._dump_snapshot) or JSON, also gzip-compressed (.pickle.gz, .json.gz)")
     Path file;
 
     @Option(names = {"-o", "--output"}, paramLabel = "HTML",
@@ -115,6 +115,9 @@ final class VizCommand implements Callable<Integer> {
 
     private static String stem(Path file) {
         String name = file.getFileName().toString();
+        if (name.endsWith(".gz")) {
+            name = name.substring(0, name.length() - 3);
+        }
         int dot = name.lastIndexOf('.');
         return dot > 0 ? name.substring(0, dot) : name;
     }

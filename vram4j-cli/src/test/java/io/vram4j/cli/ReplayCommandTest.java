@@ -107,7 +107,7 @@ class ReplayCommandTest {
         assertTrue(cap.err().contains("--capacity"), cap.err());
         CliRunner.Result conf = CliRunner.run("replay", "--conf", "foo:1", f.toString());
         assertEquals(2, conf.exitCode());
-        assertTrue(conf.err().contains("Unrecognized CachingAllocator option: foo"), conf.err());
+        assertTrue(conf.err().contains("Unrecognized key 'foo' in CUDA allocator config."), conf.err());
         CliRunner.Result unknown = CliRunner.run("replay", "--frobnicate", f.toString());
         assertEquals(2, unknown.exitCode());
     }

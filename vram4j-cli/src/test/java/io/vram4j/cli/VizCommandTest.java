@@ -40,6 +40,31 @@ class VizCommandTest {
     }
 
     @Test
+    void gzippedSnapshotsAreReadByVizAndReplay(@TempDir Path tmp) throws Exception {
+        Path gz = tmp.resolve("decomfl.pickle.gz");
+        try (var out = new java.util.zip.GZIPOutputStream(Files.newOutputStream(gz))) {
+            Files.copy(real("decomfl-opt-zo-finetune_from-empty.pickle"), out);
+        }
+        CliRunner.Result r = CliRunner.run("viz", gz.toString(), "-o", tmp.resolve("d.html").toString());
+        assertEquals(0, r.exitCode(), r.err());
+        assertTrue(r.out().contains("(device 0: 23,105 entries, 7,946 allocations"), r.out());
+        assertEquals(1_897_922_560L, field(Files.readString(tmp.resolve("d.html")), "peak_reserved"));
+        CliRunner.Result replay = CliRunner.run("replay", gz.toString(), "--json");
+        assertEquals(0, replay.exitCode(), replay.err());
+        assertTrue(replay.out().contains("1897922560"), replay.out());
+        // a truncated one: one line, exit 2
+        Path cut = tmp.resolve("cut.pickle.gz");
+        byte[] bytes = Files.readAllBytes(gz);
+        Files.write(cut, java.util.Arrays.copyOf(bytes, bytes.length / 3));
+        for (String cmd : new String[] {"viz", "replay"}) {
+            CliRunner.Result bad = CliRunner.run(cmd, cut.toString());
+            assertEquals(2, bad.exitCode(), cmd + ": " + bad.err());
+            assertEquals("vram4j " + cmd + ": error: cut.pickle.gz: truncated gzip data: the compressed stream ends"
+                    + " before its end marker (" + bytes.length / 3 + " bytes read)", bad.err().strip(), cmd);
+        }
+    }
+
+    @Test
     void maxEntriesLimitsTheBandsAndDeviceSelectsOne(@TempDir Path tmp) throws Exception {
         Path out = tmp.resolve("t.html");
         CliRunner.Result r = CliRunner.run("viz", real("cs336-medium-ctx512_train-step_steady-state.pickle").toString(),

@@ -6,8 +6,10 @@ import java.util.List;
 import java.util.regex.Pattern;
 
 /**
- * Parser for the {@code PYTORCH_CUDA_ALLOC_CONF} string format (spec section 7.2), a port of PyTorch's
- * {@code CUDAAllocatorConfig::parseArgs} as of releases 2.4 – 2.8.
+ * Parser for the {@code PYTORCH_ALLOC_CONF} / {@code PYTORCH_CUDA_ALLOC_CONF} string format (spec section 7.2),
+ * written from the behaviour of PyTorch's settings parsers: {@code CUDAAllocatorConfig::parseArgs} of releases
+ * 2.4 – 2.8 and the {@code AcceleratorAllocatorConfig} of 2.9, selected by {@link PyTorchRules} (the differences
+ * are listed there).
  *
  * <h2>Lexer and grammar</h2>
  * The characters {@code , : [ ]} are single-character tokens; space characters ({@code ' '} only, as PyTorch)
@@ -23,10 +25,11 @@ import java.util.regex.Pattern;
  * <h2>{@code roundup_power2_divisions} list form</h2>
  * {@code [K:N,...,>:N]}: {@code K} is a power of two in MiB and names the size class [K MiB, 2K MiB) (class index
  * log2(K), clamped to 0..15); {@code N} is 0 or a power of two. The first listed {@code K} also fills every lower
- * class. {@code >:N} fills every class from the <em>last listed key's class onward, including that class</em>:
- * this is the behaviour of PyTorch 2.4 – 2.8 (newer releases start at the following class), chosen here
- * deliberately so that {@code [256:1,512:2,1024:4,>:8]} gives 8 divisions for [1 GiB, 2 GiB) exactly as
- * PyTorch 2.4 – 2.8 do.
+ * class. {@code >:N} fills every class after the last listed key's class ({@link PyTorchRules#V2_9}); under
+ * {@link PyTorchRules#V2_8} it starts at that class itself, overwriting its value, so that
+ * {@code [256:1,512:2,1024:4,>:8]} gives 4 divisions for [1 GiB, 2 GiB) under 2.9 and 8 under 2.8. Before any
+ * key the "last key's class" is class 0, so a leading {@code >:N} fills every class under 2.8 and every class but
+ * [1 MiB, 2 MiB) under 2.9.
  *
  * <h2>Where vram4j differs (stricter, never more permissive)</h2>
  * <ul>
@@ -42,8 +45,8 @@ import java.util.regex.Pattern;
  * </ul>
  *
  * <h2>Messages</h2>
- * Every {@link AllocatorConfigException} message starts with PyTorch's own text (e.g.
- * {@code "CachingAllocator option max_split_size_mb too small, must be > 20"}), followed by a parenthesised
+ * Every {@link AllocatorConfigException} message starts with PyTorch's own text of the selected release (e.g.
+ * {@code "CachingAllocator option max_split_size_mb too small, must be >= 20"} under 2.9), followed by a parenthesised
  * explanation naming the option, what it accepts, the offending token, its character position and the whole
  * string. Stateless and thread-safe.
  */
@@ -57,7 +60,7 @@ final class AllocConfParser {
 
     /** Upper bound of {@code pinned_num_register_threads} (PyTorch's pinned_max_register_threads()). */
     static final int PINNED_MAX_REGISTER_THREADS = 128;
-    /** {@code kLargeBuffer / 1 MiB}: the exclusive lower bound of the two *_mb size options. */
+    /** {@code kLargeBuffer / 1 MiB}: the lower bound of the two *_mb size options (exclusive in 2.8, inclusive in 2.9). */
     private static final int LARGE_BUFFER_MB = 20;
 
     private static final Pattern INTEGER = Pattern.compile("[+-]?[0-9]+");
@@ -69,13 +72,14 @@ final class AllocConfParser {
     /**
      * Applies {@code conf} on top of {@code base}.
      *
-     * @param base the config to start from; never modified
+     * @param base  the config to start from; never modified
+     * @param rules the release whose rules apply
      * @param conf the string, or {@code null}: {@code null} and {@code ""} both only reset the three resettable
      *     options (as PyTorch's parseArgs without / with an empty value); {@code null} keeps base's conf string
      * @return the new config
      * @throws AllocatorConfigException if the string is invalid
      */
-    static AllocatorConfig parse(AllocatorConfig base, String conf) {
+    static AllocatorConfig parse(AllocatorConfig base, PyTorchRules rules, String conf) {
         AllocatorConfig.Builder b = base.toBuilder();
         b.maxSplitSize = AllocatorConfig.UNLIMITED;
         b.roundupPower2Divisions = new int[AllocatorConfig.ROUNDUP_INTERVALS];
@@ -84,7 +88,7 @@ final class AllocConfParser {
             return b.build();
         }
         b.confString = conf;
-        new Run(conf, b).parseAll();
+        new Run(conf, rules, b).parseAll();
         return b.build();
     }
 
@@ -137,9 +141,11 @@ final class AllocConfParser {
         private final String conf;
         private final List<Token> tokens;
         private final AllocatorConfig.Builder b;
+        private final boolean v28;
 
-        Run(String conf, AllocatorConfig.Builder b) {
+        Run(String conf, PyTorchRules rules, AllocatorConfig.Builder b) {
             this.conf = conf;
+            this.v28 = rules == PyTorchRules.V2_8;
             this.tokens = lex(conf);
             this.b = b;
         }
@@ -187,7 +193,8 @@ final class AllocConfParser {
                     case "pinned_num_register_threads" -> pinnedNumRegisterThreads(i);
                     case "per_process_memory_fraction" -> perProcessMemoryFraction(i);
                     case "pinned_reserve_segment_size_mb" -> pinnedReserveSegmentSize(i);
-                    default -> throw error("Unrecognized CachingAllocator option: " + key,
+                    default -> throw error(v28 ? "Unrecognized CachingAllocator option: " + key
+                                    : "Unrecognized key '" + key + "' in CUDA allocator config.",
                             (keyTok.isPunctuation() ? "expected an option name; " : "")
                                     + "known options: " + String.join(", ", KNOWN_OPTIONS),
                             i);
@@ -200,14 +207,19 @@ final class AllocConfParser {
 
         // ---- options -------------------------------------------------------------------------------------
 
-        /** max_split_size_mb / max_non_split_rounding_mb: integer MiB > 20. Returns the value token index. */
+        /**
+         * max_split_size_mb / max_non_split_rounding_mb: integer MiB, > 20 (2.8) or >= 20 (2.9). Returns the value
+         * token index.
+         */
         private int mbValue(int i, String key) {
-            String accepts = key + " accepts an integer number of MiB greater than " + LARGE_BUFFER_MB;
+            String accepts = key + " accepts an integer number of MiB " + (v28 ? "greater than " : "of at least ")
+                    + LARGE_BUFFER_MB;
             expect(++i, ':', key + " needs a value: " + key + ":<MiB>");
             int j = valueToken(++i, "Error, expecting " + key + " value", accepts);
             int v = parseInt(j, key, accepts);
-            if (v <= LARGE_BUFFER_MB) {
-                throw error("CachingAllocator option " + key + " too small, must be > " + LARGE_BUFFER_MB,
+            if (v28 ? v <= LARGE_BUFFER_MB : v < LARGE_BUFFER_MB) {
+                throw error("CachingAllocator option " + key + " too small, must be " + (v28 ? "> " : ">= ")
+                                + LARGE_BUFFER_MB,
                         "got " + v + "; " + accepts, j);
             }
             return j;
@@ -220,6 +232,9 @@ final class AllocConfParser {
             int j = valueToken(++i, "Error, expecting " + key + " value", accepts);
             double v = parseDecimal(j, key, accepts);
             String got = "got " + tokens.get(j).text() + "; " + accepts;
+            if (!v28 && !(v > 0 && v < 1.0)) {
+                throw error("garbage_collect_threshold is invalid, set it in (0.0, 1.0)", got, j);
+            }
             if (!(v > 0)) {
                 throw error("garbage_collect_threshold too small, set it 0.0~1.0", got, j);
             }
@@ -255,7 +270,9 @@ final class AllocConfParser {
                                 "got " + val + " for " + interval + "; " + accepts, valIdx);
                     }
                     if (interval.equals(">")) {
-                        Arrays.fill(div, lastIndex, div.length, val);
+                        // 2.8 starts at the last key's class, 2.9 after it (the class of key 1 MiB before any key)
+                        int from = v28 ? lastIndex : lastIndex + 1;
+                        Arrays.fill(div, from, div.length, val);
                     } else {
                         long k = intervalValue(keyIdx, accepts);
                         int index = Math.min(63 - Long.numberOfLeadingZeros(k), div.length - 1);

@@ -2,6 +2,7 @@ package io.vram4j.alloc.config;
 
 import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 
@@ -39,8 +40,11 @@ public final class AllocatorConfig {
     private final boolean pinnedUseBackgroundThreads;
     private final String backend;
     private final double perProcessMemoryFraction;
+    /** The parser rules given by {@link #withRules}; {@code null}: the rules in force at each parse. */
+    private final PyTorchRules rules;
 
     private AllocatorConfig(Builder b) {
+        this.rules = b.rules;
         this.confString = b.confString;
         this.maxSplitSize = b.maxSplitSize;
         this.maxNonSplitRounding = b.maxNonSplitRounding;
@@ -56,36 +60,94 @@ public final class AllocatorConfig {
     }
 
     /**
-     * Applies a {@code PYTORCH_CUDA_ALLOC_CONF}-format string on top of this config, as PyTorch 2.4 – 2.8's
-     * {@code CUDAAllocatorConfig::parseArgs} (grammar, options, the {@code >} rule of roundup lists and the
-     * few places where vram4j is stricter are described on the package-private {@code AllocConfParser}).
+     * Applies a {@code PYTORCH_ALLOC_CONF}-format string on top of this config, following the settings parser of
+     * the PyTorch release {@link #rules()} names (2.9 unless {@value PyTorchRules#VARIABLE} or {@link #withRules}
+     * select 2.8; the differences are listed on {@link PyTorchRules}; grammar, options, the {@code >} rule of
+     * roundup lists and the few places where vram4j is stricter are described on the package-private
+     * {@code AllocConfParser}).
      * {@code max_split_size}, {@code roundup_power2_divisions} and {@code garbage_collection_threshold} are reset
      * to their defaults first; the result's {@link #confString()} is {@code conf}.
      *
      * @param conf e.g. {@code "max_split_size_mb:128,roundup_power2_divisions:[256:1,>:4]"}; spaces are ignored;
      *     {@code null} or {@code ""} only reset the three options above ({@code null} keeps the conf string)
      * @return the new config (this one is unchanged)
-     * @throws AllocatorConfigException naming the option and what it accepts, when the string is invalid
+     * @throws AllocatorConfigException naming the option and what it accepts, when the string is invalid, or naming
+     *     {@value PyTorchRules#VARIABLE} when that is invalid
      */
     public AllocatorConfig parse(String conf) {
-        return AllocConfParser.parse(this, conf);
+        return AllocConfParser.parse(this, rules(), conf);
     }
 
     /**
-     * Reads {@code VRAM4J_ALLOC_CONF}, or {@code PYTORCH_CUDA_ALLOC_CONF} when ours is unset.
+     * The PyTorch release whose parser rules {@link #parse} follows: the one given to {@link #withRules}, else the
+     * rules in force ({@link PyTorchRules#inForce()}: {@value PyTorchRules#VARIABLE}, default 2.9).
+     *
+     * @return the rules
+     * @throws AllocatorConfigException when no rules were given and {@value PyTorchRules#VARIABLE} is invalid
+     */
+    public PyTorchRules rules() {
+        return rules != null ? rules : PyTorchRules.inForce();
+    }
+
+    /**
+     * This config with later {@link #parse} calls following {@code rules} whatever the environment says; the
+     * settings themselves are unchanged.
+     *
+     * @param rules the release, e.g. {@link PyTorchRules#V2_8} for recordings made with PyTorch 2.4 – 2.8
+     * @return the new config
+     */
+    public AllocatorConfig withRules(PyTorchRules rules) {
+        Builder b = toBuilder();
+        b.rules = Objects.requireNonNull(rules, "rules");
+        return b.build();
+    }
+
+    /**
+     * The environment variable {@link #fromEnvironment} takes the settings from: the first one set of
+     * {@code VRAM4J_ALLOC_CONF}, {@code PYTORCH_ALLOC_CONF} (read by PyTorch 2.9 and newer only) and
+     * {@code PYTORCH_CUDA_ALLOC_CONF} (deprecated since 2.9, the only one 2.8 reads). An empty value counts as set.
+     *
+     * @param env   the environment
+     * @param rules the release whose order applies
+     * @return the variable's name, or {@code null} when none is set
+     */
+    public static String settingsVariable(Map<String, String> env, PyTorchRules rules) {
+        List<String> order = rules == PyTorchRules.V2_8
+                ? List.of("VRAM4J_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
+                : List.of("VRAM4J_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF");
+        for (String name : order) {
+            if (env.get(name) != null) {
+                return name;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Reads the settings from the environment: the rules from {@value PyTorchRules#VARIABLE} (default 2.9), the
+     * string from the variable {@link #settingsVariable} names ({@code VRAM4J_ALLOC_CONF}, then
+     * {@code PYTORCH_ALLOC_CONF}, then the deprecated {@code PYTORCH_CUDA_ALLOC_CONF}; under 2.8 rules
+     * {@code PYTORCH_ALLOC_CONF} is not read, as PyTorch 2.8 does not). Taking the deprecated variable logs the
+     * warning PyTorch prints ("PYTORCH_CUDA_ALLOC_CONF is deprecated, use PYTORCH_ALLOC_CONF instead") under 2.9
+     * rules, at level WARNING of the {@code System.Logger} named after this class.
      *
      * @param env the environment (normally {@link System#getenv()})
-     * @return the parsed config, or {@link #DEFAULT} when neither variable is set
+     * @return the parsed config, pinned to the rules read, or the defaults under those rules when no variable is set
      * @throws AllocatorConfigException naming the variable when its value is invalid
      */
     public static AllocatorConfig fromEnvironment(Map<String, String> env) {
-        String name = env.get("VRAM4J_ALLOC_CONF") != null ? "VRAM4J_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
-        String value = env.get(name);
-        if (value == null) {
-            return DEFAULT;
+        PyTorchRules rules = PyTorchRules.fromEnvironment(env);
+        AllocatorConfig base = DEFAULT.withRules(rules);
+        String name = settingsVariable(env, rules);
+        if (name == null) {
+            return base;
+        }
+        if (name.equals("PYTORCH_CUDA_ALLOC_CONF") && rules != PyTorchRules.V2_8) {
+            System.getLogger(AllocatorConfig.class.getName()).log(System.Logger.Level.WARNING,
+                    "PYTORCH_CUDA_ALLOC_CONF is deprecated, use PYTORCH_ALLOC_CONF instead");
         }
         try {
-            return DEFAULT.parse(value);
+            return base.parse(env.get(name));
         } catch (AllocatorConfigException e) {
             throw new AllocatorConfigException(name + ": " + e.getMessage(), e);
         }
@@ -297,9 +359,11 @@ public final class AllocatorConfig {
         b.pinnedUseBackgroundThreads = pinnedUseBackgroundThreads;
         b.backend = backend;
         b.perProcessMemoryFraction = perProcessMemoryFraction;
+        b.rules = rules;
         return b;
     }
 
+    /** Equal settings; the parser rules of later parses ({@link #withRules}) are not compared. */
     @Override
     public boolean equals(Object o) {
         return o instanceof AllocatorConfig c
@@ -341,6 +405,7 @@ public final class AllocatorConfig {
         boolean pinnedUseBackgroundThreads = false;
         String backend = "native";
         double perProcessMemoryFraction = Double.NaN;
+        PyTorchRules rules;
 
         /** @param v the string to report as the last parsed conf @return this */
         public Builder confString(String v) { confString = v; return this; }

@@ -46,6 +46,14 @@ import java.util.Map;
  * Only immutable things are memoized (strings, frame dicts and frame lists, which PyTorch also shares); the
  * viewer annotates entry, segment and block dicts in place, so those are never shared. Not thread-safe; one
  * instance per output.
+ *
+ * <h2>Why this is hand-written rather than the pickle library's {@code Pickler}</h2>
+ * {@code net.razorvine.pickle.Pickler} memoizes by value by default (its {@code valueCompare} flag): it writes a second dict that is
+ * {@code equals} to an earlier one as a {@code BINGET} of the first. Trace entries and blocks are often equal (the
+ * same size freed and allocated at the same address from the same stack), so they would arrive in the viewer as one
+ * shared JavaScript object, and {@code memory_viz} edits those objects in place (it adds fields to entries and
+ * blocks while it builds the timeline), so one edit would show up in every "copy". This encoder controls exactly
+ * what is shared (strings, frames and frame lists only) and emits only the opcodes the viewer's unpickler knows.
  */
 final class PickleEncoder {
     static final int PROTO = 0x80;
@@ -85,6 +93,9 @@ final class PickleEncoder {
     private final Map<String, Integer> stringMemo = new HashMap<>();
     private final Map<Frame, Integer> frameMemo = new HashMap<>();
     private final Map<List<Frame>, Integer> frameListMemo = new HashMap<>();
+
+    /** Whether equal frame lists are written once and then referenced (false: each list written anew, as PyTorch). */
+    private boolean shareFrameLists = true;
 
     PickleEncoder(OutputStream out) {
         this.out = out;
@@ -278,10 +289,23 @@ final class PickleEncoder {
         frameMemo.put(f, memo);
     }
 
-    /** A list of frames; a non-empty one is memoized by value (PyTorch shares stacks between entries too). */
+    /**
+     * Makes {@link #frames} write every list anew (its frames still shared), the layout of PyTorch's own pickles:
+     * {@code _snapshot()} shares frame dicts between stacks but builds one list per traceback.
+     */
+    void perEntryFrameLists() {
+        shareFrameLists = false;
+    }
+
+    /** A list of frames; a non-empty one is memoized by value unless {@link #perEntryFrameLists} was called. */
     void frames(List<Frame> frames) throws IOException {
         if (frames.isEmpty()) {
             op(EMPTY_LIST);
+            return;
+        }
+        if (!shareFrameLists) {
+            op(EMPTY_LIST);
+            appendItems(frames, this::frame);
             return;
         }
         Integer idx = frameListMemo.get(frames);

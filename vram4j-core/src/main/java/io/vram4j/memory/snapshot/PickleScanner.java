@@ -1,5 +1,7 @@
 package io.vram4j.memory.snapshot;
 
+import java.nio.ByteBuffer;
+
 /**
  * A validating pass over a pickle's opcodes before it is decoded: finds truncation (an argument running past the
  * end, or no {@code STOP}), unknown opcodes, unsupported protocols and the opcodes that build class instances
@@ -111,17 +113,28 @@ final class PickleScanner {
     }
 
     /**
-     * Checks a whole pickle. Bytes after {@code STOP} are ignored, as Python's {@code pickle.load} does.
+     * Checks a whole pickle held in an array.
      *
      * @return the offset just past {@code STOP}
      * @throws IllegalArgumentException with a message (without the source name) describing the first problem
      */
-    static int check(byte[] data) {
-        int n = data.length;
+    static long check(byte[] data) {
+        return check(ByteBuffer.wrap(data));
+    }
+
+    /**
+     * Checks a whole pickle. Bytes after {@code STOP} are ignored, as Python's {@code pickle.load} does.
+     *
+     * @param data the pickle from index 0 to its limit, such as a memory-mapped file
+     * @return the offset just past {@code STOP}
+     * @throws IllegalArgumentException with a message (without the source name) describing the first problem
+     */
+    static long check(ByteBuffer data) {
+        int n = data.limit();
         int pos = 0;
         while (pos < n) {
             int start = pos;
-            int code = data[pos++] & 0xff;
+            int code = at(data, pos++);
             int arg = ARG[code];
             if (arg == UNKNOWN) {
                 throw new IllegalArgumentException(String.format(
@@ -138,12 +151,12 @@ final class PickleScanner {
                 case 1, 2, 4, 8 -> len = arg;
                 case LEN1 -> {
                     need(data, pos, 1, start, code);
-                    len = 1 + (data[pos] & 0xff);
+                    len = 1 + at(data, pos);
                 }
                 case LEN4 -> {
                     need(data, pos, 4, start, code);
-                    long l = (data[pos] & 0xffL) | (data[pos + 1] & 0xffL) << 8 | (data[pos + 2] & 0xffL) << 16
-                            | (data[pos + 3] & 0xffL) << 24;
+                    long l = at(data, pos) | (long) at(data, pos + 1) << 8 | (long) at(data, pos + 2) << 16
+                            | (long) at(data, pos + 3) << 24;
                     if (code == 'T' && l > Integer.MAX_VALUE) { // BINSTRING's length is signed
                         throw new IllegalArgumentException("invalid pickle: negative length in " + NAME[code]
                                 + " at byte offset " + start);
@@ -154,9 +167,9 @@ final class PickleScanner {
                     need(data, pos, 8, start, code);
                     long l = 0;
                     for (int i = 7; i >= 0; i--) {
-                        l = l << 8 | (data[pos + i] & 0xffL);
+                        l = l << 8 | at(data, pos + i);
                     }
-                    if (l < 0) {
+                    if (l < 0 || l > Long.MAX_VALUE - 8) {
                         throw new IllegalArgumentException("invalid pickle: length out of range in " + NAME[code]
                                 + " at byte offset " + start);
                     }
@@ -166,11 +179,11 @@ final class PickleScanner {
                     int lines = arg == LINE ? 1 : 2;
                     int p = pos;
                     for (int k = 0; k < lines; k++) {
-                        while (p < n && data[p] != '\n') {
+                        while (p < n && at(data, p) != '\n') {
                             p++;
                         }
                         if (p >= n) {
-                            throw truncated(data, start, code);
+                            throw truncated(n, start, code);
                         }
                         p++;
                     }
@@ -179,10 +192,10 @@ final class PickleScanner {
                 default -> throw new IllegalStateException("opcode table");
             }
             if (len > n - pos) {
-                throw truncated(data, start, code);
+                throw truncated(n, start, code);
             }
             if (code == 0x80) {
-                int version = data[pos] & 0xff;
+                int version = at(data, pos);
                 if (version > 5) {
                     throw new IllegalArgumentException("unsupported pickle protocol " + version
                             + " at byte offset " + start + " (Python writes protocols 0 to 5)");
@@ -196,14 +209,18 @@ final class PickleScanner {
         throw new IllegalArgumentException("truncated pickle: " + n + " bytes end without a STOP opcode");
     }
 
-    private static void need(byte[] data, int pos, int k, int start, int code) {
-        if (k > data.length - pos) {
-            throw truncated(data, start, code);
+    private static int at(ByteBuffer data, int pos) {
+        return data.get(pos) & 0xff;
+    }
+
+    private static void need(ByteBuffer data, int pos, int k, int start, int code) {
+        if (k > data.limit() - pos) {
+            throw truncated(data.limit(), start, code);
         }
     }
 
-    private static IllegalArgumentException truncated(byte[] data, int start, int code) {
-        return new IllegalArgumentException("truncated pickle: " + data.length + " bytes end inside the "
+    private static IllegalArgumentException truncated(long size, long start, int code) {
+        return new IllegalArgumentException("truncated pickle: " + size + " bytes end inside the "
                 + NAME[code] + " opcode at byte offset " + start);
     }
 }

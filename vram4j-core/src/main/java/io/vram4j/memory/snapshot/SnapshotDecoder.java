@@ -14,7 +14,8 @@ import java.util.Map;
  * generation of the format (spec section 10.2 and PyTorch 2.0's {@code history} blocks); unknown keys are ignored.
  *
  * <p>Frames and frame lists are shared: objects the pickle memoized once (PyTorch shares them between entries)
- * become one Java object, and equal frames are interned. One instance per document; not thread-safe.
+ * become one Java object, and equal frames are interned. {@link Frame}s and immutable frame lists that
+ * {@link PickleDecoder} already made are taken as they are. One instance per document; not thread-safe.
  */
 final class SnapshotDecoder {
     private static final BigInteger TWO_64 = BigInteger.ONE.shiftLeft(64);
@@ -27,8 +28,20 @@ final class SnapshotDecoder {
     private final HashMap<Frame, Frame> internedFrames = new HashMap<>();
     private final HashMap<List<Frame>, List<Frame>> internedLists = new HashMap<>();
 
+    /** Frame lists that {@link PickleDecoder} interned (identity); empty for JSON. */
+    private final java.util.Set<Object> decodedStacks;
+
     SnapshotDecoder(String source) {
+        this(source, java.util.Set.of());
+    }
+
+    /**
+     * @param source        the name used in messages
+     * @param decodedStacks the frame lists {@link PickleDecoder} already interned, compared by identity
+     */
+    SnapshotDecoder(String source, java.util.Set<Object> decodedStacks) {
         this.source = source;
+        this.decodedStacks = decodedStacks;
     }
 
     MemorySnapshot decode(Object root) {
@@ -202,6 +215,11 @@ final class SnapshotDecoder {
         if (raw == null) {
             return List.of();
         }
+        if (decodedStacks.contains(raw)) { // interned by PickleDecoder already: taken as it is
+            @SuppressWarnings("unchecked")
+            List<Frame> stack = (List<Frame>) raw;
+            return stack;
+        }
         List<Frame> cached = frameLists.get(raw);
         if (cached != null) {
             return cached;
@@ -217,6 +235,9 @@ final class SnapshotDecoder {
     }
 
     private Frame frame(Object raw, String listPath, int index) {
+        if (raw instanceof Frame f) {
+            return internedFrames.computeIfAbsent(f, k -> k);
+        }
         Frame cached = frameObjects.get(raw);
         if (cached != null) {
             return cached;

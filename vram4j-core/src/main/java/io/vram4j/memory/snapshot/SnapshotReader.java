@@ -2,27 +2,29 @@ package io.vram4j.memory.snapshot;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonLocation;
-import com.fasterxml.jackson.core.JsonParseException;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayInputStream;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import net.razorvine.pickle.Unpickler;
+import java.util.zip.GZIPInputStream;
 
 /**
  * Reads PyTorch memory snapshots: the pickles written by {@code torch.cuda.memory._dump_snapshot()} (any protocol
- * from 2 to 5) and JSON documents with the same structure (such as {@link SnapshotWriter#writeJson} writes).
+ * from 2 to 5) and JSON documents with the same structure (such as {@link SnapshotWriter#writeJson} writes), either
+ * of them also gzip-compressed ({@code .pickle.gz}, {@code .json.gz}; told by content, the gzip magic bytes
+ * {@code 1f 8b}, whatever the file name). JSON is read into a tree by Jackson's {@code ObjectMapper}.
  *
  * <p>Every generation of the format is accepted: a bare list of segments ({@code torch.cuda.memory_snapshot()}),
  * {@code {segments, device_traces}} (with or without {@code allocator_settings} and {@code external_annotations}),
@@ -43,21 +45,46 @@ public final class SnapshotReader {
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
             .build();
 
+    /** Jackson's untyped tree reading: objects keep their key order, integers stay exact. */
+    private static final ObjectMapper TREE = new ObjectMapper(JSON);
+
+    /** The largest file read: a mapping (and the decoder's offsets) are limited to 2 GiB - 1 bytes. */
+    private static final long MAX_SIZE = Integer.MAX_VALUE;
+
     private SnapshotReader() {
     }
 
     /**
      * Reads a snapshot file, telling pickle from JSON by content: a pickle starts with the {@code PROTO} opcode
      * (byte 0x80), JSON with <code>&#123;</code> or <code>[</code> after optional whitespace or a byte-order mark.
+     * A pickle is decoded straight from a memory mapping of the file (its bytes never on the heap), so snapshots of a
+     * gigabyte and more read with a heap of about their size; files of 2 GiB and more are refused. Gzip-compressed
+     * files are decompressed on the heap first.
      *
      * @param file the file; messages name it by its file name
      * @return the snapshot
      * @throws IOException              if the file cannot be read
-     * @throws SnapshotFormatException if the content is not a valid snapshot
+     * @throws SnapshotFormatException if the content is not a valid snapshot, or the file has 2 GiB or more
      */
     public static MemorySnapshot read(Path file) throws IOException {
-        Path name = file.getFileName();
-        return read(Files.readAllBytes(file), name != null ? name.toString() : file.toString());
+        Path fileName = file.getFileName();
+        String name = fileName != null ? fileName.toString() : file.toString();
+        ByteBuffer mapped;
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            long size = ch.size();
+            if (size < 2) {
+                return read(Files.readAllBytes(file), name);
+            }
+            if (size > MAX_SIZE) {
+                throw new SnapshotFormatException(name + ": " + size + " bytes: snapshots of 2 GiB and more are not"
+                        + " supported (split the recording, or lower max_entries of _record_memory_history)");
+            }
+            mapped = ch.map(FileChannel.MapMode.READ_ONLY, 0, size); // unmapped when collected
+        }
+        if (isGzip(mapped)) {
+            return read(Files.readAllBytes(file), name);
+        }
+        return decode(mapped, null, name); // a pickle is decoded from the mapping: its bytes stay off the heap
     }
 
     /**
@@ -70,14 +97,26 @@ public final class SnapshotReader {
      */
     public static MemorySnapshot read(byte[] data, String sourceName) {
         Objects.requireNonNull(sourceName, "sourceName");
-        if (data.length > 0 && (data[0] & 0xff) == 0x80) {
+        data = gunzipIfCompressed(data, sourceName);
+        return decode(ByteBuffer.wrap(data), data, sourceName);
+    }
+
+    /** Tells pickle from JSON by content; {@code array} is the segment's array when it has one, else null. */
+    private static MemorySnapshot decode(ByteBuffer data, byte[] array, String sourceName) {
+        int n = data.limit();
+        if (n > 0 && byteAt(data, 0) == 0x80) {
             return decodePickle(data, sourceName);
         }
         int i = skipBomAndWhitespace(data);
-        if (i < data.length && (data[i] == '{' || data[i] == '[')) {
-            return decodeJson(data, sourceName);
+        if (i < n && (byteAt(data, i) == '{' || byteAt(data, i) == '[')) {
+            byte[] json = array;
+            if (json == null) {
+                json = new byte[n];
+                data.get(0, json);
+            }
+            return decodeJson(json, sourceName);
         }
-        if (data.length == 0) {
+        if (n == 0) {
             throw new SnapshotFormatException(sourceName + ": empty input, not a pickle or JSON snapshot");
         }
         throw new SnapshotFormatException(sourceName + ": not a pickle or JSON snapshot (starts with bytes "
@@ -95,12 +134,12 @@ public final class SnapshotReader {
      */
     public static MemorySnapshot readPickle(InputStream in, String sourceName) throws IOException {
         Objects.requireNonNull(sourceName, "sourceName");
-        byte[] data = in.readAllBytes();
+        byte[] data = gunzipIfCompressed(in.readAllBytes(), sourceName);
         if (data.length == 0 || (data[0] & 0xff) != 0x80) {
             throw new SnapshotFormatException(sourceName + ": not a pickle of protocol 2 or later (starts with "
-                    + (data.length == 0 ? "no bytes" : "bytes " + hex(data, 4)) + ")");
+                    + (data.length == 0 ? "no bytes" : "bytes " + hex(ByteBuffer.wrap(data), 4)) + ")");
         }
-        return decodePickle(data, sourceName);
+        return decodePickle(ByteBuffer.wrap(data), sourceName);
     }
 
     /**
@@ -114,68 +153,31 @@ public final class SnapshotReader {
      */
     public static MemorySnapshot readJson(InputStream in, String sourceName) throws IOException {
         Objects.requireNonNull(sourceName, "sourceName");
-        return decodeJson(in.readAllBytes(), sourceName);
+        return decodeJson(gunzipIfCompressed(in.readAllBytes(), sourceName), sourceName);
     }
 
     // ---- pickle ----------------------------------------------------------------------------------------------
 
-    private static MemorySnapshot decodePickle(byte[] data, String source) {
+    private static MemorySnapshot decodePickle(ByteBuffer data, String source) {
         try {
             PickleScanner.check(data);
         } catch (IllegalArgumentException e) {
             throw new SnapshotFormatException(source + ": " + e.getMessage());
         }
-        Object root;
-        try (OrderedUnpickler u = new OrderedUnpickler()) {
-            root = u.load(new ByteArrayInputStream(data));
-        } catch (IOException | RuntimeException e) {
+        PickleDecoder.Result root;
+        try {
+            root = PickleDecoder.decode(data);
+        } catch (IllegalArgumentException e) {
+            throw new SnapshotFormatException(source + ": invalid pickle: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
             throw new SnapshotFormatException(source + ": invalid pickle: " + describe(e), e);
         }
-        return new SnapshotDecoder(source).decode(root);
+        return new SnapshotDecoder(source, root.internedStacks()).decode(root.root());
     }
 
     private static String describe(Throwable e) {
         String m = e.getMessage();
         return e.getClass().getSimpleName() + (m == null || m.isEmpty() ? "" : ": " + m);
-    }
-
-    /** razorvine's unpickler with dicts that keep Python's key order ({@code LinkedHashMap}). */
-    private static final class OrderedUnpickler extends Unpickler implements AutoCloseable {
-        @Override
-        protected Object dispatch(short key) throws IOException {
-            if (key == '}') { // EMPTY_DICT
-                stack.add(new LinkedHashMap<Object, Object>());
-                return NO_RETURN_VALUE;
-            }
-            if (key == 'd') { // DICT
-                List<Object> items = stack.pop_all_since_marker();
-                if (items.size() % 2 != 0) {
-                    throw new IOException("DICT with an odd number of items");
-                }
-                Map<Object, Object> m = new LinkedHashMap<>();
-                for (int i = 0; i < items.size(); i += 2) {
-                    m.put(items.get(i), items.get(i + 1));
-                }
-                stack.add(m);
-                return NO_RETURN_VALUE;
-            }
-            if (key == 'u') { // SETITEMS: razorvine's own goes through a HashMap and loses the order
-                List<Object> items = stack.pop_all_since_marker();
-                if (items.size() % 2 != 0) {
-                    throw new IOException("SETITEMS with an odd number of items");
-                }
-                if (!(stack.size() > 0 && stack.peek() instanceof Map<?, ?> target)) {
-                    throw new IOException("SETITEMS without a dict");
-                }
-                @SuppressWarnings("unchecked")
-                Map<Object, Object> dict = (Map<Object, Object>) target;
-                for (int i = 0; i < items.size(); i += 2) {
-                    dict.put(items.get(i), items.get(i + 1));
-                }
-                return NO_RETURN_VALUE;
-            }
-            return super.dispatch(key);
-        }
     }
 
     // ---- JSON ------------------------------------------------------------------------------------------------
@@ -187,7 +189,7 @@ public final class SnapshotReader {
             if (t == null) {
                 throw new SnapshotFormatException(source + ": empty JSON document");
             }
-            root = jsonValue(p, t);
+            root = TREE.readValue(p, Object.class); // LinkedHashMap, ArrayList, Integer/Long/BigInteger, Double, ...
             if (p.nextToken() != null) {
                 throw new SnapshotFormatException(source + ": invalid JSON at " + where(p.currentTokenLocation())
                         + ": data after the end of the document");
@@ -206,69 +208,54 @@ public final class SnapshotReader {
         return "line " + loc.getLineNr() + ", column " + loc.getColumnNr();
     }
 
-    private static Object jsonValue(JsonParser p, JsonToken t) throws IOException {
-        if (t == null) {
-            throw new JsonParseException(p, "unexpected end of input");
+    // ---- helpers ---------------------------------------------------------------------------------------------
+
+    /**
+     * The content of gzip data (magic bytes 1f 8b, as {@code .pickle.gz} / {@code .json.gz} files), else
+     * {@code data} itself. Concatenated gzip members are read as one stream, as Python's {@code gzip} module does.
+     */
+    private static byte[] gunzipIfCompressed(byte[] data, String source) {
+        if (!isGzip(ByteBuffer.wrap(data))) {
+            return data;
         }
-        switch (t) {
-            case START_OBJECT -> {
-                Map<Object, Object> m = new LinkedHashMap<>();
-                String key;
-                while ((key = p.nextFieldName()) != null) {
-                    m.put(key, jsonValue(p, p.nextToken()));
-                }
-                return m;
-            }
-            case START_ARRAY -> {
-                List<Object> l = new ArrayList<>();
-                JsonToken e;
-                while ((e = p.nextToken()) != JsonToken.END_ARRAY) {
-                    l.add(jsonValue(p, e));
-                }
-                return l;
-            }
-            case VALUE_STRING -> {
-                return p.getText();
-            }
-            case VALUE_NUMBER_INT -> {
-                return p.getNumberValue(); // Integer, Long or BigInteger
-            }
-            case VALUE_NUMBER_FLOAT -> {
-                return p.getDoubleValue();
-            }
-            case VALUE_TRUE -> {
-                return Boolean.TRUE;
-            }
-            case VALUE_FALSE -> {
-                return Boolean.FALSE;
-            }
-            case VALUE_NULL -> {
-                return null;
-            }
-            default -> throw new JsonParseException(p, "unexpected token " + t);
+        try (GZIPInputStream in = new GZIPInputStream(new ByteArrayInputStream(data), 1 << 16)) {
+            return in.readAllBytes();
+        } catch (EOFException e) {
+            throw new SnapshotFormatException(source + ": truncated gzip data: the compressed stream ends before its"
+                    + " end marker (" + data.length + " bytes read)", e);
+        } catch (IOException e) {
+            throw new SnapshotFormatException(source + ": corrupt gzip data: " + describe(e), e);
         }
     }
 
-    // ---- helpers ---------------------------------------------------------------------------------------------
-
-    private static int skipBomAndWhitespace(byte[] data) {
+    private static int skipBomAndWhitespace(ByteBuffer data) {
+        int n = data.limit();
         int i = 0;
-        if (data.length >= 3 && (data[0] & 0xff) == 0xef && (data[1] & 0xff) == 0xbb && (data[2] & 0xff) == 0xbf) {
+        if (n >= 3 && byteAt(data, 0) == 0xef && byteAt(data, 1) == 0xbb && byteAt(data, 2) == 0xbf) {
             i = 3;
         }
-        while (i < data.length && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r')) {
+        while (i < n && (byteAt(data, i) == ' ' || byteAt(data, i) == '\t' || byteAt(data, i) == '\n'
+                || byteAt(data, i) == '\r')) {
             i++;
         }
         return i;
     }
 
-    private static String hex(byte[] data, int max) {
+    private static int byteAt(ByteBuffer data, int i) {
+        return data.get(i) & 0xff;
+    }
+
+    private static boolean isGzip(ByteBuffer data) {
+        return data.limit() >= 2 && byteAt(data, 0) == 0x1f && byteAt(data, 1) == 0x8b;
+    }
+
+    private static String hex(ByteBuffer data, int max) {
         StringBuilder b = new StringBuilder();
-        for (int i = 0; i < Math.min(max, data.length); i++) {
+        for (int i = 0; i < Math.min(max, data.limit()); i++) {
             if (i > 0) {
                 b.append(' ');
             }
-            b.append(String.format("%02x", data[i] & 0xff));
+            b.append(String.format("%02x", byteAt(data, i)));
         }
         return b.toString();
     }

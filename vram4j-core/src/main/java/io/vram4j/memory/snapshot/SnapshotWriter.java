@@ -47,7 +47,24 @@ public final class SnapshotWriter {
      * @throws IOException if writing fails
      */
     public static void writePickle(MemorySnapshot snapshot, OutputStream out) throws IOException {
+        writePickle(snapshot, out, true);
+    }
+
+    /**
+     * Writes a snapshot as a pickle, choosing how stacks are shared.
+     *
+     * @param snapshot    the snapshot
+     * @param out         the stream; flushed, not closed
+     * @param shareStacks true: an entry whose stack equals an earlier one refers to it (smallest file); false:
+     *                    every entry gets its own list of (shared) frames, as PyTorch's {@code _dump_snapshot}
+     *                    writes them, so the file has PyTorch's size and shape (about 5 bytes per frame of a stack)
+     * @throws IOException if writing fails
+     */
+    public static void writePickle(MemorySnapshot snapshot, OutputStream out, boolean shareStacks) throws IOException {
         PickleEncoder e = new PickleEncoder(out);
+        if (!shareStacks) {
+            e.perEntryFrameLists();
+        }
         e.header();
         e.beginDict();
         e.string("segments");

@@ -14,10 +14,14 @@ import java.util.regex.Pattern;
  * to the user's code, that is, not to PyTorch itself ({@code /torch/} files) nor to vram4j's tensor runtime and
  * allocator ({@code io/vram4j/tensor/}, {@code autograd}, {@code compute}, {@code alloc}, {@code device},
  * {@code memory}; {@code nn}, {@code optim} and {@code train} count as the user's), not a C/C++ frame ({@code ??}
- * or a {@code .cpp}, {@code .h}, {@code .cu} file) and not the interpreter's {@code <...>} pseudo-files. When
- * every frame is internal, the site is the autograd node whose {@code apply} is on the stack
- * ({@code BmmBackward0 (autograd)}), else the innermost frame outside the allocator and stack capture. Not
- * thread-safe.
+ * or a {@code .cpp}, {@code .h}, {@code .cu} file) and not the interpreter's {@code <...>} pseudo-files: the frames
+ * PyTorch's {@code memory_viz} users look for, and the ones the page shows by default ({@link #isInternal} hides the
+ * rest). When every frame is internal (the backward pass runs on the autograd engine's C++ thread), the site is, in
+ * this order: the autograd node whose {@code apply} is on the stack ({@code BmmBackward0 (autograd)},
+ * {@code AccumulateGrad (autograd)}); the outermost ATen operator the engine called
+ * ({@code aten::to_dtype (autograd engine)} for a cast in {@code validate_outputs}), or the outermost ATen operator
+ * of a stack outside the engine ({@code aten::exp}); else the innermost frame outside the allocator and stack
+ * capture. Not thread-safe.
  */
 final class StackTable {
     final List<List<Frame>> stacks = new ArrayList<>();
@@ -49,8 +53,12 @@ final class StackTable {
         return newId;
     }
 
-    /** An autograd node's {@code apply} in a C++ stack: the backward formula that allocated. */
+    /** An autograd node's {@code apply} in a C++ stack: the backward formula (or gradient accumulation) that allocated. */
     private static final Pattern BACKWARD = Pattern.compile("([A-Za-z0-9_]+Backward[0-9]*)::apply\\b");
+    private static final Pattern AUTOGRAD_NODE = Pattern.compile("^torch::autograd::(?:[A-Za-z0-9_]+::)*([A-Za-z0-9_]+)::apply\\(");
+    /** An ATen operator's entry point: {@code at::_ops::NAME::call(...)}. */
+    private static final Pattern ATEN_OP = Pattern.compile("^at::_ops::([A-Za-z0-9_]+)::call\\(");
+    private static final String ENGINE = "torch::autograd::Engine::evaluate_function";
     /** The frames of the allocator and of stack capture itself, at the top of every PyTorch C++ stack. */
     private static final String[] CAPTURE = {"torch::unwind::", "torch::CapturedTraceback::", "torch::cuda::",
             "c10::cuda::CUDACachingAllocator::", "at::detail::empty"};
@@ -67,6 +75,25 @@ final class StackTable {
             if (m.find()) {
                 return m.group(1) + " (autograd)";
             }
+            m = AUTOGRAD_NODE.matcher(f.name());
+            if (m.find() && !m.group(1).equals("Node")) {
+                return m.group(1) + " (autograd)";
+            }
+        }
+        String op = null;
+        boolean engine = false;
+        for (Frame f : frames) { // innermost first: the last operator before the engine is the one it called
+            if (f.name().startsWith(ENGINE)) {
+                engine = true;
+                break;
+            }
+            Matcher m = ATEN_OP.matcher(f.name());
+            if (m.find()) {
+                op = m.group(1);
+            }
+        }
+        if (op != null) {
+            return "aten::" + op + (engine ? " (autograd engine)" : "");
         }
         for (Frame f : frames) {
             if (!isCapture(f)) {
@@ -102,6 +129,13 @@ final class StackTable {
 
     private static final String[] NATIVE = {".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".cu", ".cuh"};
 
+    /**
+     * A frame of PyTorch or vram4j themselves, or of native code, that the page hides by default.
+     *
+     * @param f the frame
+     * @return true for C/C++ frames ({@code ??}, no file, {@code .cpp}, {@code .h}, {@code .cu}, ...), the
+     *     interpreter's {@code <...>} pseudo-files, PyTorch's Python files ({@code /torch/}) and vram4j's runtime
+     */
     static boolean isInternal(Frame f) {
         String file = f.filename().replace('\\', '/');
         if (file.equals("??") || file.isEmpty() || file.startsWith("<") || file.contains("/torch/") || file.startsWith("torch/")) {

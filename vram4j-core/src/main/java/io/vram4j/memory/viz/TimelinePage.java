@@ -211,6 +211,7 @@ public final class TimelinePage {
             g.writeString(f.name());
             g.writeString(f.filename());
             g.writeNumber(f.line());
+            g.writeNumber(StackTable.isInternal(f) ? 1 : 0); // hidden unless "C++ and PyTorch frames" is ticked
             g.writeEndArray();
         }
         g.writeEndArray();

@@ -167,7 +167,20 @@
     return '<div class="card' + (bad ? ' bad' : '') + '" data-figure="' + esc(label) + '"><div class="label">' + esc(label)
       + '</div><div class="value">' + esc(value) + '</div><div class="note">' + note + '</div></div>';
   }
+  // a snapshot without a trace (segments only): a page about its state at the dump, no peaks and no time axis
+  const stateOnly = H.entries === 0;
+  function renderStateCards() {
+    const pct = H.reserved_at_peak > 0 ? (100 * H.fragmentation_at_peak / H.reserved_at_peak).toFixed(1) : '0.0';
+    document.getElementById('cards').innerHTML =
+      card('Reserved', fmtBytes(H.reserved_at_peak), fmtInt(H.reserved_at_peak) + ' B in ' + count(H.segments_at_end, 'segment')) +
+      card('Allocated', fmtBytes(H.peak_allocated), fmtInt(H.peak_allocated) + ' B in blocks') +
+      card('Reserved but unallocated', fmtBytes(H.fragmentation_at_peak), pct + '% of reserved, in '
+        + count(H.free_blocks_at_peak, 'free block') + '; the largest ' + fmtBytes(H.largest_free_at_peak));
+    document.getElementById('subtitle').textContent = 'device ' + D.device + ' · no trace recorded: the allocator state at the dump · '
+      + count(H.segments_at_end, 'segment');
+  }
   function renderCards() {
+    if (stateOnly) { renderStateCards(); return; }
     const fragPct = H.reserved_at_peak > 0 ? (100 * H.fragmentation_at_peak / H.reserved_at_peak).toFixed(1) : '0.0';
     document.getElementById('cards').innerHTML =
       card('Peak allocated', fmtBytes(H.peak_allocated), fmtInt(H.peak_allocated) + ' B in blocks') +
@@ -425,18 +438,25 @@
     return s;
   }
 
+  // C++ and PyTorch-internal frames (flag 3 of a frame) are hidden unless the toggle is on, as memory_viz filters them
+  const showInternal = document.getElementById('show-internal');
   function framesHtml(stack, limit) {
     if (stack < 0) return '<div class="muted">no stack recorded (allocated before the trace, or recorded without frames)</div>';
     const ids = D.stacks[stack];
     const site = D.sites[D.stack_site[stack]];
-    let html = '<ul class="frames">';
-    const n = Math.min(ids.length, limit);
-    for (let k = 0; k < n; k++) {
+    const all = showInternal.checked;
+    let html = '<ul class="frames">', shown = 0, more = 0, hidden = 0;
+    for (let k = 0; k < ids.length; k++) {
       const f = D.frames[ids[k]];
+      if (!all && f[3]) { hidden++; continue; }
+      if (shown >= limit) { more++; continue; }
+      shown++;
       const label = f[0] + ' (' + f[1].replace(/^.*[\\/]/, '') + ':' + f[2] + ')';
       html += '<li' + (label === site ? ' class="site"' : '') + '>' + esc(f[0]) + ' <span class="file">' + esc(f[1]) + ':' + f[2] + '</span></li>';
     }
-    if (ids.length > n) html += '<li class="muted">… ' + (ids.length - n) + ' more frames</li>';
+    if (more) html += '<li class="muted">… ' + more + ' more frames</li>';
+    if (hidden) html += '<li class="muted hidden-frames">' + hidden + ' C++ and PyTorch-internal frame' + (hidden > 1 ? 's' : '')
+      + ' hidden (tick “C++ and PyTorch frames” to show them)</li>';
     return html + '</ul>';
   }
 
@@ -580,6 +600,10 @@
   canvas.addEventListener('dblclick', () => { view.x0 = 0; view.x1 = steps + 1; redraw(); });
   document.getElementById('reset').addEventListener('click', () => { view.x0 = 0; view.x1 = steps + 1; redraw(); });
   showReserved.addEventListener('change', redraw);
+  showInternal.addEventListener('change', () => {
+    if (pinned && pinned.kind === 'band') showDetail(bandHtml(pinned.i, selectedStep, true));
+    else if (selectedStep >= 0) showLargestAt(selectedStep);
+  });
   showAllocated.addEventListener('change', redraw);
   window.addEventListener('resize', () => { redraw(); drawState(); });
 
@@ -638,8 +662,8 @@
 
   function renderState() {
     const s = state;
-    document.getElementById('state-when').textContent = '· ' + stepLabel(selectedStep)
-      + (s.entry === H.peak_allocated_entry ? ' · the allocated peak' : '');
+    document.getElementById('state-when').textContent = stateOnly ? '· at the dump'
+      : '· ' + stepLabel(selectedStep) + (s.entry === H.peak_allocated_entry ? ' · the allocated peak' : '');
     const frag = s.reserved - s.allocated;
     document.getElementById('state-summary').innerHTML =
       '<b>' + fmtInt(s.segments.length) + '</b> segment' + (s.segments.length === 1 ? '' : 's') + ' · reserved <b>' + fmtBytes(s.reserved) + '</b> · allocated <b>'
@@ -797,6 +821,18 @@
       expected_entry: D.step_entry[Math.max(0, clicked.step)], heading: clicked.heading, zoomed};
   }
 
+  // the frames toggle: how many frames the detail panel lists by default and with C++/PyTorch frames shown
+  function exerciseFrames() {
+    const detail = document.getElementById('detail');
+    const shown = () => detail.querySelectorAll('ul.frames li:not(.muted)').length;
+    const byDefault = shown(), note = detail.querySelector('.hidden-frames') !== null;
+    showInternal.checked = true; showInternal.dispatchEvent(new Event('change'));
+    const all = shown();
+    showInternal.checked = false; showInternal.dispatchEvent(new Event('change'));
+    return {shown_default: byDefault, shown_all: all, hidden_note: note, restored: shown() === byDefault};
+  }
+
+  let firstFrameMs = -1;
   function selfCheck(renderMs, interaction) {
     const cards = {};
     for (const el of document.querySelectorAll('.card')) {
@@ -804,6 +840,7 @@
     }
     const check = {
       ok: errors.length === 0,
+      state_page: stateOnly,
       errors,
       steps,
       bands: nBands,
@@ -820,6 +857,7 @@
       load_ms: Math.round((performance.now() - T0) * 10) / 10,
       state_ms: round1(timings.state_ms), redraw_ms: round1(timings.redraw_ms),
       zoomed_redraw_ms: round1(timings.zoomed_redraw_ms), moving_redraw_ms: round1(timings.moving_redraw_ms), hover_ms: round1(timings.hover_ms), draw_parts: drawParts,
+      first_frame_ms: Math.round(firstFrameMs),
       since_navigation_ms: Math.round(performance.now())
     };
     const pre = document.getElementById('selfcheck');
@@ -828,10 +866,20 @@
   }
 
   try {
+    if (stateOnly) {
+      document.getElementById('timeline-panel').hidden = true;
+      renderCards();
+      const ts = performance.now();
+      selectEntry(-1); // the state before the (empty) trace: the state at the dump
+      timings.state_ms = performance.now() - ts;
+      selfCheck(performance.now() - ts, null);
+      return;
+    }
     renderCards();
     renderLegend();
     const tr = performance.now();
     drawTimeline();
+    firstFrameMs = performance.now(); // since navigation start: when the first drawing of the timeline is done
     const ts = performance.now();
     selectEntry(H.peak_allocated_entry);
     timings.state_ms = performance.now() - ts;
@@ -840,6 +888,7 @@
     const renderMs = performance.now() - tr;
     measureInteraction();
     const interaction = exercise();
+    interaction.frames = exerciseFrames();
     selfCheck(renderMs, interaction);
   } catch (e) {
     errors.push(String(e && e.stack || e));

@@ -19,7 +19,7 @@ class AllocConfParserTest {
     private static final long MIB = 1L << 20;
 
     private static AllocatorConfig parse(String conf) {
-        return AllocatorConfig.DEFAULT.parse(conf);
+        return AllocatorConfig.DEFAULT.withRules(PyTorchRules.NEWEST).parse(conf);
     }
 
     private static int[] filled(int v) {
@@ -154,9 +154,13 @@ class AllocConfParserTest {
         assertEquals(0.5, c.garbageCollectionThreshold());
     }
 
+    private static AllocatorConfig parse28(String conf) {
+        return AllocatorConfig.DEFAULT.withRules(PyTorchRules.V2_8).parse(conf);
+    }
+
     @Test
     void documentationExampleFollowsThePyTorch28Code() {
-        int[] d = parse("roundup_power2_divisions:[256:1,512:2,1024:4,>:8]").roundupPower2Divisions();
+        int[] d = parse28("roundup_power2_divisions:[256:1,512:2,1024:4,>:8]").roundupPower2Divisions();
         // < 512 MiB -> 1; [512 MiB, 1 GiB) -> 2; [1 GiB, 2 GiB) -> 4 overwritten to 8 by '>'; >= 2 GiB -> 8
         assertArrayEquals(new int[] {1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 8, 8, 8, 8, 8, 8}, d);
         assertEquals(1, d[classOf(400 * MIB)]);
@@ -167,7 +171,7 @@ class AllocConfParserTest {
 
     @Test
     void listFormEdgeCases() {
-        assertArrayEquals(filled(4), parse("roundup_power2_divisions:[>:4]").roundupPower2Divisions());
+        assertArrayEquals(filled(4), parse28("roundup_power2_divisions:[>:4]").roundupPower2Divisions());
         // '>' first does not count as the first key: 256 then fills the classes below it
         assertArrayEquals(new int[] {2, 2, 2, 2, 2, 2, 2, 2, 2, 4, 4, 4, 4, 4, 4, 4},
                 parse("roundup_power2_divisions:[>:4,256:2]").roundupPower2Divisions());
@@ -179,7 +183,7 @@ class AllocConfParserTest {
         assertArrayEquals(filled(2), parse("roundup_power2_divisions:[32768:2]").roundupPower2Divisions());
         // ≤2.8 rule: '>' overwrites the last key's own class (64 -> index 6)
         assertArrayEquals(new int[] {0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
-                parse("roundup_power2_divisions:[64:0,>:4]").roundupPower2Divisions());
+                parse28("roundup_power2_divisions:[64:0,>:4]").roundupPower2Divisions());
         assertArrayEquals(filled(0), parse("roundup_power2_divisions:[]").roundupPower2Divisions());
         // trailing comma inside the list is tolerated, as in PyTorch
         assertArrayEquals(new int[] {8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0},
@@ -238,7 +242,8 @@ class AllocConfParserTest {
         AllocatorConfig c = parse(conf);
         assertEquals(128 * MIB, c.maxSplitSize());
         assertTrue(c.expandableSegments());
-        assertArrayEquals(new int[] {8, 8, 8, 8, 8, 8, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, c.roundupPower2Divisions());
+        // 2.9: '>' starts after 64's class (6)
+        assertArrayEquals(new int[] {8, 8, 8, 8, 8, 8, 8, 2, 2, 2, 2, 2, 2, 2, 2, 2}, c.roundupPower2Divisions());
         assertEquals(conf, c.confString());
     }
 
@@ -292,7 +297,7 @@ class AllocConfParserTest {
                 "8192", "16384", "32768"), List.copyOf(r.keySet()));
         assertEquals(1L, r.get("256"));
         assertEquals(2L, r.get("512"));
-        assertEquals(8L, r.get("1024"));
+        assertEquals(4L, r.get("1024")); // 2.9: '>' no longer overwrites the last key's class
         assertEquals(8L, r.get("32768"));
         assertEquals(1L, r.get("1"));
     }
@@ -333,7 +338,7 @@ class AllocConfParserTest {
         AllocatorConfigException a = assertThrows(AllocatorConfigException.class,
                 () -> AllocatorConfig.fromEnvironment(Map.of("VRAM4J_ALLOC_CONF", "max_split_size_mb:2")));
         assertTrue(a.getMessage().startsWith(
-                "VRAM4J_ALLOC_CONF: CachingAllocator option max_split_size_mb too small, must be > 20"), a.getMessage());
+                "VRAM4J_ALLOC_CONF: CachingAllocator option max_split_size_mb too small, must be >= 20"), a.getMessage());
         AllocatorConfigException b = assertThrows(AllocatorConfigException.class,
                 () -> AllocatorConfig.fromEnvironment(Map.of("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:yes")));
         assertTrue(b.getMessage().startsWith(

@@ -76,7 +76,7 @@ class BrowserPageTest {
         return new ObjectMapper().readTree(text);
     }
 
-    private static void check(MemoryTimeline t, Path dir, String label) throws Exception {
+    private static JsonNode check(MemoryTimeline t, Path dir, String label) throws Exception {
         Path page = dir.resolve("page.html");
         TimelinePage.write(t, label, page);
         Run dom = chromium(dir.resolve("profile"), "--dump-dom", page.toUri().toString());
@@ -144,6 +144,7 @@ class BrowserPageTest {
                 c.get("parse_ms").asDouble(), c.get("render_ms").asDouble(), c.get("load_ms").asDouble(),
                 c.get("since_navigation_ms").asDouble(), c.get("redraw_ms").asDouble(), c.get("moving_redraw_ms").asDouble(), c.get("zoomed_redraw_ms").asDouble(),
                 c.get("hover_ms").asDouble(), c.get("state_ms").asDouble(), dom.wallMs(), shot.wallMs());
+        return c;
     }
 
     @Test
@@ -174,6 +175,40 @@ class BrowserPageTest {
     void realPytorchSnapshot(@TempDir Path dir) throws Exception {
         assumeTrue(chromium() != null, "no chromium installed");
         MemorySnapshot s = RealSnapshotTimelineTest.load("cs336-medium-ctx512_train-step_steady-state.pickle");
-        check(MemoryTimeline.of(s, 0, MemoryTimeline.DEFAULT_MAX_ENTRIES), dir, "cs336-medium");
+        JsonNode c = check(MemoryTimeline.of(s, 0, MemoryTimeline.DEFAULT_MAX_ENTRIES), dir, "cs336-medium");
+        // the largest allocation at the peak: its C++ and PyTorch frames are hidden until the toggle shows them
+        JsonNode frames = c.get("interaction").get("frames");
+        assertTrue(frames.get("shown_default").asInt() > 0, frames.toString());
+        assertTrue(frames.get("shown_all").asInt() > 3 * frames.get("shown_default").asInt(), frames.toString());
+        assertTrue(frames.get("hidden_note").asBoolean(), frames.toString());
+        assertTrue(frames.get("restored").asBoolean(), frames.toString());
+    }
+
+    /** A snapshot without a trace: a page about the state at the dump, without peak cards or a time axis. */
+    @Test
+    void segmentsOnlySnapshotGetsAStatePage(@TempDir Path dir) throws Exception {
+        assumeTrue(chromium() != null, "no chromium installed");
+        MemorySnapshot s = RealSnapshotTimelineTest.load("verl-megatron-vllm_segments-only.pickle");
+        Path page = dir.resolve("verl.html");
+        TimelinePage.write(MemoryTimeline.of(s, 0, MemoryTimeline.DEFAULT_MAX_ENTRIES), "verl", page);
+        Run dom = chromium(dir.resolve("profile"), "--dump-dom", page.toUri().toString());
+        JsonNode c = selfCheck(dom.output());
+        assertTrue(c.get("ok").asBoolean(), "no JavaScript errors: " + c.get("errors"));
+        assertTrue(c.get("state_page").asBoolean());
+        JsonNode cards = c.get("cards");
+        assertEquals(List.of("Reserved", "Allocated", "Reserved but unallocated"), iterable(cards.fieldNames()));
+        assertEquals(0, c.get("bands_drawn").asInt(), "no band is drawn");
+        assertTrue(dom.output().contains("id=\"timeline-panel\" hidden"), "the timeline panel is hidden");
+        JsonNode st = c.get("state_at_peak");
+        assertEquals(s.reservedBytes(0), st.get("reserved").asLong());
+        assertEquals(s.allocatedBytes(0), st.get("allocated").asLong());
+        assertEquals(s.segments(0).size(), st.get("segments").asInt());
+        assertTrue(c.get("state_pixels").asInt() > 100, "the state canvas is drawn: " + c.get("state_pixels"));
+    }
+
+    private static List<String> iterable(java.util.Iterator<String> it) {
+        List<String> out = new java.util.ArrayList<>();
+        it.forEachRemaining(out::add);
+        return out;
     }
 }

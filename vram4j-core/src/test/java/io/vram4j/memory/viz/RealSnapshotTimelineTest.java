@@ -106,4 +106,29 @@ class RealSnapshotTimelineTest {
         assertEquals(s.allocatedBytes(0), t.headline().peakAllocated());
         assertEquals(Fragmentation.ofSnapshot(s.segments(0)).largestFreeBlock(), t.headline().largestFreeAtPeak());
     }
+
+    /**
+     * Bands are labelled by the first user frame; stacks without one (the backward pass on the autograd engine's
+     * thread) by the autograd node or the operator the engine ran, never by the allocator's own C++ frames.
+     */
+    @Test
+    void cs336BandsAreLabelledByUserFramesOrTheAutogradStep() throws Exception {
+        MemoryTimeline t = MemoryTimeline.of(load("cs336-medium-ctx512_train-step_steady-state.pickle"), 0,
+                MemoryTimeline.DEFAULT_MAX_ENTRIES);
+        java.util.Map<String, Long> bytesBySite = new java.util.HashMap<>();
+        for (Band b : t.bands()) {
+            if (b.stack() >= 0) {
+                bytesBySite.merge(t.sites().get(t.siteOf(b.stack())), b.size(), Long::sum);
+            }
+        }
+        for (String site : bytesBySite.keySet()) {
+            assertFalse(site.contains("(??:0)") || site.startsWith("at::") || site.startsWith("c10::"),
+                    "no band is labelled by a C++ frame: " + site);
+        }
+        // the engine thread's allocations: gradient accumulation and the casts in validate_outputs
+        assertTrue(bytesBySite.containsKey("AccumulateGrad (autograd)"), bytesBySite.keySet().toString());
+        assertTrue(bytesBySite.containsKey("aten::to_dtype (autograd engine)"), bytesBySite.keySet().toString());
+        assertTrue(bytesBySite.keySet().stream().anyMatch(s -> s.startsWith("log_softmax (nn_utils.py:13)")),
+                bytesBySite.keySet().toString());
+    }
 }

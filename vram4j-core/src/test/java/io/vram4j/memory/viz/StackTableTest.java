@@ -37,6 +37,24 @@ class StackTableTest {
                 new Frame("torch::unwind::unwind()", "??", 0),
                 new Frame("at::detail::empty_cuda(c10::ArrayRef<long>)", "??", 0),
                 new Frame("at::(anonymous namespace)::create_out(c10::ArrayRef<long>)", "RegisterCUDA_0.cpp", 0))));
+        assertEquals("AccumulateGrad (autograd)", StackTable.siteLabel(List.of(
+                new Frame("at::detail::empty_strided_cuda(c10::ArrayRef<long>)", "??", 0),
+                new Frame("torch::autograd::utils::clone_obey_contract(at::Tensor const&)", "??", 0),
+                new Frame("torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&)", "??", 0),
+                new Frame("torch::autograd::Node::operator()(std::vector<at::Tensor>&&)", "??", 0),
+                new Frame("torch::autograd::Engine::evaluate_function(std::shared_ptr<GraphTask>&)", "??", 0))));
+        // the outermost operator below the engine: to_dtype, not the empty_strided it called
+        assertEquals("aten::to_dtype (autograd engine)", StackTable.siteLabel(List.of(
+                new Frame("at::detail::empty_strided_cuda(c10::ArrayRef<long>)", "??", 0),
+                new Frame("at::_ops::empty_strided::call(c10::ArrayRef<c10::SymInt>)", "??", 0),
+                new Frame("at::_ops::to_dtype::call(at::Tensor const&, c10::ScalarType)", "??", 0),
+                new Frame("void torch::autograd::validate_outputs_impl<torch::autograd::Edge>()", "engine.cpp", 0),
+                new Frame("torch::autograd::Engine::evaluate_function(std::shared_ptr<GraphTask>&)", "??", 0),
+                new Frame("torch::autograd::Engine::thread_main()", "??", 0))));
+        assertEquals("aten::exp", StackTable.siteLabel(List.of(
+                new Frame("at::detail::empty_cuda(c10::ArrayRef<long>)", "??", 0),
+                new Frame("at::_ops::exp::call(at::Tensor const&)", "??", 0),
+                new Frame("_start", "??", 0))), "C++ only, outside the engine: the operator");
         assertEquals("empty_cache (memory.py:7)", StackTable.siteLabel(List.of(
                 new Frame("empty_cache", "/usr/lib/python3/torch/cuda/memory.py", 7))), "all internal: the innermost frame");
     }

@@ -1,0 +1,71 @@
+package io.vram4j.memory.snapshot;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The streaming pickle decoder: stacks interned by either path, memo rules, and what it refuses. */
+class PickleDecoderTest {
+    private static byte[] pickle(MemorySnapshot s, boolean shareStacks) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        SnapshotWriter.writePickle(s, out, shareStacks);
+        return out.toByteArray();
+    }
+
+    /** PyTorch's layout (a list of memo references per entry, the fast path) and the shared one read the same. */
+    @Test
+    void bothStackLayoutsReadBackEqual() throws IOException {
+        MemorySnapshot real = SnapshotReader.read(
+                SnapshotTestSupport.realSnapshot("cs336-medium-ctx512_train-step_steady-state.pickle"));
+        byte[] perEntry = pickle(real, false);
+        byte[] shared = pickle(real, true);
+        assertTrue(perEntry.length > shared.length, perEntry.length + " vs " + shared.length);
+        MemorySnapshot a = SnapshotReader.read(perEntry, "per-entry.pickle");
+        MemorySnapshot b = SnapshotReader.read(shared, "shared.pickle");
+        assertEquals(real, a);
+        assertEquals(real, b);
+        // equal stacks are one object, whichever path decoded them
+        List<TraceEntry> t = a.trace(0);
+        for (int i = 1; i < t.size(); i++) {
+            if (t.get(i).frames().equals(t.get(i - 1).frames())) {
+                assertSame(t.get(i).frames(), t.get(i - 1).frames(), "entry " + i);
+            }
+        }
+    }
+
+    @Test
+    void framesBecomeInternedFramesAndOtherDictsStayMaps() {
+        // {'a': [{'name': 'f', 'filename': 'x.py', 'line': 3}], 'b': {'name': 'f'}} in protocol 2
+        byte[] p = {(byte) 0x80, 2, '}', 'q', 0, '(', 'X', 1, 0, 0, 0, 'a', ']', 'q', 1, '}', 'q', 2, '(',
+            'X', 4, 0, 0, 0, 'n', 'a', 'm', 'e', 'X', 1, 0, 0, 0, 'f', 'X', 8, 0, 0, 0, 'f', 'i', 'l', 'e', 'n', 'a', 'm', 'e',
+            'X', 4, 0, 0, 0, 'x', '.', 'p', 'y', 'X', 4, 0, 0, 0, 'l', 'i', 'n', 'e', 'K', 3, 'u', 'a',
+            'X', 1, 0, 0, 0, 'b', '}', '(', 'X', 4, 0, 0, 0, 'n', 'a', 'm', 'e', 'X', 1, 0, 0, 0, 'f', 'u', 'u', '.'};
+        PickleScanner.check(p);
+        Map<?, ?> root = (Map<?, ?>) PickleDecoder.decode(ByteBuffer.wrap(p)).root();
+        assertEquals(List.of(new Frame("f", "x.py", 3)), root.get("a"));
+        assertTrue(((List<?>) root.get("a")).get(0) instanceof Frame);
+        assertEquals(Map.of("name", "f"), root.get("b"));
+    }
+
+    @Test
+    void memoRules() {
+        // [None memoized, then fetched]: PROTO 2, EMPTY_LIST, MARK, NONE, BINPUT 0, BINGET 0, APPENDS, STOP
+        byte[] none = {(byte) 0x80, 2, ']', '(', 'N', 'q', 0, 'h', 0, 'e', '.'};
+        assertEquals(java.util.Arrays.asList(null, null), PickleDecoder.decode(ByteBuffer.wrap(none)).root());
+        byte[] undefined = {(byte) 0x80, 2, ']', '(', 'h', 5, 'e', '.'};
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> PickleDecoder.decode(ByteBuffer.wrap(undefined)));
+        assertEquals("memo index 5 is not defined at byte offset 4", e.getMessage());
+        byte[] far = {(byte) 0x80, 2, 'N', 'r', (byte) 0xff, (byte) 0xff, (byte) 0xff, 0x7f, '.'};
+        e = assertThrows(IllegalArgumentException.class, () -> PickleDecoder.decode(ByteBuffer.wrap(far)));
+        assertEquals("memo index 2147483647 out of range at byte offset 3", e.getMessage());
+    }
+}
