@@ -104,6 +104,7 @@ final class TrainProgress implements TrainListener {
         report.printf(Locale.ROOT, "epoch %d: train loss %.4f, train accuracy %.2f%%, test loss %.4f, test accuracy %.2f%%, %.1f s, %,.0f samples/s%n",
                 r.epoch(), r.loss(), 100 * r.accuracy(), r.test().loss(), 100 * r.test().accuracy(), r.seconds(), r.samplesPerSec());
         report.println(r.memory().line("epoch " + r.epoch()));
+        report.println(r.peaks().line("epoch " + r.epoch()));
         report.flush();
     }
 
