@@ -13,7 +13,7 @@ import java.io.PrintWriter;
  */
 @Command(name = "vram4j", mixinStandardHelpOptions = true, version = "vram4j 0.1.0",
         description = "PyTorch-grade device-memory management for the JVM.",
-        subcommands = {DemoCommand.class, TrainCommand.class, ReplayCommand.class, VizCommand.class, FindBatchSizeCommand.class, BenchCommand.class,
+        subcommands = {DemoCommand.class, TrainCommand.class, ReplayCommand.class, VizCommand.class, FindBatchSizeCommand.class, BenchCommand.class, PredictCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
     @CommandLine.Spec
