@@ -43,11 +43,13 @@ final class Alignment {
                 }
                 i++;
                 j++;
-            } else if (j < m && other.kind[j] == EventTrace.ALLOC && (i >= n || (j + 1 < m && match(ref, i, other, j + 1, pair)))) {
+            } else if (j < m && other.kind[j] == EventTrace.ALLOC && (i >= n || matchesAfter(ref, i, other,
+                    after(other, j, otherSkipped), pair))) {
                 otherSkipped[ordinal(other, j)] = true;
                 oneOffs++;
                 j++;
-            } else if (i < n && ref.kind[i] == EventTrace.ALLOC && (j >= m || (i + 1 < n && match(ref, i + 1, other, j, pair)))) {
+            } else if (i < n && ref.kind[i] == EventTrace.ALLOC && (j >= m || matchesAfter(ref, after(ref, i, refSkipped), other, j,
+                    pair))) {
                 refSkipped[ordinal(ref, i)] = true;
                 oneOffs++;
                 i++;
@@ -62,6 +64,20 @@ final class Alignment {
             }
         }
         return oneOffs;
+    }
+
+    /** @return the next event after the allocation at {@code event}, passing over its free and frees of one-offs */
+    private static int after(EventTrace t, int event, boolean[] skipped) {
+        int ordinal = ordinal(t, event);
+        int k = event + 1;
+        while (k < t.events() && t.kind[k] == EventTrace.FREE && (t.ref[k] == ordinal || skipped[t.ref[k]])) {
+            k++;
+        }
+        return k;
+    }
+
+    private static boolean matchesAfter(EventTrace a, int i, EventTrace b, int j, int[] pair) {
+        return i < a.events() && j < b.events() ? match(a, i, b, j, pair) : i >= a.events() && j >= b.events();
     }
 
     private static String at(EventTrace t, int event) {
