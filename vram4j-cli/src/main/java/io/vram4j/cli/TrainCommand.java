@@ -337,7 +337,7 @@ final class TrainCommand implements Callable<Integer> {
     private void train(CachingAllocator alloc, TrainOptions options, Data d, TrainProgress.Mode progressMode, Path runDir,
                        PrintWriter stdout, PrintWriter report) {
         io.vram4j.compute.Kernels.best().warmUp(); // JIT-compile the kernels before the first step
-        TrainProgress listener = new TrainProgress(progressMode, System.err, report);
+        TrainProgress listener = new TrainProgress(progressMode, System.err, report, options.isTransformer() ? "chars" : "samples");
         TrainResult result;
         String sample = null;
         long skipped;
