@@ -156,7 +156,7 @@ final class PredictCommand implements Callable<Integer> {
         }
         Path file = Path.of(input.substring(0, at));
         try {
-            return new Recording(file.getFileName().toString(), ReplayCommand.read(file), value);
+            return new Recording(file.toString(), ReplayCommand.read(file), value);
         } catch (IOException e) {
             throw new UserException(file + ": cannot read: " + e.getMessage(), e);
         }
