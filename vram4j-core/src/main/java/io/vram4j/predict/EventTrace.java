@@ -1,7 +1,10 @@
 package io.vram4j.predict;
 
 import io.vram4j.memory.snapshot.Frame;
-import io.vram4j.memory.snapshot.SegmentInfo;
+import io.vram4j.memory.snapshot.MemorySnapshot;
+import io.vram4j.replay.ReplayOptions;
+import io.vram4j.replay.ReplayReport;
+import io.vram4j.replay.Replayer;
 import io.vram4j.memory.snapshot.TraceEntry;
 
 import java.util.ArrayList;
@@ -77,18 +80,12 @@ final class EventTrace {
             throw new PredictionException(r.name() + ": the snapshot has no trace (record it with memory history on)");
         }
         List<TraceEntry> trace = traces.get(device);
-        long net = 0;
-        for (TraceEntry e : trace) {
-            switch (e.action()) {
-                case SEGMENT_ALLOC, SEGMENT_MAP -> net += e.size();
-                case SEGMENT_FREE, SEGMENT_UNMAP -> net -= e.size();
-                default -> { }
-            }
-        }
-        long dumped = r.snapshot().segments(device).stream().mapToLong(SegmentInfo::totalSize).sum();
-        if (dumped != net) {
+        // the replay's own analysis of the initial state: the state at dump minus the trace's net effect
+        ReplayReport replay = Replayer.replay(new MemorySnapshot(r.snapshot().segments(device), List.of(trace),
+                r.snapshot().allocatorSettings(), List.of()), ReplayOptions.whatIf(null, 0)).getFirst();
+        if (!replay.fromEmpty()) {
             throw new PredictionException(String.format(java.util.Locale.ROOT, "%s: the trace starts mid-run (%,d bytes reserved "
-                    + "before its first entry); predict needs traces recorded from an empty allocator", r.name(), dumped - net));
+                    + "before its first entry); predict needs traces recorded from an empty allocator", r.name(), replay.initialReserved()));
         }
         int n = 0;
         for (TraceEntry e : trace) {

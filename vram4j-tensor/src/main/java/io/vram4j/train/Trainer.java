@@ -408,7 +408,12 @@ public final class Trainer implements AutoCloseable {
         }
     }
 
-    private static Dataset limit(Dataset d, int n) {
+    /**
+     * @param d a data set
+     * @param n samples to keep; 0 or at least {@code d.size()} for all
+     * @return the first {@code n} samples of {@code d}
+     */
+    static Dataset limit(Dataset d, int n) {
         if (n <= 0 || n >= d.size()) {
             return d;
         }

@@ -101,7 +101,7 @@ class BatchSizeFinderTest {
         CharVocabulary vocab = corpus.vocabulary();
         TrainOptions o = CharTransformerTest.tiny().withTestLimit(0).withCheckpoint(2).withAmp("bf16").withEpochs(2);
         io.vram4j.data.CharDataset[] d = CharTransformerTest.data(o, vocab, corpus);
-        io.vram4j.data.Dataset test = limited(d[1], 64);
+        io.vram4j.data.Dataset test = Trainer.limit(d[1], 64);
         String device = "host:4MiB";
         BatchSizeFinder.Result r;
         try (DeviceBackend dev = Devices.open(device); CachingAllocator alloc = CachingAllocator.create(dev)) {
@@ -110,7 +110,7 @@ class BatchSizeFinderTest {
         assertTrue(r.largest() >= 1 && !r.hitUpperBound(), r.toString());
         BatchSizeFinder.Attempt refused = r.attempts().stream().filter(a -> a.batchSize() == r.largest() + 1).findFirst().orElseThrow();
         assertFalse(refused.fits());
-        io.vram4j.data.Dataset train = limited(d[0], 2 * (r.largest() + 1));
+        io.vram4j.data.Dataset train = Trainer.limit(d[0], 2 * (r.largest() + 1));
         for (int batch : new int[] {r.largest(), r.largest() + 1}) {
             boolean ran;
             try (DeviceBackend dev = Devices.open(device); CachingAllocator alloc = CachingAllocator.create(dev);
@@ -154,39 +154,5 @@ class BatchSizeFinderTest {
         assertTrue(r.hitUpperBound());
         BatchSizeFinder.Result small = search("sim:12MiB", TrainOptions.defaults().withHidden(256), 1 << 20).getFirst();
         assertFalse(small.hitUpperBound(), small.toString());
-    }
-
-    static io.vram4j.data.Dataset limited(io.vram4j.data.Dataset d, int n) {
-        return new io.vram4j.data.Dataset() {
-            @Override
-            public int size() {
-                return Math.min(n, d.size());
-            }
-
-            @Override
-            public int features() {
-                return d.features();
-            }
-
-            @Override
-            public int numClasses() {
-                return d.numClasses();
-            }
-
-            @Override
-            public void copyFeatures(int index, float[] dst, int offset) {
-                d.copyFeatures(index, dst, offset);
-            }
-
-            @Override
-            public int label(int index) {
-                return d.label(index);
-            }
-
-            @Override
-            public String description() {
-                return d.description();
-            }
-        };
     }
 }
