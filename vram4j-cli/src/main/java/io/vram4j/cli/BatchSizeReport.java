@@ -2,6 +2,7 @@ package io.vram4j.cli;
 
 import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.train.BatchSizeFinder;
+import io.vram4j.train.PhasePeaks;
 
 import java.io.PrintWriter;
 import java.util.ArrayList;
@@ -29,6 +30,26 @@ final class BatchSizeReport {
         out.flush();
     }
 
+    /** One line per try, as it ends: setting, batch, fits or not (and in which phase it ran out), peaks, time. */
+    static void tryLine(String technique, BatchSizeFinder.Attempt a, PrintWriter out) {
+        out.printf(Locale.ROOT, "  %s: batch %,d %s, peak reserved %s, peak allocated: training %s, evaluation %s, %.0f ms%n", technique,
+                a.batchSize(), a.fits() ? "fits" : "out of memory in " + a.failedIn(), FormatSize.formatSize(a.peakReserved()),
+                FormatSize.formatSize(a.phases().trainingAllocated()),
+                a.phases().evaluationBatch() == 0 ? "-" : FormatSize.formatSize(a.phases().evaluationAllocated()), a.seconds() * 1e3);
+        out.flush();
+    }
+
+    /** Says which searches stopped at their upper bound, where a larger batch may fit. */
+    static void upperBounds(List<BatchSizeFinder.Result> results, String bound, PrintWriter out) {
+        for (BatchSizeFinder.Result r : results) {
+            if (r.hitUpperBound()) {
+                out.printf(Locale.ROOT, "%s: the search stopped at its upper bound (%s), which fits; a larger batch may fit too%n",
+                        r.technique(), bound);
+            }
+        }
+        out.flush();
+    }
+
     static List<Map<String, Object>> json(List<BatchSizeFinder.Result> results) {
         List<Map<String, Object>> out = new ArrayList<>();
         for (BatchSizeFinder.Result r : results) {
@@ -40,14 +61,36 @@ final class BatchSizeReport {
             m.put("peak_allocated_bytes", r.peakAllocated());
             m.put("peak_reserved_bytes", r.peakReserved());
             m.put("seconds", r.seconds());
+            m.put("upper_bound", r.upperBound());
+            m.put("hit_upper_bound", r.hitUpperBound());
             List<Map<String, Object>> tries = new ArrayList<>();
             for (BatchSizeFinder.Attempt a : r.attempts()) {
-                tries.add(Map.of("batch_size", a.batchSize(), "fits", a.fits(), "peak_allocated_bytes", a.peakAllocated(),
-                        "peak_reserved_bytes", a.peakReserved(), "seconds", a.seconds()));
+                Map<String, Object> t = new LinkedHashMap<>();
+                t.put("batch_size", a.batchSize());
+                t.put("fits", a.fits());
+                if (!a.fits()) {
+                    t.put("out_of_memory_in", a.failedIn());
+                }
+                t.put("peak_allocated_bytes", a.peakAllocated());
+                t.put("peak_reserved_bytes", a.peakReserved());
+                t.put("peaks", peaks(a.phases()));
+                t.put("seconds", a.seconds());
+                tries.add(t);
             }
             m.put("tries", tries);
             out.add(m);
         }
         return out;
+    }
+
+    /** @return the two phases' peaks as JSON-ready bytes */
+    static Map<String, Object> peaks(PhasePeaks p) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("training_peak_allocated_bytes", p.trainingAllocated());
+        m.put("training_peak_reserved_bytes", p.trainingReserved());
+        m.put("evaluation_batch", p.evaluationBatch());
+        m.put("evaluation_peak_allocated_bytes", p.evaluationAllocated());
+        m.put("evaluation_peak_reserved_bytes", p.evaluationReserved());
+        return m;
     }
 }

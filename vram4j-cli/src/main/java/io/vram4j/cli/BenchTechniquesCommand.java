@@ -116,7 +116,7 @@ final class BenchTechniquesCommand implements Callable<Integer> {
         if (!finderDevice.equalsIgnoreCase("none") && !m.equals("mlp")) {
             report.println();
             List<BatchSizeFinder.Result> found = FindBatchSizeCommand.search(finderDevice, "", lm,
-                    BatchSizeFinder.standardSettings(lm, layers, "bf16"), vocab, 1 << 16, report);
+                    BatchSizeFinder.standardSettings(lm, layers, "bf16"), vocab, 1 << 16, 0, "65,536", report);
             double ratio = found.getFirst().largest() == 0 ? Double.NaN : (double) found.get(3).largest() / found.getFirst().largest();
             target(report, "batch-size finder: checkpointing + bf16 fits >= 3x the baseline's batch", ratio >= 3,
                     String.format(Locale.ROOT, "%.2fx (%d vs %d)", ratio, found.get(3).largest(), found.getFirst().largest()));

@@ -34,6 +34,9 @@ import java.util.concurrent.Callable;
                 + "the cache is emptied between tries), for the baseline, checkpointing, mixed precision and both.",
                 "On sim:SIZE it is a dry run (ops allocate but compute nothing, milliseconds per try); on host:SIZE it runs for real."})
 final class FindBatchSizeCommand implements Callable<Integer> {
+    /** Floats per Fashion-MNIST image (28 x 28), the MLP's input. */
+    static final int IMAGE_FEATURES = 28 * 28;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -93,10 +96,11 @@ final class FindBatchSizeCommand implements Callable<Integer> {
         CharVocabulary vocab = base.isTransformer() ? vocabulary(data) : null;
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter report = json ? spec.commandLine().getErr() : out;
-        List<BatchSizeFinder.Result> results = search(device, allocConf, base, settings, vocab, maxBatch, report);
+        List<BatchSizeFinder.Result> results = search(device, allocConf, base, settings, vocab, maxBatch, 0,
+                String.format(Locale.ROOT, "--max-batch %,d", maxBatch), report);
         if (json) {
             Map<String, Object> m = new LinkedHashMap<>();
-            m.put("model", base.describe(base.isTransformer() ? base.blockSize() + 1 : 784, vocab != null ? vocab.size() : 10));
+            m.put("model", base.describe(base.isTransformer() ? base.blockSize() + 1 : IMAGE_FEATURES, vocab != null ? vocab.size() : 10));
             m.put("device", device);
             m.put("results", BatchSizeReport.json(results));
             try {
@@ -125,9 +129,16 @@ final class FindBatchSizeCommand implements Callable<Integer> {
         }
     }
 
-    /** Runs the searches on a fresh allocator of {@code deviceSpec}, printing the table to {@code report}. */
+    /**
+     * Runs the searches on a fresh allocator of {@code deviceSpec}, printing a line per try, then the table, then
+     * which searches stopped at their upper bound, to {@code report}.
+     *
+     * @param testSamples the test set's size (evaluation batches are no larger), or 0 when unknown
+     * @param bound what limits the batch, in words, e.g. {@code "--max-batch 65,536"}
+     */
     static List<BatchSizeFinder.Result> search(String deviceSpec, String allocConf, TrainOptions base, List<TrainOptions> settings,
-                                               CharVocabulary vocab, int maxBatch, PrintWriter report) {
+                                               CharVocabulary vocab, int maxBatch, int testSamples, String bound,
+                                               PrintWriter report) {
         if (maxBatch < 1) {
             throw new UserException("--max-batch must be at least 1, got " + maxBatch);
         }
@@ -150,16 +161,25 @@ final class FindBatchSizeCommand implements Callable<Integer> {
         try (dev; CachingAllocator alloc = CachingAllocator.create(dev, config)) {
             report.printf(Locale.ROOT, "find-batch-size on %s (%s): %s%n", dev.description(),
                     dev.hasStorage() ? "real run" : "dry run, nothing computed",
-                    base.describe(base.blockSize() + 1, vocab != null ? vocab.size() : FashionMnist.NUM_CLASSES)
+                    base.describe(base.isTransformer() ? base.blockSize() + 1 : IMAGE_FEATURES,
+                                    vocab != null ? vocab.size() : FashionMnist.NUM_CLASSES)
                             .replaceAll(", batch \\d+, \\d+ epochs?", ""));
+            report.println("each try: two training steps, one evaluation batch of as many samples"
+                    + (testSamples > 0 ? String.format(Locale.ROOT, " (at most the %,d test samples)", testSamples) : "")
+                    + ", one more step");
             report.flush();
             BatchSizeFinder finder = vocab != null ? BatchSizeFinder.forTransformer(alloc, vocab, maxBatch)
-                    : BatchSizeFinder.forMlp(alloc, 784, FashionMnist.NUM_CLASSES, maxBatch);
+                    : BatchSizeFinder.forMlp(alloc, IMAGE_FEATURES, FashionMnist.NUM_CLASSES, maxBatch);
+            if (testSamples > 0) {
+                finder = finder.evaluatingAtMost(testSamples);
+            }
             for (TrainOptions o : settings) {
-                results.add(finder.find(o));
+                String technique = o.techniques().isEmpty() ? "baseline" : o.techniques();
+                results.add(finder.find(o, a -> BatchSizeReport.tryLine(technique, a, report)));
             }
         }
         BatchSizeReport.table(results, report);
+        BatchSizeReport.upperBounds(results, bound, report);
         return results;
     }
 

@@ -13,7 +13,8 @@ import java.io.PrintWriter;
  */
 @Command(name = "vram4j", mixinStandardHelpOptions = true, version = "vram4j 0.1.0",
         description = "PyTorch-grade device-memory management for the JVM.",
-        subcommands = {DevicesCommand.class, DemoCommand.class, TrainCommand.class, ReplayCommand.class, ExplainOomCommand.class, VizCommand.class, FindBatchSizeCommand.class, BenchCommand.class,
+        subcommands = {DevicesCommand.class, DemoCommand.class, TrainCommand.class, ReplayCommand.class, ExplainOomCommand.class, PredictCommand.class, VizCommand.class,
+                FindBatchSizeCommand.class, BenchCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
     @CommandLine.Spec

@@ -153,7 +153,8 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--out", paramLabel = "DIR", description = "run folder (default: runs/<timestamp>)")
     Path out;
 
-    @Option(names = "--dry-run", description = "run one step and report the peak memory training needs (works on sim devices)")
+    @Option(names = "--dry-run", description = "rehearse the job (two training steps, one evaluation batch, one more step) and report "
+            + "the peak memory of training and of evaluation (works on sim devices, where nothing is computed)")
     boolean dryRun;
 
     @Option(names = "--json", description = "print a machine-readable summary on stdout (everything else goes to stderr)")
@@ -263,6 +264,11 @@ final class TrainCommand implements Callable<Integer> {
         PrintWriter stdout = spec.commandLine().getOut();
         PrintWriter report = json ? spec.commandLine().getErr() : stdout;
         Data d = loadData(options);
+        if (!findBatchSize && options.batchSize() > d.train().size()) {
+            throw new UserException(String.format(Locale.ROOT, "--batch-size %,d is larger than the training set (%,d %s%s); "
+                            + "use at most %,d", options.batchSize(), d.train().size(), options.isTransformer() ? "windows" : "samples",
+                    limit > 0 ? " after --limit" : "", d.train().size()));
+        }
         if (findBatchSize) {
             options = findBatchSize(options, d, report);
         }
@@ -315,7 +321,9 @@ final class TrainCommand implements Callable<Integer> {
         if (own) {
             settings.add(options);
         }
-        batchSearch = FindBatchSizeCommand.search(device, allocConf, options, settings, d.vocabulary(), d.train().size(), report);
+        batchSearch = FindBatchSizeCommand.search(device, allocConf, options, settings, d.vocabulary(), d.train().size(),
+                d.test().size(), String.format(Locale.ROOT, "the %,d training %s", d.train().size(),
+                        options.isTransformer() ? "windows" : "samples"), report);
         BatchSizeFinder.Result mine = batchSearch.stream().filter(r -> r.options().checkpoint() == options.checkpoint()
                 && r.options().amp().equals(options.amp()) && r.options().accumulate() == options.accumulate()
                 && r.options().microBatch() == options.microBatch()).findFirst().orElseThrow();
@@ -329,7 +337,7 @@ final class TrainCommand implements Callable<Integer> {
     private void train(CachingAllocator alloc, TrainOptions options, Data d, TrainProgress.Mode progressMode, Path runDir,
                        PrintWriter stdout, PrintWriter report) {
         io.vram4j.compute.Kernels.best().warmUp(); // JIT-compile the kernels before the first step
-        TrainProgress listener = new TrainProgress(progressMode, System.err, report);
+        TrainProgress listener = new TrainProgress(progressMode, System.err, report, options.isTransformer() ? "chars" : "samples");
         TrainResult result;
         String sample = null;
         long skipped;
@@ -377,6 +385,7 @@ final class TrainCommand implements Callable<Integer> {
         }
         putProfile(summary, profile, live, report);
         report.println(result.memory().line("end"));
+        report.println(result.peaks().line("run"));
         report.println();
         report.print(result.memorySummary());
         summary.put("accuracy", result.test().accuracy());
@@ -386,6 +395,7 @@ final class TrainCommand implements Callable<Integer> {
         summary.put("samples_per_sec", result.samplesPerSec());
         summary.put("seconds", result.seconds());
         putMemory(summary, result.memory());
+        summary.put("peaks", BatchSizeReport.peaks(result.peaks()));
         summary.put("epochs", epochs(result.epochs()));
         summary.put("model", result.description());
         summary.put("parameters", result.parameters());
@@ -406,15 +416,17 @@ final class TrainCommand implements Callable<Integer> {
         String live = null;
         try (Trainer trainer = d.trainer(alloc, options); MemoryProfiler profiler = profileMemory ? MemoryProfiler.start(alloc) : null) {
             report.printf(Locale.ROOT, "model: %s (%,d parameters)%n", trainer.description(), trainer.parameters());
-            r = trainer.dryRun(d.train());
+            r = trainer.dryRun(d.train(), d.test());
             if (profiler != null) {
                 profile = profiler.profile();
                 live = LiveTensors.report(alloc, 5);
             }
         }
-        report.printf(Locale.ROOT, "dry run: one step of %d samples needs %s at peak (the allocator reserved %s)%n",
-                r.batchSize(), FormatSize.formatSize(r.memory().peakAllocated()), FormatSize.formatSize(r.memory().peakReserved()));
-        report.println(r.memory().line("after one step"));
+        report.printf(Locale.ROOT, "dry run: training at batch %d and evaluation at batch %d need %s at peak (the allocator reserved %s)%n",
+                r.batchSize(), r.peaks().evaluationBatch(), FormatSize.formatSize(r.peaks().peakAllocated()),
+                FormatSize.formatSize(r.peaks().peakReserved()));
+        report.println(r.peaks().line("dry run"));
+        report.println(r.memory().line("after the dry run"));
         Map<String, Object> summary = new LinkedHashMap<>();
         putProfile(summary, profile, live, report);
         report.println();
@@ -423,6 +435,7 @@ final class TrainCommand implements Callable<Integer> {
         summary.put("dry_run", true);
         summary.put("batch_size", r.batchSize());
         putMemory(summary, r.memory());
+        summary.put("peaks", BatchSizeReport.peaks(r.peaks()));
         summary.put("model", r.description());
         summary.put("parameters", r.parameters());
         summary.put("techniques", options.techniques());
@@ -491,6 +504,7 @@ final class TrainCommand implements Callable<Integer> {
             m.put("seconds", e.seconds());
             m.put("samples_per_sec", e.samplesPerSec());
             putMemory(m, e.memory());
+            m.put("peaks", BatchSizeReport.peaks(e.peaks()));
             out.add(m);
         }
         return out;

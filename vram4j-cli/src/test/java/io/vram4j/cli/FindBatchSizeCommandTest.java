@@ -136,4 +136,21 @@ class FindBatchSizeCommandTest {
             assertFalse(r.err().contains("\tat "), what);
         }
     }
+
+    /** The MLP's header names its 784 inputs, each try has its line, and a search that fits its bound says so. */
+    @Test
+    void mlpSearchShowsTheModelEachTryAndTheUpperBound() {
+        CliRunner.Result r = CliRunner.run("find-batch-size", "--model", "mlp", "--hidden", "64", "--device", "sim:1GiB",
+                "--max-batch", "64");
+        assertEquals(0, r.exitCode(), r.err());
+        assertTrue(r.out().contains("mlp 784-64-64-10 relu"), r.out());
+        for (int b = 1; b <= 64; b *= 2) {
+            assertTrue(r.out().contains("  baseline: batch " + b + " fits, peak reserved "), r.out());
+        }
+        assertTrue(r.out().contains("baseline: the search stopped at its upper bound (--max-batch 64), which fits"), r.out());
+        CliRunner.Result small = CliRunner.run("find-batch-size", "--model", "mlp", "--device", "sim:4MiB");
+        assertEquals(0, small.exitCode(), small.err());
+        assertTrue(small.out().contains("out of memory in training"), small.out());
+        assertFalse(small.out().contains("upper bound"), small.out());
+    }
 }

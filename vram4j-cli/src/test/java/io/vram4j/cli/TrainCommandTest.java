@@ -86,7 +86,27 @@ class TrainCommandTest {
         assertTrue(json.get("dry_run").asBoolean());
         assertEquals(256, json.get("batch_size").asInt());
         assertTrue(json.get("peak_allocated_bytes").asLong() > 3 * 4 * 669_706L);
-        assertTrue(r.err().contains("dry run: one step of 256 samples needs"), r.err());
+        assertTrue(r.err().contains("dry run: training at batch 256 and evaluation at batch 256 need"), r.err());
+        JsonNode peaks = json.get("peaks");
+        assertEquals(256, peaks.get("evaluation_batch").asInt());
+        assertTrue(peaks.get("evaluation_peak_allocated_bytes").asLong() > 0, peaks.toString());
+        assertEquals(json.get("peak_allocated_bytes").asLong(), Math.max(peaks.get("training_peak_allocated_bytes").asLong(),
+                peaks.get("evaluation_peak_allocated_bytes").asLong()), "the job's peak is the higher phase's");
+        assertTrue(r.err().contains("dry run peaks: training steps "), r.err());
+    }
+
+    @Test
+    void aBatchLargerThanTheTrainingSetIsRefused(@TempDir Path tmp) {
+        CliRunner.Result r = run("train", "--batch-size", "2000", "--limit", "1000", "--data", BUNDLED.toString(),
+                "--out", tmp.resolve("never").toString());
+        assertEquals(2, r.exitCode(), r.err());
+        assertTrue(r.err().contains("--batch-size 2,000 is larger than the training set (1,000 samples after --limit); use at most 1,000"),
+                r.err());
+        assertFalse(java.nio.file.Files.exists(tmp.resolve("never")));
+        CliRunner.Result dry = run("train", "--dry-run", "--device", "sim:1GiB", "--batch-size", "-3", "--data", BUNDLED.toString(),
+                "--out", tmp.resolve("never").toString());
+        assertEquals(2, dry.exitCode(), dry.err());
+        assertTrue(dry.err().contains("--batch-size"), dry.err());
     }
 
     @Test

@@ -14,15 +14,19 @@ import java.util.Objects;
  * Finds the largest batch that trains without running out of device memory, as Lightning's batch-size
  * finder ({@code scale_batch_size(mode="binsearch")}) does: try batch sizes 1, 2, 4, ... until one fails with
  * {@link DeviceOutOfMemoryException}, then binary-search between the last that fitted and the first that
- * failed. A try builds the model and optimizer afresh, runs two training steps on a synthetic batch (the
- * second one with the optimizer state allocated, as every later step) and frees everything; between tries
- * the allocator's cache is emptied ({@code torch.cuda.empty_cache()}) and its peak statistics reset, so each
- * try's peak is its own.
+ * failed. A try builds the model and optimizer afresh and rehearses the whole job on synthetic batches: two
+ * training steps (the second one with the optimizer state allocated, as every later step), one evaluation batch
+ * of {@link TrainOptions#evalBatchSize()} samples (at most {@link #evaluatingAtMost the test set}) with the cache
+ * as training left it, and one more training step after it, as the next epoch starts; then it frees everything.
+ * A batch fits only if all of it fits, so a batch this finder chose does not run out of memory in evaluation
+ * later. Between tries the allocator's cache is emptied ({@code torch.cuda.empty_cache()}) and its peak
+ * statistics reset, so each try's peak is its own.
  *
  * <p>On a simulated device ({@code sim:SIZE}) the ops allocate exactly as on {@code host} and compute nothing,
- * so a search is a dry run that takes milliseconds per try and predicts the real one: the same batch fits
- * with the same peak reserved bytes (except with fp16, where the real run may skip an optimizer step on
- * overflowing gradients and allocate the optimizer state later). Not thread-safe.
+ * and the batches are placeholders that hold no host memory, so a search is a dry run that takes milliseconds
+ * per try and predicts the real one: the same batch fits with the same peak reserved bytes (except with fp16,
+ * where the real run may skip an optimizer step on overflowing gradients and allocate the optimizer state
+ * later). Not thread-safe.
  */
 public final class BatchSizeFinder {
     private final CachingAllocator alloc;
@@ -30,17 +34,21 @@ public final class BatchSizeFinder {
     private final int features;
     private final int classes;
     private final int maxBatch;
+    private final int evalLimit;
 
     /**
      * One try.
      *
      * @param batchSize samples in the batch
      * @param fits false when it ran out of memory
-     * @param peakAllocated the try's peak allocated bytes (up to the failure, when it failed)
-     * @param peakReserved the try's peak reserved bytes
+     * @param peakAllocated the try's peak allocated bytes, training and evaluation (up to the failure, when it failed)
+     * @param peakReserved the try's peak reserved bytes, training and evaluation
+     * @param phases the training steps' and the evaluation's peaks apart
+     * @param failedIn {@code "training"} or {@code "evaluation"} when it ran out of memory, else null
      * @param seconds wall time of the try
      */
-    public record Attempt(int batchSize, boolean fits, long peakAllocated, long peakReserved, double seconds) {
+    public record Attempt(int batchSize, boolean fits, long peakAllocated, long peakReserved, PhasePeaks phases,
+                          String failedIn, double seconds) {
     }
 
     /**
@@ -52,12 +60,18 @@ public final class BatchSizeFinder {
      * @param peakReserved peak reserved bytes of that batch's try (0 when none fits)
      * @param attempts every try, in order
      * @param seconds wall time of the search
+     * @param upperBound the largest batch the search was allowed to try
      */
     public record Result(TrainOptions options, int largest, long peakAllocated, long peakReserved, List<Attempt> attempts,
-                         double seconds) {
+                         double seconds, int upperBound) {
         /** Copies the list. */
         public Result {
             attempts = List.copyOf(attempts);
+        }
+
+        /** @return true when the upper bound itself fitted: a larger batch might fit too, the search did not try it */
+        public boolean hitUpperBound() {
+            return largest == upperBound;
         }
 
         /** @return the setting's techniques in words, {@code "baseline"} when none */
@@ -77,7 +91,7 @@ public final class BatchSizeFinder {
      * @return the finder
      */
     public static BatchSizeFinder forMlp(CachingAllocator alloc, int features, int classes, int maxBatch) {
-        return new BatchSizeFinder(alloc, null, features, classes, maxBatch);
+        return new BatchSizeFinder(alloc, null, features, classes, maxBatch, Integer.MAX_VALUE);
     }
 
     /**
@@ -89,10 +103,28 @@ public final class BatchSizeFinder {
      * @return the finder
      */
     public static BatchSizeFinder forTransformer(CachingAllocator alloc, CharVocabulary vocabulary, int maxBatch) {
-        return new BatchSizeFinder(alloc, Objects.requireNonNull(vocabulary, "vocabulary"), 0, vocabulary.size(), maxBatch);
+        return new BatchSizeFinder(alloc, Objects.requireNonNull(vocabulary, "vocabulary"), 0, vocabulary.size(), maxBatch,
+                Integer.MAX_VALUE);
     }
 
-    private BatchSizeFinder(CachingAllocator alloc, CharVocabulary vocabulary, int features, int classes, int maxBatch) {
+    /**
+     * The same finder with evaluation batches of at most {@code testSamples} samples, as {@link Trainer} evaluates
+     * a test set of that size (without it, evaluation batches are {@link TrainOptions#evalBatchSize()}, which
+     * over-estimates for a smaller test set).
+     *
+     * @param testSamples samples in the test set, at least 1
+     * @return the new finder
+     * @throws IllegalArgumentException when {@code testSamples < 1}
+     */
+    public BatchSizeFinder evaluatingAtMost(int testSamples) {
+        if (testSamples < 1) {
+            throw new IllegalArgumentException("the test set must have at least 1 sample, got " + testSamples);
+        }
+        return new BatchSizeFinder(alloc, vocabulary, features, classes, maxBatch, testSamples);
+    }
+
+    private BatchSizeFinder(CachingAllocator alloc, CharVocabulary vocabulary, int features, int classes, int maxBatch,
+                            int evalLimit) {
         this.alloc = Objects.requireNonNull(alloc, "alloc");
         if (maxBatch < 1) {
             throw new IllegalArgumentException("--max-batch must be at least 1, got " + maxBatch);
@@ -101,6 +133,7 @@ public final class BatchSizeFinder {
         this.features = features;
         this.classes = classes;
         this.maxBatch = maxBatch;
+        this.evalLimit = evalLimit;
     }
 
     /**
@@ -112,6 +145,17 @@ public final class BatchSizeFinder {
      * @throws IllegalArgumentException when the options' model does not match this finder
      */
     public Result find(TrainOptions options) {
+        return find(options, a -> { });
+    }
+
+    /**
+     * {@link #find(TrainOptions)}, telling {@code onTry} about each try as it ends (for progress lines).
+     *
+     * @param options the setting
+     * @param onTry called after each try, on this thread
+     * @return the search
+     */
+    public Result find(TrainOptions options, java.util.function.Consumer<Attempt> onTry) {
         if (options.isTransformer() != (vocabulary != null)) {
             throw new IllegalArgumentException("this finder is for the " + (vocabulary != null ? "transformer" : "mlp")
                     + ", not " + options.model());
@@ -124,6 +168,7 @@ public final class BatchSizeFinder {
         for (int b = 1; ; b = (int) Math.min((long) b * 2, maxBatch)) {
             Attempt a = attempt(options, b);
             attempts.add(a);
+            onTry.accept(a);
             if (!a.fits()) {
                 bad = b;
                 break;
@@ -138,6 +183,7 @@ public final class BatchSizeFinder {
             int mid = good + (bad - good) / 2;
             Attempt a = attempt(options, mid);
             attempts.add(a);
+            onTry.accept(a);
             if (a.fits()) {
                 good = mid;
                 best = a;
@@ -146,36 +192,46 @@ public final class BatchSizeFinder {
             }
         }
         return new Result(options, good, best == null ? 0 : best.peakAllocated(), best == null ? 0 : best.peakReserved(),
-                attempts, (System.nanoTime() - t0) / 1e9);
+                attempts, (System.nanoTime() - t0) / 1e9, maxBatch);
     }
 
     /**
-     * One try: model, optimizer and two steps of {@code batchSize} samples, then everything freed and the cache
-     * emptied.
+     * One try: model, optimizer and the rehearsal of the job (two steps of {@code batchSize} samples, one
+     * evaluation batch, one more step), then everything freed and the cache emptied. On a device without storage
+     * the batches are placeholders: no host memory is allocated for data.
      *
      * @param options the setting
-     * @param batchSize samples per step
+     * @param batchSize samples per step, at least 1
      * @return whether it fitted, with its peaks
+     * @throws IllegalArgumentException when {@code batchSize < 1}
      */
     public Attempt attempt(TrainOptions options, int batchSize) {
+        if (batchSize < 1) {
+            throw new IllegalArgumentException("batch size must be at least 1, got " + batchSize);
+        }
         TrainOptions o = options.withMicroBatch(Math.min(options.microBatch(), batchSize)).withBatchSize(batchSize)
                 .withHistorySteps(0);
+        int evalBatch = Math.min(o.evalBatchSize(), evalLimit);
         alloc.emptyCache();
         alloc.resetPeakMemoryStats();
         long t0 = System.nanoTime();
         boolean fits = true;
-        Batch batch = syntheticBatch(o, batchSize, vocabulary != null ? vocabulary.size() : classes,
-                vocabulary != null ? o.blockSize() + 1 : features);
+        boolean simulated = !alloc.device().hasStorage();
+        int classesOrVocab = vocabulary != null ? vocabulary.size() : classes;
+        int f = vocabulary != null ? o.blockSize() + 1 : features;
+        Batch batch = simulated ? null : syntheticBatch(o, batchSize, classesOrVocab, f);
+        Batch evalData = simulated ? null : syntheticBatch(o, evalBatch, classesOrVocab, f);
+        Rehearsal rehearsal = new Rehearsal(alloc);
         try (ModelNetwork net = vocabulary != null ? new CharTransformer(alloc, o, vocabulary)
                 : new TensorMlp(alloc, o, features, classes)) {
-            for (int step = 0; step < 2 * o.accumulate(); step++) {
-                net.trainStep(batch);
-            }
+            Runnable step = simulated ? () -> net.simulatedTrainStep(batchSize) : () -> net.trainStep(batch);
+            Runnable eval = simulated ? () -> net.simulatedEvaluate(evalBatch) : () -> net.evaluate(evalData);
+            rehearsal.run(2 * o.accumulate(), step, evalBatch, eval, o.accumulate());
         } catch (DeviceOutOfMemoryException e) {
             fits = false;
         }
-        Attempt a = new Attempt(batchSize, fits, alloc.maxMemoryAllocated(), alloc.maxMemoryReserved(),
-                (System.nanoTime() - t0) / 1e9);
+        Attempt a = new Attempt(batchSize, fits, alloc.maxMemoryAllocated(), alloc.maxMemoryReserved(), rehearsal.peaks(),
+                fits ? null : rehearsal.phase(), (System.nanoTime() - t0) / 1e9);
         alloc.emptyCache();
         return a;
     }

@@ -5,6 +5,7 @@ import io.vram4j.autograd.NoGrad;
 import io.vram4j.data.Batch;
 import io.vram4j.data.CharVocabulary;
 import io.vram4j.nn.GPT;
+import io.vram4j.tensor.DType;
 import io.vram4j.tensor.Device;
 import io.vram4j.tensor.Generator;
 import io.vram4j.tensor.MemoryScope;
@@ -54,6 +55,12 @@ final class CharTransformer extends ModelNetwork {
             }
         }
         return new Tensor[] {dev.tensor(x, count, t), dev.tensor(y, count, t)};
+    }
+
+    @Override
+    Tensor[] placeholders(int count) {
+        int t = options.blockSize();
+        return new Tensor[] {dev.empty(DType.INT64, count, t), dev.empty(DType.INT64, count, t)};
     }
 
     @Override

@@ -12,7 +12,8 @@ package io.vram4j.train;
  * @param samplesPerSec  {@code samples / seconds}
  * @param test           evaluation on the test set after the epoch
  * @param memory         allocator numbers at the end of the epoch (after evaluation)
+ * @param peaks          the epoch's training steps' and evaluation's peaks, apart
  */
 public record EpochResult(int epoch, int steps, long samples, double loss, double accuracy, double seconds,
-                          double samplesPerSec, Evaluation test, MemoryPoint memory) {
+                          double samplesPerSec, Evaluation test, MemoryPoint memory, PhasePeaks peaks) {
 }

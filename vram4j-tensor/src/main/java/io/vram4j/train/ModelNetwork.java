@@ -88,18 +88,48 @@ abstract class ModelNetwork implements Network {
         return model;
     }
 
+    /**
+     * The model's input and targets for {@code count} samples whose values are unspecified, allocated as
+     * {@link #tensors} allocates them (same dtypes, shapes and order), on a device without storage.
+     *
+     * @return {@code {input, targets}}, created in the caller's scope
+     */
+    abstract Tensor[] placeholders(int count);
+
     @Override
     public StepStats trainStep(Batch batch) {
+        return trainStep(() -> tensors(batch, 0, batch.size()), batch.size());
+    }
+
+    @Override
+    public StepStats simulatedTrainStep(int samples) {
+        requireSimulated();
+        return trainStep(() -> placeholders(samples), samples);
+    }
+
+    @Override
+    public StepStats simulatedEvaluate(int samples) {
+        requireSimulated();
+        return evaluate(() -> placeholders(samples), samples);
+    }
+
+    private void requireSimulated() {
+        if (dev.hasStorage()) {
+            throw new IllegalStateException("simulated steps are for devices without storage; " + dev + " computes");
+        }
+    }
+
+    private StepStats trainStep(java.util.function.Supplier<Tensor[]> inputs, int size) {
         ensureOpen();
         model.train();
         double[] lossSum = {0};
         int[] correct = {0};
         try (MemoryScope scope = MemoryScope.open()) {
-            Tensor[] xy = tensors(batch, 0, batch.size());
-            if (options.microBatch() > 0 && options.microBatch() < batch.size()) {
+            Tensor[] xy = inputs.get();
+            if (options.microBatch() > 0 && options.microBatch() < size) {
                 // micro-batches: each weighted by its share of the batch, gradients summed; then one accumulation step
                 MicroBatcher.accumulate(options.microBatch(), mb -> {
-                    Tensor[] lossAndLogits = forwardLoss(mb[0], mb[1]);
+                    Tensor[] lossAndLogits = forwardLoss(mb[0], mb[1], true);
                     StepStats s = stats(lossAndLogits[1], lossAndLogits[0], mb[1], mb[0].size(0));
                     lossSum[0] += s.lossSum();
                     correct[0] += s.correct();
@@ -111,20 +141,20 @@ abstract class ModelNetwork implements Network {
                     accumulation.step();
                 }
             } else {
-                Tensor[] lossAndLogits = forwardLoss(xy[0], xy[1]);
-                StepStats s = stats(lossAndLogits[1], lossAndLogits[0], xy[1], batch.size());
+                Tensor[] lossAndLogits = forwardLoss(xy[0], xy[1], true);
+                StepStats s = stats(lossAndLogits[1], lossAndLogits[0], xy[1], size);
                 lossSum[0] += s.lossSum();
                 correct[0] += s.correct();
                 accumulation.backward(lossAndLogits[0]); // divides by N, steps every N-th batch, zero_grad(set_to_none)
             }
         }
-        return new StepStats(lossSum[0], correct[0], batch.size() * predictionsPerSample());
+        return new StepStats(lossSum[0], correct[0], size * predictionsPerSample());
     }
 
     /** Forward and loss inside the autocast region; returns {@code {loss, logits}} in the caller's scope. */
-    private Tensor[] forwardLoss(Tensor x, Tensor y) {
+    private Tensor[] forwardLoss(Tensor x, Tensor y, boolean training) {
         try (AutoCloseable autocast = techniques.autocast()) {
-            Tensor logits = logits(x, true);
+            Tensor logits = logits(x, training);
             return new Tensor[] {Functional.crossEntropy(logits, y), logits};
         } catch (RuntimeException | Error e) {
             throw e;
@@ -135,13 +165,16 @@ abstract class ModelNetwork implements Network {
 
     @Override
     public StepStats evaluate(Batch batch) {
+        return evaluate(() -> tensors(batch, 0, batch.size()), batch.size());
+    }
+
+    private StepStats evaluate(java.util.function.Supplier<Tensor[]> inputs, int size) {
         ensureOpen();
         model.eval();
         try (NoGrad noGrad = NoGrad.enter(); MemoryScope scope = MemoryScope.open()) {
-            Tensor[] xy = tensors(batch, 0, batch.size());
-            Tensor logits = logits(xy[0], false);
-            Tensor loss = Functional.crossEntropy(logits, xy[1]);
-            return stats(logits, loss, xy[1], batch.size());
+            Tensor[] xy = inputs.get();
+            Tensor[] lossAndLogits = forwardLoss(xy[0], xy[1], false); // in the training's precision, as torch.autocast around both
+            return stats(lossAndLogits[1], lossAndLogits[0], xy[1], size);
         }
     }
 

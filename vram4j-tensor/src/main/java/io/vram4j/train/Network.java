@@ -30,6 +30,25 @@ interface Network extends AutoCloseable {
     StepStats trainStep(Batch batch);
 
     /**
+     * {@link #trainStep} on {@code samples} samples of unspecified values, on a device without storage: it
+     * allocates exactly as a step on real data and reads no host data (a dry run holds no batch in memory).
+     *
+     * @param samples samples in the batch
+     * @return NaN loss and 0 correct
+     * @throws IllegalStateException on a device with storage
+     */
+    StepStats simulatedTrainStep(int samples);
+
+    /**
+     * {@link #evaluate} on {@code samples} samples of unspecified values, on a device without storage.
+     *
+     * @param samples samples in the batch
+     * @return NaN loss and 0 correct
+     * @throws IllegalStateException on a device with storage
+     */
+    StepStats simulatedEvaluate(int samples);
+
+    /**
      * Forward only, without gradients.
      *
      * @param batch the samples

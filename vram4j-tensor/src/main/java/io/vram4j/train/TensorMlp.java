@@ -8,6 +8,7 @@ import io.vram4j.nn.ReLU;
 import io.vram4j.nn.Sequential;
 import io.vram4j.optim.AdamW;
 import io.vram4j.optim.SGD;
+import io.vram4j.tensor.DType;
 import io.vram4j.tensor.Device;
 import io.vram4j.tensor.Generator;
 import io.vram4j.tensor.MemoryScope;
@@ -80,6 +81,11 @@ final class TensorMlp extends ModelNetwork {
             y[i] = batch.y()[from + i]; // int64, the dtype PyTorch's cross-entropy takes
         }
         return new Tensor[] {dev.tensor(x, count, f), dev.tensor(y, count)};
+    }
+
+    @Override
+    Tensor[] placeholders(int count) {
+        return new Tensor[] {dev.empty(DType.FLOAT32, count, widths[0]), dev.empty(DType.INT64, count)};
     }
 
     @Override

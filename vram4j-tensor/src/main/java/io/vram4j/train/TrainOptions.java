@@ -347,6 +347,19 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
         return sb.toString();
     }
 
+    /**
+     * The batch size of evaluation: the samples a training step puts through the model at once (the micro-batch
+     * when micro-batching, else the batch), so that a batch that trains also evaluates. (It was
+     * {@code max(batchSize, 256)}, whose evaluation could need several times a training step's memory and ran
+     * out of memory after a batch-size search.) {@link Trainer} evaluates at this size, the last batch of the
+     * test set being smaller; every prediction (dry run, {@link BatchSizeFinder}) includes evaluation.
+     *
+     * @return samples per evaluation batch
+     */
+    public int evalBatchSize() {
+        return microBatch > 0 ? microBatch : batchSize;
+    }
+
     /** @return the memory-saving techniques in words, e.g. {@code "checkpointing (2 segments), bf16 autocast"}; empty when none */
     public String techniques() {
         java.util.List<String> parts = new java.util.ArrayList<>();

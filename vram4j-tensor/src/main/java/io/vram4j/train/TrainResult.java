@@ -23,11 +23,12 @@ import java.util.List;
  * @param snapshot       the snapshot taken after the first {@code historySteps} steps, with their trace; null
  *                       when no history was recorded
  * @param historySteps   steps whose history the snapshot holds
+ * @param peaks          the run's training steps' and evaluations' peaks, apart (the highest over the epochs)
  */
 public record TrainResult(TrainOptions options, String description, long parameters, int trainSamples,
                           List<EpochResult> epochs, Evaluation test, double seconds, double samplesPerSec,
                           MemoryPoint memory, MemoryStats memoryStats, String memorySummary, MemorySnapshot snapshot,
-                          int historySteps) {
+                          int historySteps, PhasePeaks peaks) {
     /** Copies the list. */
     public TrainResult {
         epochs = List.copyOf(epochs);

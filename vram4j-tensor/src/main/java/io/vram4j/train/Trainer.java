@@ -1,6 +1,7 @@
 package io.vram4j.train;
 
 import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.alloc.PeakRegion;
 import io.vram4j.data.Batch;
 import io.vram4j.data.CharVocabulary;
 import io.vram4j.data.DataLoader;
@@ -175,7 +176,7 @@ public final class Trainer implements AutoCloseable {
         Dataset testSet = limit(test, options.testLimit());
         DataLoader trainLoader = DataLoader.builder(trainSet).batchSize(options.batchSize()).shuffle(true)
                 .seed(options.seed()).prefetch(options.prefetch()).build();
-        DataLoader testLoader = DataLoader.builder(testSet).batchSize(Math.max(options.batchSize(), 256))
+        DataLoader testLoader = DataLoader.builder(testSet).batchSize(options.evalBatchSize())
                 .prefetch(options.prefetch()).build();
         List<EpochResult> epochs = new ArrayList<>();
         long start = System.nanoTime();
@@ -188,6 +189,7 @@ public final class Trainer implements AutoCloseable {
             totalSteps = Math.min(totalSteps, options.maxSteps());
         }
         Evaluation last = null;
+        PhasePeaks runPeaks = PhasePeaks.NONE;
         for (int epoch = 1; epoch <= options.epochs() && !stop; epoch++) {
             int steps = trainLoader.numBatches();
             listener.epochStarted(epoch, options.epochs(), steps);
@@ -196,7 +198,8 @@ public final class Trainer implements AutoCloseable {
             long correct = 0;
             long samples = 0;
             int step = 0;
-            try (DataLoader.Epoch batches = trainLoader.epoch(epoch - 1)) {
+            PeakRegion trainRegion = alloc.openPeakRegion();
+            try (trainRegion; DataLoader.Epoch batches = trainLoader.epoch(epoch - 1)) {
                 while (batches.hasNext()) {
                     Batch batch = batches.next();
                     net.setLearningRate(options.learningRate(globalStep, totalSteps));
@@ -224,10 +227,16 @@ public final class Trainer implements AutoCloseable {
             trainSeconds += secs;
             trainSamples += samples;
             listener.trainingPartDone(epoch);
-            last = evaluate(testLoader);
+            PhasePeaks epochPeaks = PhasePeaks.NONE.withTraining(trainRegion);
+            PeakRegion evalRegion = alloc.openPeakRegion();
+            try (evalRegion) {
+                last = evaluate(testLoader);
+            }
+            epochPeaks = epochPeaks.withEvaluation(evalRegion, Math.min(options.evalBatchSize(), testSet.size()));
+            runPeaks = runPeaks.max(epochPeaks);
             EpochResult r = new EpochResult(epoch, step, samples, samples == 0 ? Double.NaN : lossSum / samples,
                     samples == 0 ? Double.NaN : (double) correct / samples, secs, samples / Math.max(secs, 1e-9), last,
-                    MemoryPoint.of(alloc));
+                    MemoryPoint.of(alloc), epochPeaks);
             epochs.add(r);
             listener.epochDone(r);
         }
@@ -236,42 +245,85 @@ public final class Trainer implements AutoCloseable {
             listener.historyCaptured(recordedSteps);
         }
         if (last == null) {
-            last = evaluate(testLoader);
+            PeakRegion evalRegion = alloc.openPeakRegion();
+            try (evalRegion) {
+                last = evaluate(testLoader);
+            }
+            runPeaks = runPeaks.withEvaluation(evalRegion, Math.min(options.evalBatchSize(), testSet.size()));
         }
         double seconds = (System.nanoTime() - start) / 1e9;
         return new TrainResult(options, net.description(), net.parameters(), trainSet.size(), epochs, last, seconds,
                 trainSamples / Math.max(trainSeconds, 1e-9), MemoryPoint.of(alloc), alloc.memoryStats(),
-                alloc.memorySummary(), snapshot, recordedSteps);
+                alloc.memorySummary(), snapshot, recordedSteps, runPeaks);
     }
 
     /**
      * One training step on the first batch of the shuffled training set (a full batch if the set is large
-     * enough), to measure the memory training needs; works on devices without storage, where nothing is
-     * computed. The model's parameters are updated (on devices with storage).
+     * enough), to measure the memory a training step needs; works on devices without storage, where nothing is
+     * computed and no host memory holds the batch. The model's parameters are updated (on devices with
+     * storage). Evaluation is left out: {@link #dryRun(Dataset, Dataset)} predicts the whole job.
      *
      * @param train the training set
      * @return the memory numbers after the step, with the optimizer state allocated
      */
     public DryRunResult dryRun(Dataset train) {
+        return dryRun(train, null);
+    }
+
+    /**
+     * A dry run of the whole job: two training steps of a full batch (the second with the optimizer state live),
+     * one evaluation batch of {@link TrainOptions#evalBatchSize()} samples (at most the test set) with the cache
+     * as training left it, and one more training step, as the next epoch starts. Its
+     * {@linkplain DryRunResult#peaks() peaks}, training and evaluation apart, are what the real run reaches;
+     * on a device without storage nothing is computed and the batches are placeholders that hold no host memory.
+     *
+     * @param train the training set
+     * @param test the test set, or null to leave evaluation out (then one training step, as {@link #dryRun(Dataset)})
+     * @return the memory numbers after the rehearsal
+     * @throws IllegalArgumentException when a set is empty or does not match the model
+     * @throws io.vram4j.alloc.DeviceOutOfMemoryException when the job does not fit
+     */
+    public DryRunResult dryRun(Dataset train, Dataset test) {
         ensureOpen();
         checkShape(train);
-        DataLoader loader = DataLoader.builder(train).batchSize(options.batchSize()).shuffle(true)
-                .seed(options.seed()).prefetch(0).build();
-        Batch batch;
-        try (DataLoader.Epoch batches = loader.epoch(0)) {
-            if (!batches.hasNext()) {
-                throw new IllegalArgumentException("the training set is empty");
-            }
-            batch = batches.next();
+        if (train.size() == 0) {
+            throw new IllegalArgumentException("the training set is empty");
         }
+        int size = Math.min(options.batchSize(), train.size());
+        int evalSize = 0;
+        if (test != null) {
+            checkShape(test);
+            if (test.size() == 0) {
+                throw new IllegalArgumentException("the test set is empty");
+            }
+            evalSize = Math.min(options.evalBatchSize(), test.size());
+        }
+        boolean simulated = !alloc.device().hasStorage();
+        Batch batch = simulated ? null : firstBatch(train, size, true);
+        Batch evalBatch = simulated || test == null ? null : firstBatch(test, evalSize, false);
+        int n = evalSize;
+        Runnable step = simulated ? () -> net.simulatedTrainStep(size) : () -> net.trainStep(batch);
+        Runnable eval = simulated ? () -> net.simulatedEvaluate(n) : () -> net.evaluate(evalBatch);
         long t0 = System.nanoTime();
-        net.trainStep(batch);
+        Rehearsal rehearsal = new Rehearsal(alloc);
+        if (test == null) {
+            rehearsal.run(1, step, 0, eval, 0);
+        } else {
+            rehearsal.run(2, step, evalSize, eval, 1);
+        }
         double secs = (System.nanoTime() - t0) / 1e9;
         if (recording) {
             captureHistory(1);
         }
-        return new DryRunResult(net.description(), net.parameters(), batch.size(), MemoryPoint.of(alloc),
-                alloc.memoryStats(), alloc.memorySummary(), snapshot, secs);
+        return new DryRunResult(net.description(), net.parameters(), size, MemoryPoint.of(alloc),
+                alloc.memoryStats(), alloc.memorySummary(), snapshot, secs, rehearsal.peaks());
+    }
+
+    private Batch firstBatch(Dataset data, int size, boolean shuffle) {
+        DataLoader loader = DataLoader.builder(data).batchSize(size).shuffle(shuffle).seed(options.seed()).prefetch(0).build();
+        try (DataLoader.Epoch batches = loader.epoch(0)) {
+            return batches.next();
+        }
     }
 
     /**
@@ -305,7 +357,7 @@ public final class Trainer implements AutoCloseable {
     public Evaluation evaluate(Dataset data) {
         ensureOpen();
         checkShape(data);
-        return evaluate(DataLoader.builder(data).batchSize(Math.max(options.batchSize(), 256)).prefetch(options.prefetch()).build());
+        return evaluate(DataLoader.builder(data).batchSize(options.evalBatchSize()).prefetch(options.prefetch()).build());
     }
 
     private Evaluation evaluate(DataLoader loader) {
@@ -356,7 +408,12 @@ public final class Trainer implements AutoCloseable {
         }
     }
 
-    private static Dataset limit(Dataset d, int n) {
+    /**
+     * @param d a data set
+     * @param n samples to keep; 0 or at least {@code d.size()} for all
+     * @return the first {@code n} samples of {@code d}
+     */
+    static Dataset limit(Dataset d, int n) {
         if (n <= 0 || n >= d.size()) {
             return d;
         }

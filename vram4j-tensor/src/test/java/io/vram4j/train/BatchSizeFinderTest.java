@@ -88,4 +88,71 @@ class BatchSizeFinderTest {
         assertEquals(40, r.largest());
         assertEquals(List.of(1, 2, 4, 8, 16, 32, 40), r.attempts().stream().map(BatchSizeFinder.Attempt::batchSize).toList());
     }
+
+    /**
+     * The issue's run (transformer, checkpointing and bf16, a small host device): the batch the finder chose
+     * trains for two epochs and evaluates after each without running out of memory, and the first batch it
+     * refused runs out of memory in the real run (whose two full steps, evaluation and next step are what a try
+     * rehearses), so the verdict holds both ways.
+     */
+    @Test
+    void theBatchTheFinderChoseRunsTheWholeJobAndTheNextOneDoesNot() {
+        io.vram4j.data.CharCorpus corpus = io.vram4j.data.CharCorpus.bundled();
+        CharVocabulary vocab = corpus.vocabulary();
+        TrainOptions o = CharTransformerTest.tiny().withTestLimit(0).withCheckpoint(2).withAmp("bf16").withEpochs(2);
+        io.vram4j.data.CharDataset[] d = CharTransformerTest.data(o, vocab, corpus);
+        io.vram4j.data.Dataset test = Trainer.limit(d[1], 64);
+        String device = "host:4MiB";
+        BatchSizeFinder.Result r;
+        try (DeviceBackend dev = Devices.open(device); CachingAllocator alloc = CachingAllocator.create(dev)) {
+            r = BatchSizeFinder.forTransformer(alloc, vocab, 1024).evaluatingAtMost(test.size()).find(o);
+        }
+        assertTrue(r.largest() >= 1 && !r.hitUpperBound(), r.toString());
+        BatchSizeFinder.Attempt refused = r.attempts().stream().filter(a -> a.batchSize() == r.largest() + 1).findFirst().orElseThrow();
+        assertFalse(refused.fits());
+        io.vram4j.data.Dataset train = Trainer.limit(d[0], 2 * (r.largest() + 1));
+        for (int batch : new int[] {r.largest(), r.largest() + 1}) {
+            boolean ran;
+            try (DeviceBackend dev = Devices.open(device); CachingAllocator alloc = CachingAllocator.create(dev);
+                 Trainer t = new Trainer(alloc, o.withBatchSize(batch), vocab)) {
+                t.fit(train, test, TrainListener.NONE);
+                ran = true;
+            } catch (io.vram4j.alloc.DeviceOutOfMemoryException e) {
+                ran = false;
+            }
+            assertEquals(batch == r.largest(), ran, "batch " + batch + " of " + r);
+        }
+    }
+
+    /** A dry-run try on sim holds no batch in host memory: 3,000,000 MLP samples would need 9.4 GB of floats. */
+    @Test
+    void aTryOnSimAllocatesNoHostMemoryForData() {
+        try (DeviceBackend dev = Devices.open("sim:1TiB"); CachingAllocator alloc = CachingAllocator.create(dev)) {
+            BatchSizeFinder.Attempt a = BatchSizeFinder.forMlp(alloc, 784, 10, 1 << 30).attempt(TrainOptions.defaults(), 3_000_000);
+            assertTrue(a.fits(), a.toString());
+            // the input alone: 3,000,000 x 784 float32 on the device
+            assertTrue(a.peakAllocated() > 3_000_000L * 784 * 4, a.toString());
+            assertEquals(3_000_000, a.phases().evaluationBatch(), "evaluation at the training batch");
+        }
+    }
+
+    @Test
+    void aBatchBelowOneIsRefused() {
+        try (DeviceBackend dev = Devices.open("sim:1GiB"); CachingAllocator alloc = CachingAllocator.create(dev)) {
+            BatchSizeFinder f = BatchSizeFinder.forMlp(alloc, 784, 10, 16);
+            IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                    () -> f.attempt(TrainOptions.defaults(), 0));
+            assertTrue(e.getMessage().contains("at least 1"), e.getMessage());
+            org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> f.evaluatingAtMost(0));
+        }
+    }
+
+    @Test
+    void aSearchThatFitsItsUpperBoundSaysSo() {
+        BatchSizeFinder.Result r = search("sim:1GiB", TrainOptions.defaults().withHidden(16).withLayers(1), 100).getFirst();
+        assertEquals(100, r.largest());
+        assertTrue(r.hitUpperBound());
+        BatchSizeFinder.Result small = search("sim:12MiB", TrainOptions.defaults().withHidden(256), 1 << 20).getFirst();
+        assertFalse(small.hitUpperBound(), small.toString());
+    }
 }

@@ -133,6 +133,37 @@ class TrainerTest {
         }
     }
 
+    /**
+     * The dry run of the whole job on sim (no data read, nothing computed) predicts the real run on host: the
+     * training steps' and the evaluation's allocated peaks apart, each epoch, and the evaluation batch.
+     */
+    @Test
+    void dryRunOnSimPredictsTheTrainingAndEvaluationPeaksOfTheRealRun() {
+        TrainOptions o = small().withHistorySteps(0).withLimit(128).withTestLimit(100).withEpochs(2).withBatchSize(48)
+                .withPrefetch(0);
+        DryRunResult dry;
+        try (DeviceBackend dev = Devices.open("sim:1GiB"); CachingAllocator alloc = CachingAllocator.create(dev);
+             Trainer trainer = new Trainer(alloc, o, 784, 10)) {
+            dry = trainer.dryRun(train, test.limit(100));
+        }
+        assertEquals(48, dry.peaks().evaluationBatch());
+        assertTrue(dry.peaks().evaluationAllocated() > 0 && dry.peaks().trainingAllocated() > dry.peaks().evaluationAllocated(),
+                dry.peaks().toString());
+        try (DeviceBackend dev = Devices.open("host:1GiB"); CachingAllocator alloc = CachingAllocator.create(dev);
+             Trainer trainer = new Trainer(alloc, o, 784, 10)) {
+            TrainResult r = trainer.fit(train, test, TrainListener.NONE);
+            assertEquals(2, r.epochs().size());
+            // epoch 1's first step has no optimizer state yet; from the second step on every step peaks alike
+            for (EpochResult e : r.epochs()) {
+                assertEquals(dry.peaks().trainingAllocated(), e.peaks().trainingAllocated(), "epoch " + e.epoch());
+                assertEquals(dry.peaks().evaluationAllocated(), e.peaks().evaluationAllocated(), "epoch " + e.epoch());
+                assertEquals(48, e.peaks().evaluationBatch());
+            }
+            assertEquals(dry.peaks().peakAllocated(), r.peaks().peakAllocated());
+            assertTrue(r.peaks().peakReserved() <= dry.peaks().peakReserved(), r.peaks() + " vs " + dry.peaks());
+        }
+    }
+
     @Test
     void trainStepLowersTheLossOnARepeatedBatchAndFreesItsBuffers() {
         TrainOptions opts = small().withSchedule("constant").withLr(0.05).withHistorySteps(0);
