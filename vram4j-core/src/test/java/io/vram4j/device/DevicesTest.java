@@ -79,10 +79,10 @@ class DevicesTest {
 
     @Test
     void rejectsUnknownTypesNamingTheSpecAndTheAcceptedForms() {
-        for (String spec : new String[] {"tpu", "gpu:1", "cuda", "", "hostx:1GiB"}) {
+        for (String spec : new String[] {"tpu", "gpu:1", "cudax", "", "hostx:1GiB"}) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Devices.open(spec));
             assertTrue(e.getMessage().startsWith("unknown device '" + spec + "'"), e.getMessage());
-            assertTrue(e.getMessage().contains("expected host[:SIZE] or sim[:SIZE|PRESET]"), e.getMessage());
+            assertTrue(e.getMessage().contains("expected host[:SIZE], sim[:SIZE|PRESET] or cuda[:N]"), e.getMessage());
             assertTrue(e.getMessage().contains("A100-80GB"), "lists the presets: " + e.getMessage());
         }
         assertThrows(NullPointerException.class, () -> Devices.open(null));
