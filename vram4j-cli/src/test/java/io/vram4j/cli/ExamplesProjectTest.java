@@ -83,6 +83,20 @@ class ExamplesProjectTest {
     }
 
     @Test
+    void trackersRunWithVram4jOnTheModulePath() throws Exception {
+        // the installed jars and their dependencies as named (and automatic) modules; the example stays on the class path
+        String[] entries = classpath.split(File.pathSeparator);
+        String modulePath = String.join(File.pathSeparator, List.of(entries).subList(1, entries.length));
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Path dir = tmp.resolve("modules");
+        Files.createDirectories(dir);
+        String out = run(dir, List.of(java, "--enable-native-access=io.vram4j.core", "-p", modulePath, "--add-modules",
+                "io.vram4j.tensor", "-cp", entries[0], "example.Trackers"));
+        assertTrue(out.contains("Trackers.main(Trackers.java:"), out);
+        assertTrue(out.contains("[after forward] allocated "), out);
+    }
+
+    @Test
     void trackersRun() throws Exception {
         String out = runExample("example.Trackers", tmp.resolve("trackers"));
         assertTrue(out.contains("[forward] allocated "), out);
