@@ -12,9 +12,9 @@ import java.util.List;
  * one clear line and exit with code 2 without a stack trace; {@code VRAM4J_DEBUG=1} shows the trace.
  *
  * <p>Start-up: picocli builds its model of a command by reflection, which in a fresh JVM costs more than the
- * rest of {@code --version}; so only the subcommand named on the command line is registered (all of them when
- * none or an unknown one is named, for the usage and the error message). {@code -V}/{@code --version} works on
- * every subcommand.
+ * rest of a short command; so only the subcommand named on the command line is registered (all of them when
+ * none or an unknown one is named, for the usage and the error message), and a lone {@code --version} is
+ * answered without picocli. {@code -V}/{@code --version} works on every subcommand.
  */
 @Command(name = "vram4j", mixinStandardHelpOptions = true, version = Main.VERSION,
         description = "PyTorch-grade device-memory management for the JVM.",
@@ -48,6 +48,10 @@ public final class Main implements Runnable {
      * @return the exit code
      */
     public static int run(String... args) {
+        if (args.length == 1 && (args[0].equals("--version") || args[0].equals("-V"))) {
+            System.out.println(VERSION); // what picocli prints, without building its model (BENCHMARKS.md, "Start-up")
+            return 0;
+        }
         CommandLine cl = new CommandLine(new Main());
         String named = firstPositional(args);
         List<Class<?>> used = named.equals("help") ? List.of()
