@@ -6,7 +6,6 @@ import io.vram4j.device.DeviceUnavailableException;
 import io.vram4j.device.Devices;
 import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.device.cuda.CudaDeviceInfo;
-import io.vram4j.device.host.HostDevice;
 import io.vram4j.memory.stats.FormatSize;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -47,11 +46,11 @@ final class DevicesCommand implements Callable<Integer> {
         } catch (DeviceUnavailableException e) {
             cudaProblem = e.getMessage();
         }
-        long hostCapacity = HostDevice.defaultCapacity();
+        long hostCapacity = Devices.hostDefaultCapacity();
         if (json) {
             Map<String, Object> doc = new LinkedHashMap<>();
             doc.put("host", Map.of("spec", "host", "capacity_bytes", hostCapacity,
-                    "physical_memory_bytes", HostDevice.physicalMemory()));
+                    "physical_memory_bytes", Devices.physicalMemory()));
             Map<String, Long> presets = new LinkedHashMap<>(Devices.presets());
             doc.put("sim", Map.of("default_capacity_bytes", Devices.SIM_DEFAULT_CAPACITY, "presets", presets));
             List<Map<String, Object>> cuda = new ArrayList<>();
@@ -74,7 +73,7 @@ final class DevicesCommand implements Callable<Integer> {
             return 0;
         }
         out.printf("%-14s %s%n", "host", "off-heap memory of this process, default capacity "
-                + FormatSize.formatSize(hostCapacity) + " (half of " + FormatSize.formatSize(HostDevice.physicalMemory())
+                + FormatSize.formatSize(hostCapacity) + " (half of " + FormatSize.formatSize(Devices.physicalMemory())
                 + "); host:SIZE for another");
         out.printf("%-14s %s%n", "sim", "simulated, accounting only, default " + FormatSize.formatSize(Devices.SIM_DEFAULT_CAPACITY)
                 + "; sim:SIZE or sim:PRESET:");

@@ -5,18 +5,32 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 import java.io.PrintWriter;
+import java.util.List;
 
 /**
  * Entry point of the {@code vram4j} command line. User mistakes (bad options, bad files, bad settings) print
- * one clear line and exit non-zero without a stack trace; {@code --debug} (or {@code VRAM4J_DEBUG=1}) shows
- * the trace.
+ * one clear line and exit with code 2 without a stack trace; {@code VRAM4J_DEBUG=1} shows the trace.
+ *
+ * <p>Start-up: picocli builds its model of a command by reflection, which in a fresh JVM costs more than the
+ * rest of a short command; so only the subcommand named on the command line is registered (all of them when
+ * none or an unknown one is named, for the usage and the error message), and a lone {@code --version} is
+ * answered without picocli. {@code -V}/{@code --version} works on every subcommand.
  */
-@Command(name = "vram4j", mixinStandardHelpOptions = true, version = "vram4j 0.1.0",
+@Command(name = "vram4j", mixinStandardHelpOptions = true, version = Main.VERSION,
         description = "PyTorch-grade device-memory management for the JVM.",
-        subcommands = {DevicesCommand.class, DemoCommand.class, TrainCommand.class, ReplayCommand.class, ExplainOomCommand.class, PredictCommand.class, VizCommand.class,
-                FindBatchSizeCommand.class, BenchCommand.class,
-                CommandLine.HelpCommand.class})
+        footer = {"", "train, find-batch-size and bench compute with the Vector API (jdk.incubator.vector): the JVM then prints "
+                + "\"WARNING: Using incubator modules\" once at start; the other commands run without that module.",
+                "JVM options: VRAM4J_JAVA_OPTS (e.g. -Xmx2g; default heap limit 1 GiB). Exit codes: 0 ok, 1 internal error, "
+                + "2 user mistake, 3 out of device memory.", ""})
 public final class Main implements Runnable {
+    /** What {@code --version} prints. */
+    static final String VERSION = "vram4j 0.1.0";
+
+    /** The subcommands, in the order the usage lists them. */
+    private static final List<Class<?>> SUBCOMMANDS = List.of(DevicesCommand.class, DemoCommand.class, TrainCommand.class,
+            ReplayCommand.class, ExplainOomCommand.class, PredictCommand.class, VizCommand.class, FindBatchSizeCommand.class,
+            BenchCommand.class, CommandLine.HelpCommand.class);
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -35,10 +49,39 @@ public final class Main implements Runnable {
      * @return the exit code
      */
     public static int run(String... args) {
+        if (args.length == 1 && (args[0].equals("--version") || args[0].equals("-V"))) {
+            System.out.println(VERSION); // what picocli prints, without building its model (BENCHMARKS.md, "Start-up")
+            return 0;
+        }
         CommandLine cl = new CommandLine(new Main());
+        String named = firstPositional(args);
+        List<Class<?>> used = named.equals("help") ? List.of()
+                : SUBCOMMANDS.stream().filter(c -> nameOf(c).equals(named)).toList();
+        for (Class<?> c : used.isEmpty() ? SUBCOMMANDS : used) {
+            cl.addSubcommand(c);
+        }
+        setVersion(cl);
         cl.setExecutionExceptionHandler(Main::handleExecutionException);
         cl.setParameterExceptionHandler(Main::handleParameterException);
         return cl.execute(args);
+    }
+
+    private static String firstPositional(String[] args) {
+        for (String a : args) {
+            if (!a.startsWith("-")) {
+                return a;
+            }
+        }
+        return "";
+    }
+
+    private static String nameOf(Class<?> command) {
+        return command.getAnnotation(Command.class).name();
+    }
+
+    private static void setVersion(CommandLine cl) {
+        cl.getCommandSpec().version(VERSION);
+        cl.getSubcommands().values().forEach(Main::setVersion);
     }
 
     /** Bad options: one line naming the option and where help is, exit code 2 (no usage dump). */

@@ -3,7 +3,6 @@ package io.vram4j.cli;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.vram4j.device.Devices;
-import io.vram4j.device.host.HostDevice;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -29,7 +28,7 @@ class DevicesCommandTest {
         CliRunner.Result r = CliRunner.run("devices", "--json");
         assertEquals(0, r.exitCode(), r.err());
         JsonNode doc = new ObjectMapper().readTree(r.out());
-        assertEquals(HostDevice.defaultCapacity(), doc.path("host").path("capacity_bytes").asLong());
+        assertEquals(Devices.hostDefaultCapacity(), doc.path("host").path("capacity_bytes").asLong());
         assertEquals(Devices.presets().size(), doc.path("sim").path("presets").size());
         assertEquals(Devices.presets().get("H100-80GB"), doc.path("sim").path("presets").path("H100-80GB").asLong());
         JsonNode cuda = doc.path("cuda");

@@ -4,19 +4,15 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class ExplainOomCommandTest {
     private static Path real(String name) {
-        Path dir = ReplayCommandTest.snapshots();
-        assumeTrue(dir != null && Files.exists(dir.resolve(name)), "shared/data/snapshots not present");
-        return dir.resolve(name);
+        return io.vram4j.testsupport.SharedData.snapshot(name);
     }
 
     @Test

@@ -14,6 +14,7 @@ import io.vram4j.memory.snapshot.SegmentInfo;
 import io.vram4j.memory.snapshot.SnapshotWriter;
 import io.vram4j.memory.snapshot.TraceAction;
 import io.vram4j.memory.snapshot.TraceEntry;
+import io.vram4j.testsupport.SharedData;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,24 +25,11 @@ import java.util.Random;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class ReplayCommandTest {
 
-    static Path snapshots() {
-        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
-            Path c = p.resolve("shared/data/snapshots");
-            if (Files.isDirectory(c)) {
-                return c;
-            }
-        }
-        return null;
-    }
-
     private static Path real(String name) {
-        Path dir = snapshots();
-        assumeTrue(dir != null && Files.exists(dir.resolve(name)), "shared/data/snapshots not present");
-        return dir.resolve(name);
+        return SharedData.snapshot(name);
     }
 
     @Test

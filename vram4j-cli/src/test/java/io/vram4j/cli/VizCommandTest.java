@@ -1,5 +1,6 @@
 package io.vram4j.cli;
 
+import io.vram4j.testsupport.SharedData;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -16,9 +17,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 class VizCommandTest {
 
     private static Path real(String name) {
-        Path dir = ReplayCommandTest.snapshots();
-        assumeTrue(dir != null && Files.exists(dir.resolve(name)), "shared/data/snapshots not present");
-        return dir.resolve(name);
+        return SharedData.snapshot(name);
     }
 
     private static long field(String page, String name) {

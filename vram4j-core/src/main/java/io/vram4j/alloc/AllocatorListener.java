@@ -13,35 +13,94 @@ public interface AllocatorListener {
     AllocatorListener NONE = new AllocatorListener() {
     };
 
-    /** A block was handed out. @param addr block address @param size requested bytes @param stream its stream @param context allocation context or null */
+    /**
+     * A block was handed out.
+     *
+     * @param addr device address of the block
+     * @param size requested size, bytes
+     * @param stream its stream
+     * @param context allocation context or null
+     */
     default void alloc(long addr, long size, Stream stream, Object context) {
     }
 
-    /** The caller freed a block. @param addr address @param size requested bytes @param stream stream @param freeContext context of the free call or null @param allocContext context of the allocation or null */
+    /**
+     * The caller freed a block.
+     *
+     * @param addr device address of the block
+     * @param size requested size, bytes
+     * @param stream the stream it belongs to
+     * @param freeContext context of the free call or null
+     * @param allocContext context of the allocation or null
+     */
     default void freeRequested(long addr, long size, Stream stream, Object freeContext, Object allocContext) {
     }
 
-    /** The block went back to its pool. @param addr address @param size requested bytes @param stream stream @param freeContext context of the free call or null @param allocContext context of the allocation or null */
+    /**
+     * The block went back to its pool.
+     *
+     * @param addr device address of the block
+     * @param size requested size, bytes
+     * @param stream the stream it belongs to
+     * @param freeContext context of the free call or null
+     * @param allocContext context of the allocation or null
+     */
     default void freeCompleted(long addr, long size, Stream stream, Object freeContext, Object allocContext) {
     }
 
-    /** A new segment. @param addr base @param size bytes @param stream stream @param small small pool @param context context or null */
+    /**
+     * A new segment.
+     *
+     * @param addr device address of the segment
+     * @param size size, bytes
+     * @param stream the stream it belongs to
+     * @param small true for the small pool (blocks up to 1 MiB), false for the large
+     * @param context the allocation context (e.g. captured stack frames) or null
+     */
     default void segmentAlloc(long addr, long size, Stream stream, boolean small, Object context) {
     }
 
-    /** A segment went back to the device. @param addr base @param size bytes @param stream stream @param small small pool */
+    /**
+     * A segment went back to the device.
+     *
+     * @param addr device address of the segment
+     * @param size size, bytes
+     * @param stream the stream it belongs to
+     * @param small true for the small pool (blocks up to 1 MiB), false for the large
+     */
     default void segmentFree(long addr, long size, Stream stream, boolean small) {
     }
 
-    /** Expandable pages were mapped. @param addr start @param size bytes @param stream stream @param small small pool @param context context or null */
+    /**
+     * Expandable pages were mapped.
+     *
+     * @param addr device address of the first mapped byte
+     * @param size size, bytes
+     * @param stream the stream it belongs to
+     * @param small true for the small pool (blocks up to 1 MiB), false for the large
+     * @param context the allocation context (e.g. captured stack frames) or null
+     */
     default void segmentMap(long addr, long size, Stream stream, boolean small, Object context) {
     }
 
-    /** Expandable pages were unmapped. @param addr start @param size bytes @param stream stream @param small small pool */
+    /**
+     * Expandable pages were unmapped.
+     *
+     * @param addr device address of the first mapped byte
+     * @param size size, bytes
+     * @param stream the stream it belongs to
+     * @param small true for the small pool (blocks up to 1 MiB), false for the large
+     */
     default void segmentUnmap(long addr, long size, Stream stream, boolean small) {
     }
 
-    /** An out-of-memory error is about to be raised. @param deviceFree free bytes on the device @param roundedSize the rounded request @param stream stream */
+    /**
+     * An out-of-memory error is about to be raised.
+     *
+     * @param deviceFree free memory on the device, bytes
+     * @param roundedSize the rounded request, bytes
+     * @param stream the stream it belongs to
+     */
     default void oom(long deviceFree, long roundedSize, Stream stream) {
     }
 }

@@ -53,21 +53,23 @@ import java.util.concurrent.locks.ReentrantLock;
 final class DeviceCachingAllocator {
     private static final int RETRY = 1;
 
-    private final DeviceBackend device;
+    // package-private for StateRestorer (rebuilds recorded states under this engine's lock): device, pools,
+    // block map, expandable segments, stats, config, totalAllocatedMemory
+    final DeviceBackend device;
     private final ReentrantLock lock = new ReentrantLock();
-    private final BlockPool smallBlocks = new BlockPool(true);
-    private final BlockPool largeBlocks = new BlockPool(false);
-    private final BlockMap allocatedBlocks = new BlockMap();
+    final BlockPool smallBlocks = new BlockPool(true);
+    final BlockPool largeBlocks = new BlockPool(false);
+    final BlockMap allocatedBlocks = new BlockMap();
     private final Map<Stream, ArrayDeque<PendingEvent>> streamEvents = new LinkedHashMap<>();
-    private final List<ExpandableSegment> expandableSegments = new ArrayList<>();
+    final List<ExpandableSegment> expandableSegments = new ArrayList<>();
     private final List<OutOfMemoryObserver> oomObservers = new CopyOnWriteArrayList<>();
-    private final DeviceStats stats;
+    final DeviceStats stats;
 
     /** Set under the lock by {@link #releaseAll()}; read under the lock by every entry point that changes state. */
     private boolean closed;
-    private AllocatorConfig config;
+    AllocatorConfig config;
     /** Sum of segment sizes and mapped expandable bytes (PyTorch's total_allocated_memory). */
-    private long totalAllocatedMemory;
+    long totalAllocatedMemory;
     private boolean setFraction;
     private long allowedMemoryMaximum;
     private SegmentPlacement placement = SegmentPlacement.NONE;
@@ -367,7 +369,7 @@ final class DeviceCachingAllocator {
         }
     }
 
-    private static int poolType(BlockPool pool) {
+    static int poolType(BlockPool pool) {
         return pool.isSmall ? DeviceStats.SMALL : DeviceStats.LARGE;
     }
 
@@ -876,67 +878,34 @@ final class DeviceCachingAllocator {
     // ------------------------------------------------------------------------------------------------
 
     AllocatorConfig config() {
-        lock.lock();
-        try {
-            return config;
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> config);
     }
 
     void setConfig(AllocatorConfig newConfig) {
-        lock.lock();
-        try {
-            config = newConfig;
-        } finally {
-            lock.unlock();
-        }
+        lockedDo(() -> config = newConfig);
     }
 
     void setMemoryFraction(double fraction) {
-        lock.lock();
-        try {
+        lockedDo(() -> {
             allowedMemoryMaximum = (long) Math.floor(fraction * (double) device.memGetInfo().total());
             setFraction = true;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     double memoryFraction() {
-        lock.lock();
-        try {
-            return setFraction ? (double) allowedMemoryMaximum / (double) device.memGetInfo().total() : 1.0;
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> setFraction ? (double) allowedMemoryMaximum / (double) device.memGetInfo().total() : 1.0);
     }
 
     MemoryStats memoryStats() {
-        lock.lock();
-        try {
-            return stats.toMemoryStats();
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> stats.toMemoryStats());
     }
 
     long allocatedBytes() {
-        lock.lock();
-        try {
-            return stats.allocatedBytes.all().current;
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> stats.allocatedBytes.all().current);
     }
 
     long reservedBytes() {
-        lock.lock();
-        try {
-            return stats.reservedBytes.all().current;
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> stats.reservedBytes.all().current);
     }
 
     /**
@@ -944,82 +913,55 @@ final class DeviceCachingAllocator {
      * the new region's peaks at the current values.
      */
     long[] openRegion() {
-        lock.lock();
-        try {
+        return locked(() -> {
             DeviceStats.Stat a = stats.allocatedBytes.all();
             DeviceStats.Stat r = stats.reservedBytes.all();
             long[] saved = {a.regionPeak, r.regionPeak};
             a.regionPeak = a.current;
             r.regionPeak = r.current;
             return saved;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /**
      * Closes a region: returns its peaks {allocated, reserved} and folds them into the enclosing region's.
      */
     long[] closeRegion(long[] saved) {
-        lock.lock();
-        try {
+        return locked(() -> {
             DeviceStats.Stat a = stats.allocatedBytes.all();
             DeviceStats.Stat r = stats.reservedBytes.all();
             long[] peaks = {a.regionPeak, r.regionPeak};
             a.regionPeak = Math.max(saved[0], a.regionPeak);
             r.regionPeak = Math.max(saved[1], r.regionPeak);
             return peaks;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     void resetPeakStats() {
-        lock.lock();
-        try {
-            stats.resetPeak();
-        } finally {
-            lock.unlock();
-        }
+        lockedDo(() -> stats.resetPeak());
     }
 
     void resetAccumulatedStats() {
-        lock.lock();
-        try {
-            stats.resetAccumulated();
-        } finally {
-            lock.unlock();
-        }
+        lockedDo(() -> stats.resetAccumulated());
     }
 
     void setPlacement(SegmentPlacement p) {
-        lock.lock();
-        try {
-            placement = p == null ? SegmentPlacement.NONE : p;
-        } finally {
-            lock.unlock();
-        }
+        lockedDo(() -> placement = p == null ? SegmentPlacement.NONE : p);
     }
 
     void setListener(AllocatorListener l) {
-        lock.lock();
-        try {
+        lockedDo(() -> {
             userListener = l == null ? AllocatorListener.NONE : l;
             listener = ComposedListener.of(userListener, history);
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /** Starts (non-null) or stops (null, clearing the buffer) memory history recording. */
     void setHistory(HistoryRecorder h) {
-        lock.lock();
-        try {
+        lockedDo(() -> {
             history = h;
             listener = ComposedListener.of(userListener, h);
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     HistoryRecorder history() {
@@ -1040,6 +982,16 @@ final class DeviceCachingAllocator {
         }
     }
 
+    /** Runs {@code body} under the device lock. */
+    void lockedDo(Runnable body) {
+        lock.lock();
+        try {
+            body.run();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     long activeBytes() {
         return stats.activeBytes.all().current;
     }
@@ -1050,226 +1002,28 @@ final class DeviceCachingAllocator {
      * @throws IllegalStateException when the allocator is closed
      */
     Block allocatedBlock(long ptr) {
-        lock.lock();
-        try {
+        return locked(() -> {
             checkOpen();
             return allocatedBlocks.get(ptr);
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     // ------------------------------------------------------------------------------------------------
-    // Restoring a recorded state (replays of traces that start mid-run)
+    // Restoring a recorded state (replays of traces that start mid-run): StateRestorer
     // ------------------------------------------------------------------------------------------------
 
-    /**
-     * Recreates a segment at a given address with live blocks at given places; the gaps become free blocks.
-     * Statistics change as if the segment had been obtained and the blocks allocated.
-     *
-     * @param live {address, size, requestedSize} triples, sorted by address, inside the segment
-     * @throws IllegalArgumentException when the layout is inconsistent or the device cannot place the
-     *     segment at {@code address}; nothing changes then
-     */
     void restoreSegment(long address, long size, Stream stream, boolean small, List<long[]> live) {
-        lock.lock();
-        try {
+        lockedDo(() -> {
             checkOpen();
-            long cursor = address;
-            for (long[] b : live) {
-                if (b[0] < cursor || b[1] <= 0 || b[0] + b[1] > address + size) {
-                    throw new IllegalArgumentException("restoreSegment: block at 0x" + Long.toHexString(b[0]) + " of "
-                            + b[1] + " bytes does not fit segment 0x" + Long.toHexString(address) + "+" + size
-                            + " after the previous block");
-                }
-                cursor = b[0] + b[1];
-            }
-            long ptr = device.malloc(size, address);
-            if (ptr != address) {
-                if (ptr != 0) {
-                    device.free(ptr);
-                }
-                throw new IllegalArgumentException("restoreSegment: the device cannot place " + size
-                        + " bytes at 0x" + Long.toHexString(address));
-            }
-            BlockPool pool = small ? smallBlocks : largeBlocks;
-            int poolType = poolType(pool);
-            totalAllocatedMemory += size;
-            stats.segment.increase(poolType, 1);
-            stats.reservedBytes.increase(poolType, size);
-            if (size >= config.maxSplitSize()) {
-                stats.oversizeSegments.increase(1);
-            }
-            stats.numDeviceAlloc++;
-            List<Block> blocks = new ArrayList<>();
-            layOut(blocks, stream, pool, address, address + size, live, 0);
-            link(blocks);
-            boolean split = blocks.size() > 1;
-            for (Block b : blocks) {
-                if (b.allocated) {
-                    restoreLiveBlock(b, poolType);
-                } else {
-                    pool.insertIntoBlocks(b);
-                    if (split) {
-                        stats.inactiveSplit.increase(poolType, 1);
-                        stats.inactiveSplitBytes.increase(poolType, b.size);
-                    }
-                }
-            }
-        } finally {
-            lock.unlock();
-        }
+            new StateRestorer(this).restoreSegment(address, size, stream, small, live);
+        });
     }
 
-    /**
-     * Recreates an expandable segment (spec section 6): reserves its address range at {@code base} (the size every
-     * expandable segment of this device reserves, {@link SizeRules#expandableReservationSize}), maps the given page
-     * ranges and places live blocks in them; the rest of each mapped range becomes free mapped blocks, the rest of
-     * the reservation unmapped blocks. Statistics change as if the pages had been mapped (reserved bytes, device
-     * allocations; no segment count, no inactive split) and the blocks allocated.
-     *
-     * @param mapped {start, length} of each mapped range in bytes, ascending and disjoint, whole pages of the pool
-     *     ({@link SizeRules#SMALL_BUFFER} small, {@link SizeRules#LARGE_BUFFER} large) counted from {@code base}
-     * @param live {address, size, requestedSize} triples, sorted by address, each inside one mapped range
-     * @throws IllegalArgumentException when the layout is inconsistent or the device cannot reserve the range at
-     *     {@code base} or map the pages; nothing changes then
-     */
     void restoreExpandableSegment(long base, Stream stream, boolean small, List<long[]> mapped, List<long[]> live) {
-        lock.lock();
-        try {
+        lockedDo(() -> {
             checkOpen();
-            long pageSize = small ? SizeRules.SMALL_BUFFER : SizeRules.LARGE_BUFFER;
-            String what = "restoreExpandableSegment: expandable segment 0x" + Long.toHexString(base) + ": ";
-            long cursor = base;
-            for (long[] r : mapped) {
-                if (r[0] < cursor || r[1] <= 0 || (r[0] - base) % pageSize != 0 || r[1] % pageSize != 0) {
-                    throw new IllegalArgumentException(what + "mapped range 0x" + Long.toHexString(r[0]) + "+" + r[1]
-                            + " is not whole " + pageSize + "-byte pages from the base after the previous range");
-                }
-                cursor = r[0] + r[1];
-            }
-            int k = 0;
-            long blockCursor = base;
-            for (long[] b : live) {
-                while (k < mapped.size() && mapped.get(k)[0] + mapped.get(k)[1] <= b[0]) {
-                    k++;
-                }
-                if (k == mapped.size() || b[0] < mapped.get(k)[0] || b[0] < blockCursor || b[1] <= 0
-                        || b[0] + b[1] > mapped.get(k)[0] + mapped.get(k)[1]) {
-                    throw new IllegalArgumentException(what + "block at 0x" + Long.toHexString(b[0]) + " of " + b[1]
-                            + " bytes does not fit one mapped range after the previous block");
-                }
-                blockCursor = b[0] + b[1];
-            }
-            ExpandableSegment es = ExpandableSegment.reserve(device, stream, pageSize, base);
-            if (es == null || es.base != base) {
-                if (es != null) {
-                    es.release();
-                }
-                throw new IllegalArgumentException(what + "the device cannot reserve "
-                        + SizeRules.expandableReservationSize(device.totalMemory(), pageSize) + " bytes of addresses there");
-            }
-            if (cursor > base + es.size()) {
-                es.release();
-                throw new IllegalArgumentException(what + "its mapped ranges end " + (cursor - base)
-                        + " bytes after the base, beyond its reservation of " + es.size() + " bytes");
-            }
-            for (long[] r : mapped) {
-                if (es.map(r[0], r[1]) != r[1]) {
-                    es.unmapAll();
-                    es.release();
-                    throw new IllegalArgumentException(what + "the device has no room to map " + r[1] + " bytes at 0x"
-                            + Long.toHexString(r[0]));
-                }
-            }
-            expandableSegments.add(es);
-            BlockPool pool = small ? smallBlocks : largeBlocks;
-            int poolType = poolType(pool);
-            List<Block> blocks = new ArrayList<>();
-            cursor = base;
-            int next = 0;
-            for (long[] r : mapped) {
-                if (r[0] > cursor) {
-                    Block hole = new Block(stream, pool, r[0] - cursor, cursor);
-                    hole.mapped = false;
-                    blocks.add(hole);
-                }
-                cursor = r[0] + r[1];
-                next = layOut(blocks, stream, pool, r[0], cursor, live, next);
-                totalAllocatedMemory += r[1];
-                stats.reservedBytes.increase(poolType, r[1]);
-                stats.numDeviceAlloc++;
-            }
-            if (cursor < base + es.size()) {
-                Block tail = new Block(stream, pool, base + es.size() - cursor, cursor);
-                tail.mapped = false;
-                blocks.add(tail);
-            }
-            for (Block b : blocks) {
-                b.expandableSegment = es;
-            }
-            link(blocks);
-            for (Block b : blocks) {
-                if (!b.mapped) {
-                    pool.unmapped.add(b);
-                } else if (b.allocated) {
-                    restoreLiveBlock(b, poolType);
-                } else {
-                    pool.insertIntoBlocks(b);
-                }
-            }
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /**
-     * Appends the blocks of a restored range {@code [start, end)}: the live blocks from index {@code from} on that
-     * start before {@code end} (allocated, with their requested sizes) and free blocks in the gaps around them.
-     *
-     * @param live {address, size, requestedSize} triples, sorted by address, already checked to fit
-     * @return the index of the first live block not placed
-     */
-    private static int layOut(List<Block> out, Stream stream, BlockPool pool, long start, long end, List<long[]> live,
-                              int from) {
-        long cursor = start;
-        int i = from;
-        for (; i < live.size() && live.get(i)[0] < end; i++) {
-            long[] b = live.get(i);
-            if (b[0] > cursor) {
-                out.add(new Block(stream, pool, b[0] - cursor, cursor));
-            }
-            Block lb = new Block(stream, pool, b[1], b[0]);
-            lb.allocated = true;
-            lb.requestedSize = b[2];
-            out.add(lb);
-            cursor = b[0] + b[1];
-        }
-        if (cursor < end) {
-            out.add(new Block(stream, pool, end - cursor, cursor));
-        }
-        return i;
-    }
-
-    /** Links address-ordered blocks of one segment as neighbours ({@code prev}/{@code next}). */
-    private static void link(List<Block> blocks) {
-        for (int i = 0; i < blocks.size(); i++) {
-            blocks.get(i).prev = i > 0 ? blocks.get(i - 1) : null;
-            blocks.get(i).next = i + 1 < blocks.size() ? blocks.get(i + 1) : null;
-        }
-    }
-
-    /** A live block of a restored segment: registered by address and counted as malloc counts it. Must hold the lock. */
-    private void restoreLiveBlock(Block b, int poolType) {
-        allocatedBlocks.put(b.ptr, b);
-        stats.allocation.increase(poolType, 1);
-        stats.allocatedBytes.increase(poolType, b.size);
-        stats.active.increase(poolType, 1);
-        stats.activeBytes.increase(poolType, b.size);
-        stats.requestedBytes.increase(poolType, b.requestedSize);
-        if (b.size >= config.maxSplitSize()) {
-            stats.oversizeAllocations.increase(1);
-        }
+            new StateRestorer(this).restoreExpandableSegment(base, stream, small, mapped, live);
+        });
     }
 
     // ------------------------------------------------------------------------------------------------

@@ -71,6 +71,16 @@ public final class Devices {
         }
     }
 
+    /** @return the capacity of a plain {@code host} device: half the physical memory, in bytes */
+    public static long hostDefaultCapacity() {
+        return HostDevice.defaultCapacity();
+    }
+
+    /** @return the physical memory of this machine in bytes, as the {@code host} device sees it */
+    public static long physicalMemory() {
+        return HostDevice.physicalMemory();
+    }
+
     /**
      * @return the GPU presets for {@code sim:PRESET}: name to capacity in bytes (as CUDA's
      *         {@code totalGlobalMem}), sorted by name, unmodifiable

@@ -4,6 +4,7 @@ import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
 import org.junit.jupiter.params.ParameterizedTest;
+import io.vram4j.testsupport.TestStrength;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.MemorySegment;
@@ -18,7 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Upstream's {@code test_allocator_fuzz} on real host memory: 10,000 random alloc / free / empty_cache
+ * Upstream's {@code test_allocator_fuzz} on real host memory: 10,000 random alloc / free / empty_cache (2,000 unless -Dvram4j.test.long=true)
  * operations (seed 123), each block filled with a unique value and checked before it is freed; live blocks
  * never overlap and the statistics agree with the allocator's state after every step. (The per-step
  * {@link StatsInvariants} check costs about 1 s of a variant's run; filling and checking the blocks, some
@@ -38,7 +39,8 @@ class AllocatorFuzzTest {
             long liveBytes = 0;
             long cap = (1L << 30) / 40 * 4;
             int value = 1;
-            for (int step = 0; step < 10_000; step++) {
+            int steps = TestStrength.ops(2_000, 10_000);
+            for (int step = 0; step < steps; step++) {
                 // weights as upstream: alloc 1, free 1 (when anything is live), empty_cache 0.1
                 double r = rnd.nextDouble() * (live.isEmpty() ? 1.1 : 2.1);
                 if (live.isEmpty() && r >= 1.0) {

@@ -6,6 +6,7 @@ import io.vram4j.device.Devices;
 import io.vram4j.device.Stream;
 import io.vram4j.memory.stats.MemoryStats;
 import org.junit.jupiter.params.ParameterizedTest;
+import io.vram4j.testsupport.TestStrength;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.MemorySegment;
@@ -42,6 +43,7 @@ class AllocatorStressTest {
             CachingAllocator alloc = CachingAllocator.create(device, AllocatorConfig.DEFAULT.parse(conf));
             Stream[] streams = {device.defaultStream(), device.newStream(), device.newStream()};
             int threads = Integer.getInteger("stress.threads", 4);
+            int opsPerThread = TestStrength.ops(1_200, 4_000);
             ExecutorService pool = Executors.newFixedThreadPool(threads);
             List<Future<?>> futures = new ArrayList<>();
             ConcurrentSkipListMap<Long, Long> liveRanges = new ConcurrentSkipListMap<>(); // address -> bytes
@@ -50,7 +52,7 @@ class AllocatorStressTest {
                 futures.add(pool.submit(() -> {
                     Random rnd = new Random(1000 + id);
                     List<long[]> live = new ArrayList<>();
-                    for (int i = 0; i < 4000; i++) {
+                    for (int i = 0; i < opsPerThread; i++) {
                         if (live.size() < 32 && (live.isEmpty() || rnd.nextBoolean())) {
                             long size = rnd.nextInt(4) == 0 ? 1 + rnd.nextLong(24L << 20) : 1 + rnd.nextLong(1 << 20);
                             Stream s = streams[rnd.nextInt(streams.length)];

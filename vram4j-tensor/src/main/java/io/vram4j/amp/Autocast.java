@@ -1,7 +1,7 @@
 package io.vram4j.amp;
 
 import io.vram4j.autograd.Autograd;
-import io.vram4j.tensor.AutocastHook;
+import io.vram4j.tensor.internal.AutocastHook;
 import io.vram4j.tensor.DType;
 import io.vram4j.tensor.Tensor;
 

@@ -1,7 +1,7 @@
 package io.vram4j.autograd;
 
-import io.vram4j.tensor.AutocastHook;
-import io.vram4j.tensor.ExecutionContext;
+import io.vram4j.tensor.internal.AutocastHook;
+import io.vram4j.tensor.internal.ExecutionContext;
 import io.vram4j.tensor.MemoryScope;
 import io.vram4j.tensor.Tensor;
 

@@ -1,5 +1,7 @@
 package io.vram4j.autograd;
 
+import io.vram4j.tensor.internal.ExecutionContext;
+
 import io.vram4j.tensor.DType;
 import io.vram4j.tensor.Tensor;
 
@@ -28,8 +30,8 @@ public final class Node {
     private Object[] packed;
     private SavedTensorsHooks.Hooks hooks;
     private int refs = 1;
-    /** The module whose forward recorded this node ({@link io.vram4j.tensor.ExecutionContext}), or null. */
-    final String module = io.vram4j.tensor.ExecutionContext.currentModule();
+    /** The module whose forward recorded this node ({@link io.vram4j.tensor.internal.ExecutionContext}), or null. */
+    final String module = io.vram4j.tensor.internal.ExecutionContext.currentModule();
 
     private Node(Prim prim, Tensor[] inputs, Tensor[] saved, int[] ints, float scalar) {
         this.prim = prim;

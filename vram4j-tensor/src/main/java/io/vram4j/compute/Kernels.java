@@ -26,8 +26,9 @@ import java.lang.foreign.MemorySegment;
  *       different order and use vectorised transcendental functions accurate to a few ulps.</li>
  *   <li>Repeating a call gives the same bits, also across JIT tiers for everything built on {@code exp}
  *       (exp, sigmoid, GELU, softmax, log-softmax backward: the vector kernels use their own exp from adds,
- *       multiplies and FMAs). The vector {@link #tanh} and {@link #log} use the Vector API's library functions,
- *       whose last bit can differ between interpreted and C2-compiled code.</li>
+ *       multiplies and FMAs). The vector {@link #tanh} and {@link #log} compute element by element with
+ *       {@link Math#tanh} and {@link Math#log}, as the scalar kernels do (the Vector API's library functions
+ *       can differ in the last bit between interpreted and C2-compiled code), so they give the scalar bits.</li>
  * </ul>
  *
  * <h2>Thread-safety</h2>

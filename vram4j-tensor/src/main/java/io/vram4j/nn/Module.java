@@ -1,6 +1,6 @@
 package io.vram4j.nn;
 
-import io.vram4j.tensor.ExecutionContext;
+import io.vram4j.tensor.internal.ExecutionContext;
 import io.vram4j.tensor.Tensor;
 
 import java.io.IOException;

@@ -3,7 +3,7 @@ package io.vram4j.optim;
 import io.vram4j.autograd.NoGrad;
 import io.vram4j.tensor.DType;
 import io.vram4j.tensor.Device;
-import io.vram4j.tensor.ExecutionContext;
+import io.vram4j.tensor.internal.ExecutionContext;
 import io.vram4j.tensor.LiveTensors;
 import io.vram4j.tensor.MemoryScope;
 import io.vram4j.tensor.Tensor;

@@ -11,6 +11,9 @@ import java.util.Arrays;
  * of forward ops. Each allocates its result from the caching allocator (as on {@code sim}, where nothing is
  * computed) and records nothing: higher-order gradients are not supported. Arguments are the forward op's
  * saved values; {@code g} is the gradient of the forward output. Results have the dtype of {@code g}.
+ *
+ * <p>An engine class, not API: it is public only because {@code io.vram4j.autograd}'s rule table calls it, and it
+ * stays in this exported package because it works on the package's internals (storages, host access, shapes).
  */
 public final class BackwardOps {
     private BackwardOps() {

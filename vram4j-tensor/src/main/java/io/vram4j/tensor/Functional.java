@@ -1,5 +1,7 @@
 package io.vram4j.tensor;
 
+import io.vram4j.tensor.internal.AutocastHook;
+
 /**
  * Differentiable ops beyond the {@link Tensor} methods (as {@code torch.nn.functional}). Every method returns a
  * new tensor the caller owns; intermediates of composite ops are closed before returning (the autograd graph

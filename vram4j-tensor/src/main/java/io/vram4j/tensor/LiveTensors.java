@@ -1,5 +1,7 @@
 package io.vram4j.tensor;
 
+import io.vram4j.tensor.internal.ExecutionContext;
+
 import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.memory.stats.FormatSize;
 

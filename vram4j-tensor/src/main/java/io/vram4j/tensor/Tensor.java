@@ -1,5 +1,7 @@
 package io.vram4j.tensor;
 
+import io.vram4j.tensor.internal.AutocastHook;
+
 import io.vram4j.autograd.Autograd;
 import io.vram4j.autograd.Node;
 

@@ -44,14 +44,14 @@
  *       int32, int64, bool.</li>
  *   <li>{@link io.vram4j.tensor.Generator}: seeded, replayable randomness for initialisation and dropout.</li>
  *   <li>{@link io.vram4j.tensor.BackwardOps}: backward primitives used by the autograd rule table.</li>
- *   <li>{@link io.vram4j.tensor.AutocastHook}: where {@link io.vram4j.amp.Autocast} picks the dtype of
+ *   <li>{@link io.vram4j.tensor.internal.AutocastHook}: where {@link io.vram4j.amp.Autocast} picks the dtype of
  *       {@code matmul}, {@code linear}, {@code softmax}, losses, reductions and the like (per thread; no
  *       interceptor by default).</li>
  *   <li>{@link io.vram4j.tensor.LiveTensors}: the registry of live storages (shape, dtype, bytes, device,
  *       allocation site, module, {@link io.vram4j.tensor.MemoryCategory}), reported by allocation site.</li>
  *   <li>{@link io.vram4j.tensor.MemoryProfiler}: the peak split into parameters, gradients, optimizer state,
  *       activations and temporaries, with the module forward or node backward
- *       ({@link io.vram4j.tensor.ExecutionContext}) that reached it.</li>
+ *       ({@link io.vram4j.tensor.internal.ExecutionContext}) that reached it.</li>
  * </ul>
  *
  * <h2>Memory rules</h2>

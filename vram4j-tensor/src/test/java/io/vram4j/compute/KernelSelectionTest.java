@@ -23,14 +23,13 @@ class KernelSelectionTest {
         String forced = System.getProperty(KernelSelector.PROPERTY, "");
         assertEquals(forced.equalsIgnoreCase("scalar") ? "scalar" : "vector", Kernels.best().name());
         assertEquals("vector", Kernels.vector().name());
-        assertEquals(KernelSelector.defaultThreads(), Kernels.vector().threads());
     }
 
     @Test
     void propertyOverridesTheChoice() {
         assertSame(Kernels.scalar(), KernelSelector.choose("scalar"));
         assertSame(Kernels.scalar(), KernelSelector.choose(" SCALAR "));
-        String auto = Kernels.vectorAvailable() ? "vector" : "scalar";
+        String auto = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent() ? "vector" : "scalar";
         assertEquals(auto, KernelSelector.choose("").name());
         assertEquals(auto, KernelSelector.choose("vector").name());
         assertEquals(auto, KernelSelector.choose("no-such-kernels").name());
@@ -78,5 +77,17 @@ class KernelSelectionTest {
         String out = runChild("--add-modules", "jdk.incubator.vector", "-Dvram4j.compute=scalar");
         assertTrue(out.contains("best=scalar vectorAvailable=true"), out);
         assertTrue(out.contains("sum=32.0"), out);
+    }
+
+    @Test
+    void threadsDefaultToTheProcessorsUnlessThePropertySaysOtherwise() throws Exception {
+        String vector = "jdk.incubator.vector";
+        assertTrue(runChild("--add-modules", vector, "-XX:ActiveProcessorCount=3").contains("threads=3"));
+        assertTrue(runChild("--add-modules", vector, "-XX:ActiveProcessorCount=3", "-Dvram4j.compute.threads=5")
+                .contains("threads=5"));
+        String ignored = runChild("--add-modules", vector, "-XX:ActiveProcessorCount=2", "-Dvram4j.compute.threads=zero");
+        assertTrue(ignored.contains("threads=2"), ignored);
+        assertTrue(runChild("--add-modules", vector, "-XX:ActiveProcessorCount=2", "-Dvram4j.compute.threads=0")
+                .contains("threads=2"));
     }
 }

@@ -8,7 +8,7 @@ public final class KernelsInfo {
 
     public static void main(String[] args) {
         Kernels k = Kernels.best();
-        System.out.println("best=" + k.name() + " vectorAvailable=" + Kernels.vectorAvailable());
+        System.out.println("best=" + k.name() + " vectorAvailable=" + Kernels.vectorAvailable() + " threads=" + k.threads());
         // the chosen kernels work
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
             java.lang.foreign.MemorySegment s = arena.allocate(64);

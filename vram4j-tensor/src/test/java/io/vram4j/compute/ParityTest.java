@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -33,7 +32,7 @@ class ParityTest {
 
     @BeforeEach
     void vectorAvailable() {
-        assumeTrue(Kernels.vectorAvailable(), "jdk.incubator.vector not available");
+        assertTrue(Kernels.vectorAvailable(), "the tests run with --add-modules jdk.incubator.vector (pom.xml)");
         vec = Kernels.vector();
     }
 
@@ -136,12 +135,14 @@ class ParityTest {
         }
     }
 
+    /** The cases with an input that can also be the output (fill has no input; axpy's output is an input). */
+    static Stream<Case> inPlaceCases() {
+        return cases().stream().filter(c -> !c.name().startsWith("fill") && !c.name().equals("axpy"));
+    }
+
     @ParameterizedTest(name = "{0} in place")
-    @MethodSource("cases")
+    @MethodSource("inPlaceCases")
     void inPlaceMatchesOutOfPlace(Case c) {
-        if (c.name().startsWith("fill") || c.name().equals("axpy")) {
-            return;
-        }
         int n = 1000;
         Random rnd = new Random(c.name().hashCode());
         try (Arena arena = Arena.ofConfined()) {

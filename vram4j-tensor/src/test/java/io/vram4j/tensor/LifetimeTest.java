@@ -5,6 +5,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -200,12 +204,37 @@ class LifetimeTest {
         }
     }
 
+    /**
+     * The detector prints each report with its allocation stack to System.err (from the Cleaner's thread); the
+     * leak tests capture it here, check it, and keep it out of the build log.
+     */
+    private PrintStream savedErr;
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    @BeforeEach
+    void captureStderr() {
+        savedErr = System.err;
+        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    @AfterEach
+    void restoreStderr() {
+        System.setErr(savedErr);
+    }
+
+    /** Closing a device with leaked blocks releases them and lists them in an IllegalStateException. */
+    private static void assertCloseReportsLeaks(Device d, int blocks) {
+        IllegalStateException e = assertThrows(IllegalStateException.class, d::close);
+        assertTrue(e.getMessage().contains("closed with " + blocks + " live allocation(s)"), e.getMessage());
+    }
+
     @Test
     void leakDetectorReportsUnclosedTensorsWithTheirAllocationSite() throws Exception {
         LeakDetector.Level old = LeakDetector.level();
         LeakDetector.setLevel(LeakDetector.Level.PARANOID);
         LeakDetector.clearReports();
-        try (Device sim = Device.open("sim:1GiB")) {
+        Device sim = Device.open("sim:1GiB");
+        try {
             leakOneTensor(sim);
             LeakReport found = null;
             long deadline = System.nanoTime() + 10_000_000_000L;
@@ -222,14 +251,13 @@ class LifetimeTest {
             assertEquals(4000, found.bytes());
             assertTrue(found.site().contains("leakOneTensor"), found.site());
             assertTrue(found.message().contains("LEAK"));
+            assertTrue(err.toString(StandardCharsets.UTF_8).contains(found.message()), "the report is printed to stderr");
             // report-only: the memory is still allocated
             assertEquals(4096, sim.memoryAllocated());
-            assertThrows(IllegalStateException.class, sim::close);
-        } catch (IllegalStateException expectedOnClose) {
-            // the allocator lists the leaked block when the device closes
         } finally {
             LeakDetector.setLevel(old);
         }
+        assertCloseReportsLeaks(sim, 1);
     }
 
     private static void leakOneTensor(Device d) {
@@ -241,16 +269,20 @@ class LifetimeTest {
         LeakDetector.Level old = LeakDetector.level();
         LeakDetector.setLevel(LeakDetector.Level.PARANOID);
         LeakDetector.clearReports();
-        try (Device sim = Device.open("sim:1GiB")) {
+        Device sim = Device.open("sim:1GiB");
+        try {
             for (int i = 0; i < 100; i++) {
                 sim.zeros(10).close();
             }
-            System.gc();
-            Thread.sleep(100);
-            assertTrue(LeakDetector.reports().stream().noneMatch(r -> r.device().equals(sim.description())));
+            // a control leaked after them: once it is reported, the Cleaner has run for what was collected
+            leakOneTensor(sim);
+            gcUntil(() -> !reportsFor(sim).isEmpty());
+            assertEquals(1, reportsFor(sim).size(), "only the control is reported: " + reportsFor(sim));
+            assertEquals(4000, reportsFor(sim).getFirst().bytes());
         } finally {
             LeakDetector.setLevel(old);
         }
+        assertCloseReportsLeaks(sim, 1);
     }
 
     /** Collects garbage until {@code done} holds or 10 s passed (the Cleaner reports on its own thread). */
@@ -270,7 +302,8 @@ class LifetimeTest {
     void offTracksNothingAndReportsNoUnclosedTensor() throws Exception {
         LeakDetector.Level old = LeakDetector.level();
         LeakDetector.clearReports();
-        try (Device sim = Device.open("sim:3GiB")) {
+        Device sim = Device.open("sim:3GiB");
+        try {
             LeakDetector.setLevel(LeakDetector.Level.OFF);
             java.lang.ref.WeakReference<Storage> off = leakUntracked(sim);
             // a control leaked at PARANOID at the same time: once it is reported, the collector has run the Cleaner
@@ -281,11 +314,10 @@ class LifetimeTest {
             assertEquals(1, reportsFor(sim).size(), reportsFor(sim).toString());
             assertEquals(4000, reportsFor(sim).getFirst().bytes(), "only the PARANOID control is reported");
             assertEquals(4096 + 2048, sim.memoryAllocated(), "both blocks stay allocated");
-        } catch (IllegalStateException expectedOnClose) {
-            // the allocator lists the leaked blocks when the device closes
         } finally {
             LeakDetector.setLevel(old);
         }
+        assertCloseReportsLeaks(sim, 2);
     }
 
     private static java.lang.ref.WeakReference<Storage> leakUntracked(Device d) {
@@ -299,7 +331,8 @@ class LifetimeTest {
         LeakDetector.Level old = LeakDetector.level();
         int oldInterval = LeakDetector.samplingInterval();
         LeakDetector.clearReports();
-        try (Device sim = Device.open("sim:5GiB")) {
+        Device sim = Device.open("sim:5GiB");
+        try {
             LeakDetector.setLevel(LeakDetector.Level.SAMPLED);
             LeakDetector.setSamplingInterval(8);
             int tracked = leakSampled(sim, 40);
@@ -313,12 +346,11 @@ class LifetimeTest {
                 assertTrue(r.message().startsWith("LEAK: a tensor storage of 1200 bytes on " + sim.description()), r.message());
             }
             assertEquals(40 * 1536, sim.memoryAllocated(), "all 40 blocks stay allocated, reported or not");
-        } catch (IllegalStateException expectedOnClose) {
-            // the allocator lists the leaked blocks when the device closes
         } finally {
             LeakDetector.setLevel(old);
             LeakDetector.setSamplingInterval(oldInterval);
         }
+        assertCloseReportsLeaks(sim, 40);
     }
 
     /** Allocates {@code n} tensors of 1200 bytes and never closes them; returns how many the detector tracks. */

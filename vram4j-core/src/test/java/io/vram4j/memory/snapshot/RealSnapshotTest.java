@@ -1,12 +1,12 @@
 package io.vram4j.memory.snapshot;
 
+import io.vram4j.testsupport.SharedData;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -46,7 +46,7 @@ class RealSnapshotTest {
 
     private static JsonNode stats(String name) throws IOException {
         Path dir = SnapshotTestSupport.snapshotsDir();
-        assumeTrue(dir != null && Files.isRegularFile(dir.resolve("stats.json")), "stats.json not found");
+        SharedData.require(dir != null && Files.isRegularFile(dir.resolve("stats.json")), "shared/data/snapshots/stats.json");
         for (JsonNode n : new ObjectMapper().readTree(dir.resolve("stats.json").toFile())) {
             if (n.get("file").asText().equals(name)) {
                 return n;

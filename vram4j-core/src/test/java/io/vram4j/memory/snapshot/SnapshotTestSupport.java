@@ -1,6 +1,6 @@
 package io.vram4j.memory.snapshot;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import io.vram4j.testsupport.SharedData;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -17,26 +17,14 @@ final class SnapshotTestSupport {
     private SnapshotTestSupport() {
     }
 
-    /** @return {@code shared/data/snapshots} found in the working directory or one of its parents, or null */
+    /** @return {@code shared/data/snapshots} ({@link SharedData#snapshotsDir}), or null */
     static Path snapshotsDir() {
-        Path dir = Path.of("").toAbsolutePath();
-        while (dir != null) {
-            Path candidate = dir.resolve("shared").resolve("data").resolve("snapshots");
-            if (Files.isDirectory(candidate)) {
-                return candidate;
-            }
-            dir = dir.getParent();
-        }
-        return null;
+        return SharedData.snapshotsDir();
     }
 
-    /** @return the real snapshot file, skipping the test when it is absent */
+    /** @return the real snapshot file; skips the test when it is absent, fails it under CI=true */
     static Path realSnapshot(String name) {
-        Path dir = snapshotsDir();
-        assumeTrue(dir != null, "shared/data/snapshots not found");
-        Path file = dir.resolve(name);
-        assumeTrue(Files.isRegularFile(file), name + " not found");
-        return file;
+        return SharedData.snapshot(name);
     }
 
     static synchronized boolean pythonAvailable() {
@@ -54,7 +42,7 @@ final class SnapshotTestSupport {
     }
 
     static void assumePython() {
-        assumeTrue(pythonAvailable(), "python3 not available");
+        SharedData.require(pythonAvailable(), "python3 (with pickle, pickletools, json)");
     }
 
     /**

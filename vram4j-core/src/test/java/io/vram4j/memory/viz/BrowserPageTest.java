@@ -1,5 +1,6 @@
 package io.vram4j.memory.viz;
 
+import io.vram4j.testsupport.SharedData;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.vram4j.memory.snapshot.MemorySnapshot;
@@ -24,7 +25,6 @@ import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Opens the page in headless Chromium (Debian's {@code chromium}; skipped when none is installed), reads the
@@ -50,7 +50,7 @@ class BrowserPageTest {
 
     static Run chromium(Path profile, String... args) throws IOException, InterruptedException {
         String browser = chromium();
-        assumeTrue(browser != null, "no chromium installed");
+        SharedData.require(browser != null, "chromium");
         List<String> cmd = new ArrayList<>(List.of(browser, "--headless", "--no-sandbox", "--disable-gpu",
                 "--disable-dev-shm-usage", "--hide-scrollbars", "--no-first-run", "--user-data-dir=" + profile,
                 "--window-size=1400,1700", "--virtual-time-budget=20000"));
@@ -149,7 +149,7 @@ class BrowserPageTest {
 
     @Test
     void syntheticHundredThousandEvents(@TempDir Path dir) throws Exception {
-        assumeTrue(chromium() != null, "no chromium installed");
+        SharedData.require(chromium() != null, "chromium");
         MemorySnapshot s = SyntheticSnapshots.training(100_000, 3);
         assertTrue(s.trace(0).size() >= 100_000, "at least 100,000 events: " + s.trace(0).size());
         MemoryTimeline t = MemoryTimeline.of(s, 0, MemoryTimeline.DEFAULT_MAX_ENTRIES);
@@ -158,7 +158,7 @@ class BrowserPageTest {
 
     @Test
     void smallTraceWithAnOutOfMemoryEntry(@TempDir Path dir) throws Exception {
-        assumeTrue(chromium() != null, "no chromium installed");
+        SharedData.require(chromium() != null, "chromium");
         MemoryTimeline t = MemoryTimeline.of(MemoryTimelineTest.dumpAfterTrace(), 0, 100);
         check(t, dir, "small-with-oom");
         Run dom = chromium(dir.resolve("profile3"), "--dump-dom", dir.resolve("page.html").toUri().toString());
@@ -167,13 +167,13 @@ class BrowserPageTest {
 
     @Test
     void expandableSegments(@TempDir Path dir) throws Exception {
-        assumeTrue(chromium() != null, "no chromium installed");
+        SharedData.require(chromium() != null, "chromium");
         check(MemoryTimeline.of(MemoryTimelineTest.expandableRun(100_000), 0, 1000), dir, "expandable");
     }
 
     @Test
     void realPytorchSnapshot(@TempDir Path dir) throws Exception {
-        assumeTrue(chromium() != null, "no chromium installed");
+        SharedData.require(chromium() != null, "chromium");
         MemorySnapshot s = RealSnapshotTimelineTest.load("cs336-medium-ctx512_train-step_steady-state.pickle");
         JsonNode c = check(MemoryTimeline.of(s, 0, MemoryTimeline.DEFAULT_MAX_ENTRIES), dir, "cs336-medium");
         // the largest allocation at the peak: its C++ and PyTorch frames are hidden until the toggle shows them
@@ -187,7 +187,7 @@ class BrowserPageTest {
     /** A snapshot without a trace: a page about the state at the dump, without peak cards or a time axis. */
     @Test
     void segmentsOnlySnapshotGetsAStatePage(@TempDir Path dir) throws Exception {
-        assumeTrue(chromium() != null, "no chromium installed");
+        SharedData.require(chromium() != null, "chromium");
         MemorySnapshot s = RealSnapshotTimelineTest.load("verl-megatron-vllm_segments-only.pickle");
         Path page = dir.resolve("verl.html");
         TimelinePage.write(MemoryTimeline.of(s, 0, MemoryTimeline.DEFAULT_MAX_ENTRIES), "verl", page);

@@ -1,5 +1,6 @@
 package io.vram4j.memory.viz;
 
+import io.vram4j.testsupport.SharedData;
 import io.vram4j.memory.snapshot.BlockInfo;
 import io.vram4j.memory.snapshot.MemorySnapshot;
 import io.vram4j.memory.snapshot.SegmentInfo;
@@ -18,25 +19,12 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** The timeline of the real PyTorch snapshots in {@code shared/data/snapshots} (skipped when absent). */
 class RealSnapshotTimelineTest {
 
-    static Path snapshots() {
-        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
-            Path candidate = p.resolve("shared/data/snapshots");
-            if (Files.isDirectory(candidate)) {
-                return candidate;
-            }
-        }
-        return null;
-    }
-
     static MemorySnapshot load(String name) throws Exception {
-        Path dir = snapshots();
-        assumeTrue(dir != null && Files.exists(dir.resolve(name)), "shared/data/snapshots not present");
-        return SnapshotReader.read(dir.resolve(name));
+        return SnapshotReader.read(SharedData.snapshot(name));
     }
 
     /** Segments and blocks as comparable lines: address, size, state (and per block its requested size). */

@@ -1,4 +1,6 @@
-package io.vram4j.tensor;
+package io.vram4j.tensor.internal;
+
+import io.vram4j.tensor.Tensor;
 
 import java.util.function.Function;
 
@@ -57,7 +59,7 @@ public final class AutocastHook {
      * @param body the op itself
      * @return the op's result
      */
-    static Tensor run(String op, Tensor[] inputs, Function<Tensor[], Tensor> body) {
+    public static Tensor run(String op, Tensor[] inputs, Function<Tensor[], Tensor> body) {
         Interceptor ic = CURRENT.get();
         if (ic == null) {
             return body.apply(inputs);

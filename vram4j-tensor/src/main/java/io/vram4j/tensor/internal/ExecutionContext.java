@@ -1,10 +1,10 @@
-package io.vram4j.tensor;
+package io.vram4j.tensor.internal;
 
 /**
  * What the current thread is doing, for memory attribution: the forward pass of a module (by its dotted
  * path, e.g. {@code h.3.attn}), the backward of a graph node recorded inside a module, or a named phase such
  * as the optimizer step. {@code nn.Module.call} enters modules, the autograd engine enters node backwards and
- * optimizers enter their step; the {@link MemoryProfiler} and the {@link LiveTensors} report read it. Per
+ * optimizers enter their step; the {@link io.vram4j.tensor.MemoryProfiler} and the {@link io.vram4j.tensor.LiveTensors} report read it. Per
  * thread; regions nest and must be closed innermost first (try-with-resources).
  */
 public final class ExecutionContext {
