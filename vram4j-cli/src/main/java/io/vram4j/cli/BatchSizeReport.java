@@ -56,7 +56,7 @@ final class BatchSizeReport {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("technique", r.technique());
             m.put("checkpoint_segments", r.options().checkpoint());
-            m.put("amp", r.options().amp());
+            m.put("amp", r.options().amp().toString());
             m.put("largest_batch", r.largest());
             m.put("peak_allocated_bytes", r.peakAllocated());
             m.put("peak_reserved_bytes", r.peakReserved());

@@ -5,6 +5,8 @@ import io.vram4j.data.CharCorpus;
 import io.vram4j.data.CharDataset;
 import io.vram4j.data.CharVocabulary;
 import io.vram4j.train.TechniqueBenchmark;
+import io.vram4j.train.ModelKind;
+import io.vram4j.train.Precision;
 import io.vram4j.train.TrainOptions;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -62,7 +64,7 @@ final class BenchLossCurvesCommand implements Callable<Integer> {
         }
         TrainOptions base;
         try {
-            base = TrainOptions.defaults("transformer").withHidden(hidden).withLayers(layers).withBatchSize(batchSize)
+            base = TrainOptions.defaults(ModelKind.TRANSFORMER).withHidden(hidden).withLayers(layers).withBatchSize(batchSize)
                     .withHistorySteps(0);
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
@@ -80,12 +82,11 @@ final class BenchLossCurvesCommand implements Callable<Integer> {
         report.printf(Locale.ROOT, "loss curves on %s: %s, %d steps%n", corpus.describe(),
                 base.describe(base.blockSize() + 1, vocab.size()).replaceAll(", \\d+ epochs?", ""), steps);
         report.flush();
-        List<String> names = List.of("off", "bf16", "fp16");
         Map<String, double[]> curves = new LinkedHashMap<>();
-        for (String amp : names) {
+        for (Precision amp : Precision.values()) {
             long t0 = System.nanoTime();
-            curves.put(amp, TechniqueBenchmark.lossCurve(device, base.withAmp(amp), vocab, train, steps));
-            report.printf(Locale.ROOT, "  %s: %.1f s%n", amp.equals("off") ? "float32" : amp, (System.nanoTime() - t0) / 1e9);
+            curves.put(amp.toString(), TechniqueBenchmark.lossCurve(device, base.withAmp(amp), vocab, train, steps));
+            report.printf(Locale.ROOT, "  %s: %.1f s%n", amp == Precision.OFF ? "float32" : amp, (System.nanoTime() - t0) / 1e9);
             report.flush();
         }
         report.printf(Locale.ROOT, "  %-11s %9s %9s %9s %11s %11s%n", "steps", "float32", "bf16", "fp16", "bf16-fp32", "fp16-fp32");

@@ -5,6 +5,9 @@ import io.vram4j.data.CharVocabulary;
 import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.train.BatchSizeFinder;
 import io.vram4j.train.TechniqueBenchmark;
+import io.vram4j.train.ModelKind;
+import io.vram4j.train.OptimizerKind;
+import io.vram4j.train.Precision;
 import io.vram4j.train.TrainOptions;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -89,10 +92,11 @@ final class BenchTechniquesCommand implements Callable<Integer> {
         TrainOptions lm;
         TrainOptions mlp;
         try {
-            lm = new TrainOptions("transformer", hidden, layers, 1, batchSize, 1e-3, "adamw", "constant", 0.9, 0.01, 42, 0, 0, 0, 0,
-                    0, blockSize, heads, 0, "off", 1, 0);
-            mlp = new TrainOptions("mlp", mlpHidden, mlpLayers, 1, mlpBatch, 0.05, "sgd", "constant", 0.9, 0, 42, 0, 0, 0, 0, 0,
-                    TrainOptions.LM_BLOCK_SIZE, TrainOptions.LM_HEADS, 0, "off", 1, 0);
+            lm = TrainOptions.builder().model(ModelKind.TRANSFORMER).hidden(hidden).layers(layers).epochs(1).batchSize(batchSize)
+                    .lr(1e-3).optimizer(OptimizerKind.ADAMW).schedule("constant").weightDecay(0.01).prefetch(0).historySteps(0)
+                    .blockSize(blockSize).heads(heads).build();
+            mlp = TrainOptions.builder().model(ModelKind.MLP).hidden(mlpHidden).layers(mlpLayers).epochs(1).batchSize(mlpBatch)
+                    .lr(0.05).optimizer(OptimizerKind.SGD).schedule("constant").prefetch(0).historySteps(0).build();
             if (batchSize % 4 != 0 || mlpBatch % 4 != 0) {
                 throw new IllegalArgumentException("--batch-size and --mlp-batch must be multiples of 4 (accumulation x4 at a quarter)");
             }
@@ -116,7 +120,7 @@ final class BenchTechniquesCommand implements Callable<Integer> {
         if (!finderDevice.equalsIgnoreCase("none") && !m.equals("mlp")) {
             report.println();
             List<BatchSizeFinder.Result> found = FindBatchSizeCommand.search(finderDevice, "", lm,
-                    BatchSizeFinder.standardSettings(lm, layers, "bf16"), vocab, 1 << 16, 0, "65,536", report);
+                    BatchSizeFinder.standardSettings(lm, layers, Precision.BF16), vocab, 1 << 16, 0, "65,536", report);
             double ratio = found.getFirst().largest() == 0 ? Double.NaN : (double) found.get(3).largest() / found.getFirst().largest();
             target(report, "batch-size finder: checkpointing + bf16 fits >= 3x the baseline's batch", ratio >= 3,
                     String.format(Locale.ROOT, "%.2fx (%d vs %d)", ratio, found.get(3).largest(), found.getFirst().largest()));
@@ -134,8 +138,8 @@ final class BenchTechniquesCommand implements Callable<Integer> {
     }
 
     private Map<String, Object> run(String name, TrainOptions base, CharVocabulary vocab, int segments, PrintWriter report) {
-        List<TrainOptions> settings = List.of(base, base.withCheckpoint(segments), base.withAmp("bf16"), base.withAmp("fp16"),
-                base.withCheckpoint(segments).withAmp("bf16"), base.withBatchSize(base.batchSize() / 4).withAccumulate(4));
+        List<TrainOptions> settings = List.of(base, base.withCheckpoint(segments), base.withAmp(Precision.BF16), base.withAmp(Precision.FP16),
+                base.withCheckpoint(segments).withAmp(Precision.BF16), base.withBatchSize(base.batchSize() / 4).withAccumulate(4));
         report.printf(Locale.ROOT, "%s: %s; %d timed steps on %s%n", name,
                 base.describe(base.isTransformer() ? base.blockSize() + 1 : 784, vocab != null ? vocab.size() : 10)
                         .replaceAll(", \\d+ epochs?, seed \\d+", ""), steps, device);

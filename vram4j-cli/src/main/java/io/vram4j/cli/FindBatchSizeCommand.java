@@ -9,6 +9,9 @@ import io.vram4j.data.FashionMnist;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
 import io.vram4j.train.BatchSizeFinder;
+import io.vram4j.train.ModelKind;
+import io.vram4j.train.OptimizerKind;
+import io.vram4j.train.Precision;
 import io.vram4j.train.TrainOptions;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -85,14 +88,12 @@ final class FindBatchSizeCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         TrainOptions base = baseOptions();
-        if (!amp.equalsIgnoreCase("bf16") && !amp.equalsIgnoreCase("fp16")) {
-            throw new UserException("--amp: unknown precision '" + amp + "'; expected bf16 or fp16");
-        }
+        Precision precision = mixedPrecision(amp);
         int segments = checkpoint != null ? checkpoint : defaultSegments(base);
         if (segments < 1) {
             throw new UserException("--checkpoint: the number of segments must be at least 1, got " + segments);
         }
-        List<TrainOptions> settings = BatchSizeFinder.standardSettings(base, segments, amp.toLowerCase(Locale.ROOT));
+        List<TrainOptions> settings = BatchSizeFinder.standardSettings(base, segments, precision);
         CharVocabulary vocab = base.isTransformer() ? vocabulary(data) : null;
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter report = json ? spec.commandLine().getErr() : out;
@@ -119,6 +120,24 @@ final class FindBatchSizeCommand implements Callable<Integer> {
      */
     static int defaultSegments(TrainOptions base) {
         return base.isTransformer() ? Math.max(1, base.layers()) : Math.max(1, (int) Math.round(Math.sqrt(2 * base.layers() + 1)));
+    }
+
+    /**
+     * @param amp {@code bf16} or {@code fp16}, in any case
+     * @return the precision of the mixed-precision rows
+     * @throws UserException naming {@code --amp} for anything else (off included: the rows need a 16-bit type)
+     */
+    static Precision mixedPrecision(String amp) {
+        Precision p = null;
+        try {
+            p = Precision.parse(amp);
+        } catch (IllegalArgumentException e) {
+            // reported below, with the value as given
+        }
+        if (p == null || p == Precision.OFF) {
+            throw new UserException("--amp: unknown precision '" + amp + "'; expected bf16 or fp16");
+        }
+        return p;
     }
 
     static CharVocabulary vocabulary(Path data) {
@@ -185,12 +204,11 @@ final class FindBatchSizeCommand implements Callable<Integer> {
 
     private TrainOptions baseOptions() {
         try {
-            TrainOptions d = TrainOptions.defaults(model);
-            String opt = optimizer != null ? optimizer.toLowerCase(Locale.ROOT) : d.optimizer();
-            boolean adamw = opt.equals("adamw");
-            return new TrainOptions(d.model(), hidden != null ? hidden : d.hidden(), layers != null ? layers : d.layers(),
-                    d.epochs(), d.batchSize(), adamw ? TrainOptions.DEFAULT_ADAMW_LR : TrainOptions.DEFAULT_SGD_LR, opt, d.schedule(),
-                    d.momentum(), adamw ? 0.01 : 0.0, d.seed(), 0, 0, 0, 0, 0, blockSize, heads, 0, "off", 1, 0);
+            TrainOptions d = TrainOptions.defaults(ModelKind.parse(model));
+            OptimizerKind opt = optimizer != null ? OptimizerKind.parse(optimizer) : d.optimizer();
+            return d.toBuilder().hidden(hidden != null ? hidden : d.hidden()).layers(layers != null ? layers : d.layers())
+                    .lr(opt.defaultLr()).optimizer(opt).weightDecay(opt.defaultWeightDecay()).testLimit(0).prefetch(0)
+                    .historySteps(0).blockSize(blockSize).heads(heads).build();
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
         }

@@ -25,6 +25,9 @@ import io.vram4j.train.BatchSizeFinder;
 import io.vram4j.train.DryRunResult;
 import io.vram4j.train.EpochResult;
 import io.vram4j.train.MemoryPoint;
+import io.vram4j.train.ModelKind;
+import io.vram4j.train.OptimizerKind;
+import io.vram4j.train.Precision;
 import io.vram4j.train.TrainOptions;
 import io.vram4j.train.TrainResult;
 import io.vram4j.train.Trainer;
@@ -314,9 +317,9 @@ final class TrainCommand implements Callable<Integer> {
     /** Searches the batch sizes and returns the options with the largest batch that fits for them. */
     private TrainOptions findBatchSize(TrainOptions options, Data d, PrintWriter report) {
         int segments = options.checkpoint() > 0 ? options.checkpoint() : FindBatchSizeCommand.defaultSegments(options);
-        String amp = options.amp().equals("off") ? "bf16" : options.amp();
+        Precision amp = options.amp() == Precision.OFF ? Precision.BF16 : options.amp();
         List<TrainOptions> settings = new ArrayList<>(BatchSizeFinder.standardSettings(options, segments, amp));
-        boolean own = settings.stream().noneMatch(o -> o.checkpoint() == options.checkpoint() && o.amp().equals(options.amp())
+        boolean own = settings.stream().noneMatch(o -> o.checkpoint() == options.checkpoint() && o.amp() == options.amp()
                 && options.accumulate() == 1 && options.microBatch() == 0);
         if (own) {
             settings.add(options);
@@ -325,7 +328,7 @@ final class TrainCommand implements Callable<Integer> {
                 d.test().size(), String.format(Locale.ROOT, "the %,d training %s", d.train().size(),
                         options.isTransformer() ? "windows" : "samples"), report);
         BatchSizeFinder.Result mine = batchSearch.stream().filter(r -> r.options().checkpoint() == options.checkpoint()
-                && r.options().amp().equals(options.amp()) && r.options().accumulate() == options.accumulate()
+                && r.options().amp() == options.amp() && r.options().accumulate() == options.accumulate()
                 && r.options().microBatch() == options.microBatch()).findFirst().orElseThrow();
         if (mine.largest() == 0) {
             throw new UserException("--find-batch-size: not even a batch of 1 fits on " + device + " with these settings");
@@ -595,7 +598,7 @@ final class TrainCommand implements Callable<Integer> {
         }
         int segments = 0;
         if ("auto".equals(checkpoint)) {
-            TrainOptions d = TrainOptions.defaults(model.toLowerCase(Locale.ROOT).equals("transformer") ? "transformer" : "mlp");
+            TrainOptions d = TrainOptions.defaults(model.equalsIgnoreCase("transformer") ? ModelKind.TRANSFORMER : ModelKind.MLP);
             segments = FindBatchSizeCommand.defaultSegments(d.withLayers(layers != null ? Math.max(layers, 1) : d.layers()));
         } else if (checkpoint != null) {
             try {
@@ -608,15 +611,14 @@ final class TrainCommand implements Callable<Integer> {
             }
         }
         try {
-            TrainOptions d = TrainOptions.defaults(model);
-            String opt = optimizer != null ? optimizer.toLowerCase(Locale.ROOT) : d.optimizer();
-            boolean adamw = opt.equals("adamw");
-            double rate = lr != null ? lr : adamw ? TrainOptions.DEFAULT_ADAMW_LR : TrainOptions.DEFAULT_SGD_LR;
-            double decay = weightDecay != null ? weightDecay : adamw ? 0.01 : 0.0;
-            return new TrainOptions(d.model(), hidden != null ? hidden : d.hidden(), layers != null ? layers : d.layers(),
-                    epochs != null ? epochs : d.epochs(), batchSize != null ? batchSize : d.batchSize(), rate, opt, schedule,
-                    momentum, decay, seed, limit, d.testLimit(), d.prefetch(), historySteps, 0, blockSize, heads, segments,
-                    amp == null ? "off" : amp, accumulate, microBatch);
+            TrainOptions d = TrainOptions.defaults(ModelKind.parse(model));
+            OptimizerKind opt = optimizer != null ? OptimizerKind.parse(optimizer) : d.optimizer();
+            return d.toBuilder().hidden(hidden != null ? hidden : d.hidden()).layers(layers != null ? layers : d.layers())
+                    .epochs(epochs != null ? epochs : d.epochs()).batchSize(batchSize != null ? batchSize : d.batchSize())
+                    .lr(lr != null ? lr : opt.defaultLr()).optimizer(opt).schedule(schedule).momentum(momentum)
+                    .weightDecay(weightDecay != null ? weightDecay : opt.defaultWeightDecay()).seed(seed).limit(limit)
+                    .historySteps(historySteps).blockSize(blockSize).heads(heads).checkpoint(segments)
+                    .amp(amp == null ? Precision.OFF : Precision.parse(amp)).accumulate(accumulate).microBatch(microBatch).build();
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
         }

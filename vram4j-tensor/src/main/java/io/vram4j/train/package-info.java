@@ -1,6 +1,6 @@
 /**
  * Training, as {@code vram4j train} runs it: a {@link io.vram4j.train.Trainer} drives an MLP classifier or a
- * character-level Transformer language model ({@code TrainOptions.model()} {@code "transformer"}: {@link io.vram4j.nn.GPT}
+ * character-level Transformer language model ({@code TrainOptions.model()} {@link io.vram4j.train.ModelKind#TRANSFORMER}: {@link io.vram4j.nn.GPT}
  * over a {@link io.vram4j.data.CharVocabulary}, {@link io.vram4j.train.Trainer#sample} generates text) on the tensor
  * runtime (one {@link io.vram4j.tensor.MemoryScope} per step, so every tensor is closed deterministically)
  * over batches from a {@link io.vram4j.data.DataLoader}, evaluates after each epoch, reports progress to a
