@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.vram4j.data.CharVocabulary;
 import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.train.BatchSizeFinder;
+import io.vram4j.train.BatchSizeReport;
+import io.vram4j.train.BatchSizeSearch;
 import io.vram4j.train.TechniqueBenchmark;
 import io.vram4j.train.ModelKind;
 import io.vram4j.train.OptimizerKind;
@@ -111,7 +113,7 @@ final class BenchTechniquesCommand implements Callable<Integer> {
         result.put("steps", steps);
         List<Map<String, Object>> models = new ArrayList<>();
         if (!m.equals("transformer")) {
-            models.add(run("mlp", mlp, null, FindBatchSizeCommand.defaultSegments(mlp), report));
+            models.add(run("mlp", mlp, null, BatchSizeSearch.defaultSegments(mlp), report));
         }
         if (!m.equals("mlp")) {
             models.add(run("transformer", lm, vocab, layers, report));
@@ -119,7 +121,7 @@ final class BenchTechniquesCommand implements Callable<Integer> {
         result.put("models", models);
         if (!finderDevice.equalsIgnoreCase("none") && !m.equals("mlp")) {
             report.println();
-            List<BatchSizeFinder.Result> found = FindBatchSizeCommand.search(finderDevice, "", lm,
+            List<BatchSizeFinder.Result> found = BatchSizeSearch.run(finderDevice, FindBatchSizeCommand.allocatorConfig(""), lm,
                     BatchSizeFinder.standardSettings(lm, layers, Precision.BF16), vocab, 1 << 16, 0, "65,536", report);
             double ratio = found.getFirst().largest() == 0 ? Double.NaN : (double) found.get(3).largest() / found.getFirst().largest();
             target(report, "batch-size finder: checkpointing + bf16 fits >= 3x the baseline's batch", ratio >= 3,

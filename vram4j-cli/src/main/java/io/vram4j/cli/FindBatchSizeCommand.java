@@ -1,14 +1,12 @@
 package io.vram4j.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.data.CharCorpus;
 import io.vram4j.data.CharVocabulary;
-import io.vram4j.data.FashionMnist;
-import io.vram4j.device.DeviceBackend;
-import io.vram4j.device.Devices;
 import io.vram4j.train.BatchSizeFinder;
+import io.vram4j.train.BatchSizeReport;
+import io.vram4j.train.BatchSizeSearch;
 import io.vram4j.train.ModelKind;
 import io.vram4j.train.OptimizerKind;
 import io.vram4j.train.Precision;
@@ -21,7 +19,6 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -37,9 +34,6 @@ import java.util.concurrent.Callable;
                 + "the cache is emptied between tries), for the baseline, checkpointing, mixed precision and both.",
                 "On sim:SIZE it is a dry run (ops allocate but compute nothing, milliseconds per try); on host:SIZE it runs for real."})
 final class FindBatchSizeCommand implements Callable<Integer> {
-    /** Floats per Fashion-MNIST image (28 x 28), the MLP's input. */
-    static final int IMAGE_FEATURES = 28 * 28;
-
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -89,7 +83,7 @@ final class FindBatchSizeCommand implements Callable<Integer> {
     public Integer call() {
         TrainOptions base = baseOptions();
         Precision precision = mixedPrecision(amp);
-        int segments = checkpoint != null ? checkpoint : defaultSegments(base);
+        int segments = checkpoint != null ? checkpoint : BatchSizeSearch.defaultSegments(base);
         if (segments < 1) {
             throw new UserException("--checkpoint: the number of segments must be at least 1, got " + segments);
         }
@@ -97,11 +91,11 @@ final class FindBatchSizeCommand implements Callable<Integer> {
         CharVocabulary vocab = base.isTransformer() ? vocabulary(data) : null;
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter report = json ? spec.commandLine().getErr() : out;
-        List<BatchSizeFinder.Result> results = search(device, allocConf, base, settings, vocab, maxBatch, 0,
+        List<BatchSizeFinder.Result> results = BatchSizeSearch.run(device, allocatorConfig(allocConf), base, settings, vocab, maxBatch, 0,
                 String.format(Locale.ROOT, "--max-batch %,d", maxBatch), report);
         if (json) {
             Map<String, Object> m = new LinkedHashMap<>();
-            m.put("model", base.describe(base.isTransformer() ? base.blockSize() + 1 : IMAGE_FEATURES, vocab != null ? vocab.size() : 10));
+            m.put("model", base.describe(base.isTransformer() ? base.blockSize() + 1 : BatchSizeSearch.IMAGE_FEATURES, vocab != null ? vocab.size() : 10));
             m.put("device", device);
             m.put("results", BatchSizeReport.json(results));
             try {
@@ -112,14 +106,6 @@ final class FindBatchSizeCommand implements Callable<Integer> {
             out.flush();
         }
         return 0;
-    }
-
-    /**
-     * @return one segment per transformer block (a block's activations dwarf its input); for the MLP, whose
-     *     modules (Linear, ReLU, ...) save about as much as their inputs, about the square root of the module count
-     */
-    static int defaultSegments(TrainOptions base) {
-        return base.isTransformer() ? Math.max(1, base.layers()) : Math.max(1, (int) Math.round(Math.sqrt(2 * base.layers() + 1)));
     }
 
     /**
@@ -149,57 +135,17 @@ final class FindBatchSizeCommand implements Callable<Integer> {
     }
 
     /**
-     * Runs the searches on a fresh allocator of {@code deviceSpec}, printing a line per try, then the table, then
-     * which searches stopped at their upper bound, to {@code report}.
-     *
-     * @param testSamples the test set's size (evaluation batches are no larger), or 0 when unknown
-     * @param bound what limits the batch, in words, e.g. {@code "--max-batch 65,536"}
+     * @param allocConf the {@code --alloc-conf} value (blank: none)
+     * @return the environment's allocator settings with {@code allocConf} applied
+     * @throws UserException naming {@code --alloc-conf} if either is invalid
      */
-    static List<BatchSizeFinder.Result> search(String deviceSpec, String allocConf, TrainOptions base, List<TrainOptions> settings,
-                                               CharVocabulary vocab, int maxBatch, int testSamples, String bound,
-                                               PrintWriter report) {
-        if (maxBatch < 1) {
-            throw new UserException("--max-batch must be at least 1, got " + maxBatch);
-        }
-        AllocatorConfig config;
+    static AllocatorConfig allocatorConfig(String allocConf) {
         try {
-            config = AllocatorConfig.fromEnvironment(System.getenv());
-            if (!allocConf.isBlank()) {
-                config = config.parse(allocConf);
-            }
+            AllocatorConfig config = AllocatorConfig.fromEnvironment(System.getenv());
+            return allocConf.isBlank() ? config : config.parse(allocConf);
         } catch (IllegalArgumentException e) {
             throw new UserException("--alloc-conf: " + e.getMessage(), e);
         }
-        DeviceBackend dev;
-        try {
-            dev = Devices.open(deviceSpec);
-        } catch (IllegalArgumentException e) {
-            throw new UserException("--device: " + e.getMessage(), e);
-        }
-        List<BatchSizeFinder.Result> results = new ArrayList<>();
-        try (dev; CachingAllocator alloc = CachingAllocator.create(dev, config)) {
-            report.printf(Locale.ROOT, "find-batch-size on %s (%s): %s%n", dev.description(),
-                    dev.hasStorage() ? "real run" : "dry run, nothing computed",
-                    base.describe(base.isTransformer() ? base.blockSize() + 1 : IMAGE_FEATURES,
-                                    vocab != null ? vocab.size() : FashionMnist.NUM_CLASSES)
-                            .replaceAll(", batch \\d+, \\d+ epochs?", ""));
-            report.println("each try: two training steps, one evaluation batch of as many samples"
-                    + (testSamples > 0 ? String.format(Locale.ROOT, " (at most the %,d test samples)", testSamples) : "")
-                    + ", one more step");
-            report.flush();
-            BatchSizeFinder finder = vocab != null ? BatchSizeFinder.forTransformer(alloc, vocab, maxBatch)
-                    : BatchSizeFinder.forMlp(alloc, IMAGE_FEATURES, FashionMnist.NUM_CLASSES, maxBatch);
-            if (testSamples > 0) {
-                finder = finder.evaluatingAtMost(testSamples);
-            }
-            for (TrainOptions o : settings) {
-                String technique = o.techniques().isEmpty() ? "baseline" : o.techniques();
-                results.add(finder.find(o, a -> BatchSizeReport.tryLine(technique, a, report)));
-            }
-        }
-        BatchSizeReport.table(results, report);
-        BatchSizeReport.upperBounds(results, bound, report);
-        return results;
     }
 
     private TrainOptions baseOptions() {
