@@ -1,6 +1,5 @@
 package io.vram4j.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.vram4j.data.CharVocabulary;
 import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.train.BatchSizeFinder;
@@ -11,13 +10,11 @@ import io.vram4j.train.ModelKind;
 import io.vram4j.train.OptimizerKind;
 import io.vram4j.train.Precision;
 import io.vram4j.train.TrainOptions;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -36,9 +33,6 @@ import java.util.concurrent.Callable;
         description = "Measure what checkpointing, bf16, fp16, checkpointing + bf16 and accumulation x4 save and cost on a deep MLP "
                 + "and a Transformer where activations dominate; check the targets; run the batch-size finder (dry run).")
 final class BenchTechniquesCommand implements Callable<Integer> {
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     @Option(names = "--model", paramLabel = "NAME", defaultValue = "both", description = "mlp, transformer or both (default: ${DEFAULT-VALUE})")
     String model;
 
@@ -79,8 +73,8 @@ final class BenchTechniquesCommand implements Callable<Integer> {
     @Option(names = "--data", paramLabel = "FILE", description = "text whose characters are the transformer's vocabulary (default: as train)")
     Path data;
 
-    @Option(names = "--json", description = "print the measurements as JSON on stdout")
-    boolean json;
+    @Mixin
+    JsonOutput json;
 
     @Override
     public Integer call() {
@@ -105,8 +99,7 @@ final class BenchTechniquesCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
         }
-        PrintWriter out = spec.commandLine().getOut();
-        PrintWriter report = json ? spec.commandLine().getErr() : out;
+        PrintWriter report = json.report();
         CharVocabulary vocab = FindBatchSizeCommand.vocabulary(data);
         Map<String, Object> result = new LinkedHashMap<>();
         result.put("device", device);
@@ -121,21 +114,14 @@ final class BenchTechniquesCommand implements Callable<Integer> {
         result.put("models", models);
         if (!finderDevice.equalsIgnoreCase("none") && !m.equals("mlp")) {
             report.println();
-            List<BatchSizeFinder.Result> found = BatchSizeSearch.run(finderDevice, FindBatchSizeCommand.allocatorConfig(""), lm,
+            List<BatchSizeFinder.Result> found = BatchSizeSearch.run(finderDevice, AllocatorOptions.config(""), lm,
                     BatchSizeFinder.standardSettings(lm, layers, Precision.BF16), vocab, 1 << 16, 0, "65,536", report);
             double ratio = found.getFirst().largest() == 0 ? Double.NaN : (double) found.get(3).largest() / found.getFirst().largest();
             target(report, "batch-size finder: checkpointing + bf16 fits >= 3x the baseline's batch", ratio >= 3,
                     String.format(Locale.ROOT, "%.2fx (%d vs %d)", ratio, found.get(3).largest(), found.getFirst().largest()));
             result.put("batch_size_finder", Map.of("device", finderDevice, "results", BatchSizeReport.json(found), "ratio", ratio));
         }
-        if (json) {
-            try {
-                out.println(new ObjectMapper().writeValueAsString(result));
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-        out.flush();
+        json.print(result);
         return 0;
     }
 

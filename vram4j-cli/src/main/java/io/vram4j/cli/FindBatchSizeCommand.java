@@ -1,7 +1,5 @@
 package io.vram4j.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.data.CharCorpus;
 import io.vram4j.data.CharVocabulary;
 import io.vram4j.train.BatchSizeFinder;
@@ -11,13 +9,10 @@ import io.vram4j.train.ModelKind;
 import io.vram4j.train.OptimizerKind;
 import io.vram4j.train.Precision;
 import io.vram4j.train.TrainOptions;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -34,25 +29,11 @@ import java.util.concurrent.Callable;
                 + "the cache is emptied between tries), for the baseline, checkpointing, mixed precision and both.",
                 "On sim:SIZE it is a dry run (ops allocate but compute nothing, milliseconds per try); on host:SIZE it runs for real."})
 final class FindBatchSizeCommand implements Callable<Integer> {
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     @Option(names = "--model", paramLabel = "NAME", defaultValue = "transformer", description = "mlp or transformer (default: ${DEFAULT-VALUE})")
     String model;
 
-    @Option(names = "--hidden", paramLabel = "N", description = "mlp: hidden width (default: " + TrainOptions.DEFAULT_HIDDEN
-            + "); transformer: model width (default: " + TrainOptions.LM_HIDDEN + ")")
-    Integer hidden;
-
-    @Option(names = "--layers", paramLabel = "N", description = "mlp: hidden layers (default: " + TrainOptions.DEFAULT_LAYERS
-            + "); transformer: blocks (default: " + TrainOptions.LM_LAYERS + ")")
-    Integer layers;
-
-    @Option(names = "--heads", paramLabel = "N", defaultValue = "" + TrainOptions.LM_HEADS, description = "transformer: attention heads (default: ${DEFAULT-VALUE})")
-    int heads;
-
-    @Option(names = "--block-size", paramLabel = "N", defaultValue = "" + TrainOptions.LM_BLOCK_SIZE, description = "transformer: context length (default: ${DEFAULT-VALUE})")
-    int blockSize;
+    @Mixin
+    ModelShapeOptions shape;
 
     @Option(names = "--optimizer", paramLabel = "NAME", description = "sgd or adamw (default: sgd for mlp, adamw for transformer)")
     String optimizer;
@@ -70,14 +51,14 @@ final class FindBatchSizeCommand implements Callable<Integer> {
     @Option(names = "--max-batch", paramLabel = "N", defaultValue = "65536", description = "largest batch to try (default: ${DEFAULT-VALUE})")
     int maxBatch;
 
-    @Option(names = "--alloc-conf", paramLabel = "CONF", defaultValue = "", description = "allocator settings in PYTORCH_CUDA_ALLOC_CONF format")
-    String allocConf;
+    @Mixin
+    AllocatorOptions allocator;
 
     @Option(names = "--data", paramLabel = "FILE", description = "transformer: the text whose characters are the vocabulary (default: as train)")
     Path data;
 
-    @Option(names = "--json", description = "print the searches as JSON on stdout")
-    boolean json;
+    @Mixin
+    JsonOutput json;
 
     @Override
     public Integer call() {
@@ -89,22 +70,13 @@ final class FindBatchSizeCommand implements Callable<Integer> {
         }
         List<TrainOptions> settings = BatchSizeFinder.standardSettings(base, segments, precision);
         CharVocabulary vocab = base.isTransformer() ? vocabulary(data) : null;
-        PrintWriter out = spec.commandLine().getOut();
-        PrintWriter report = json ? spec.commandLine().getErr() : out;
-        List<BatchSizeFinder.Result> results = BatchSizeSearch.run(device, allocatorConfig(allocConf), base, settings, vocab, maxBatch, 0,
-                String.format(Locale.ROOT, "--max-batch %,d", maxBatch), report);
-        if (json) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("model", base.describe(base.isTransformer() ? base.blockSize() + 1 : BatchSizeSearch.IMAGE_FEATURES, vocab != null ? vocab.size() : 10));
-            m.put("device", device);
-            m.put("results", BatchSizeReport.json(results));
-            try {
-                out.println(new ObjectMapper().writeValueAsString(m));
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-            out.flush();
-        }
+        List<BatchSizeFinder.Result> results = BatchSizeSearch.run(device, allocator.config(), base, settings, vocab, maxBatch, 0,
+                String.format(Locale.ROOT, "--max-batch %,d", maxBatch), json.report());
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("model", base.describe(base.isTransformer() ? base.blockSize() + 1 : BatchSizeSearch.IMAGE_FEATURES, vocab != null ? vocab.size() : 10));
+        m.put("device", device);
+        m.put("results", BatchSizeReport.json(results));
+        json.print(m);
         return 0;
     }
 
@@ -134,27 +106,12 @@ final class FindBatchSizeCommand implements Callable<Integer> {
         }
     }
 
-    /**
-     * @param allocConf the {@code --alloc-conf} value (blank: none)
-     * @return the environment's allocator settings with {@code allocConf} applied
-     * @throws UserException naming {@code --alloc-conf} if either is invalid
-     */
-    static AllocatorConfig allocatorConfig(String allocConf) {
-        try {
-            AllocatorConfig config = AllocatorConfig.fromEnvironment(System.getenv());
-            return allocConf.isBlank() ? config : config.parse(allocConf);
-        } catch (IllegalArgumentException e) {
-            throw new UserException("--alloc-conf: " + e.getMessage(), e);
-        }
-    }
-
     private TrainOptions baseOptions() {
         try {
             TrainOptions d = TrainOptions.defaults(ModelKind.parse(model));
             OptimizerKind opt = optimizer != null ? OptimizerKind.parse(optimizer) : d.optimizer();
-            return d.toBuilder().hidden(hidden != null ? hidden : d.hidden()).layers(layers != null ? layers : d.layers())
-                    .lr(opt.defaultLr()).optimizer(opt).weightDecay(opt.defaultWeightDecay()).testLimit(0).prefetch(0)
-                    .historySteps(0).blockSize(blockSize).heads(heads).build();
+            return shape.apply(d).lr(opt.defaultLr()).optimizer(opt).weightDecay(opt.defaultWeightDecay()).testLimit(0).prefetch(0)
+                    .historySteps(0).build();
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
         }

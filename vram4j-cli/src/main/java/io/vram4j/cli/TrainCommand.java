@@ -1,6 +1,5 @@
 package io.vram4j.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.train.BatchSizeSearch;
 import io.vram4j.train.ModelKind;
@@ -8,13 +7,11 @@ import io.vram4j.train.OptimizerKind;
 import io.vram4j.train.Precision;
 import io.vram4j.train.TrainJob;
 import io.vram4j.train.TrainOptions;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -36,25 +33,11 @@ import java.util.concurrent.Callable;
                 "Transformer data: --data FILE (UTF-8 text, .gz too), else Debian's fortune cookies (apt-get install fortunes), "
                         + "else the bundled public-domain Jargon File excerpt (400,616 characters)."})
 final class TrainCommand implements Callable<Integer> {
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     @Option(names = "--model", paramLabel = "NAME", defaultValue = "mlp", description = "mlp or transformer (default: ${DEFAULT-VALUE})")
     String model;
 
-    @Option(names = "--hidden", paramLabel = "N", description = "mlp: width of each hidden layer (default: " + TrainOptions.DEFAULT_HIDDEN
-            + "); transformer: model width (default: " + TrainOptions.LM_HIDDEN + ")")
-    Integer hidden;
-
-    @Option(names = "--layers", paramLabel = "N", description = "mlp: hidden layers (default: " + TrainOptions.DEFAULT_LAYERS
-            + "); transformer: blocks (default: " + TrainOptions.LM_LAYERS + ")")
-    Integer layers;
-
-    @Option(names = "--heads", paramLabel = "N", defaultValue = "" + TrainOptions.LM_HEADS, description = "transformer: attention heads (default: ${DEFAULT-VALUE})")
-    int heads;
-
-    @Option(names = "--block-size", paramLabel = "N", defaultValue = "" + TrainOptions.LM_BLOCK_SIZE, description = "transformer: context length in characters (default: ${DEFAULT-VALUE})")
-    int blockSize;
+    @Mixin
+    ModelShapeOptions shape;
 
     @Option(names = "--epochs", paramLabel = "N", description = "passes over the training set (default: " + TrainOptions.DEFAULT_EPOCHS + " for mlp, 1 for transformer)")
     Integer epochs;
@@ -106,9 +89,8 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--device", paramLabel = "SPEC", defaultValue = "host", description = "host[:SIZE] or sim:SIZE|PRESET (default: ${DEFAULT-VALUE})")
     String device;
 
-    @Option(names = "--alloc-conf", paramLabel = "CONF", defaultValue = "", description = "allocator settings in PYTORCH_CUDA_ALLOC_CONF format "
-            + "(default: $VRAM4J_ALLOC_CONF / $PYTORCH_CUDA_ALLOC_CONF)")
-    String allocConf;
+    @Mixin
+    AllocatorOptions allocator;
 
     @Option(names = "--seed", paramLabel = "SEED", defaultValue = "42", description = "seed of initialization and shuffling (default: ${DEFAULT-VALUE})")
     long seed;
@@ -130,8 +112,8 @@ final class TrainCommand implements Callable<Integer> {
             + "the peak memory of training and of evaluation (works on sim devices, where nothing is computed)")
     boolean dryRun;
 
-    @Option(names = "--json", description = "print a machine-readable summary on stdout (everything else goes to stderr)")
-    boolean json;
+    @Mixin
+    JsonOutput json;
 
     @Option(names = "--progress", paramLabel = "MODE", defaultValue = "auto", description = "auto, bar, lines or none (default: ${DEFAULT-VALUE})")
     String progress;
@@ -140,9 +122,8 @@ final class TrainCommand implements Callable<Integer> {
     public Integer call() {
         TrainOptions options = options();
         TrainProgress.Mode progressMode = progressMode();
-        AllocatorConfig config = allocatorConfig();
-        PrintWriter stdout = spec.commandLine().getOut();
-        PrintWriter report = json ? spec.commandLine().getErr() : stdout;
+        AllocatorConfig config = allocator.config();
+        PrintWriter report = json.report();
         TrainJob job;
         try {
             job = TrainJob.builder(options).data(data).device(device).allocatorConfig(config).findBatchSize(findBatchSize)
@@ -152,15 +133,7 @@ final class TrainCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
         }
-        TrainJob.Result result = job.run();
-        if (json) {
-            try {
-                stdout.println(new ObjectMapper().writeValueAsString(result.summary()));
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-        stdout.flush();
+        json.print(job.run().summary());
         return 0;
     }
 
@@ -171,7 +144,7 @@ final class TrainCommand implements Callable<Integer> {
         int segments = 0;
         if ("auto".equals(checkpoint)) {
             TrainOptions d = TrainOptions.defaults(model.equalsIgnoreCase("transformer") ? ModelKind.TRANSFORMER : ModelKind.MLP);
-            segments = BatchSizeSearch.defaultSegments(d.withLayers(layers != null ? Math.max(layers, 1) : d.layers()));
+            segments = BatchSizeSearch.defaultSegments(d.withLayers(shape.layers != null ? Math.max(shape.layers, 1) : d.layers()));
         } else if (checkpoint != null) {
             try {
                 segments = Integer.parseInt(checkpoint.strip());
@@ -185,11 +158,10 @@ final class TrainCommand implements Callable<Integer> {
         try {
             TrainOptions d = TrainOptions.defaults(ModelKind.parse(model));
             OptimizerKind opt = optimizer != null ? OptimizerKind.parse(optimizer) : d.optimizer();
-            return d.toBuilder().hidden(hidden != null ? hidden : d.hidden()).layers(layers != null ? layers : d.layers())
-                    .epochs(epochs != null ? epochs : d.epochs()).batchSize(batchSize != null ? batchSize : d.batchSize())
+            return shape.apply(d).epochs(epochs != null ? epochs : d.epochs()).batchSize(batchSize != null ? batchSize : d.batchSize())
                     .lr(lr != null ? lr : opt.defaultLr()).optimizer(opt).schedule(schedule).momentum(momentum)
                     .weightDecay(weightDecay != null ? weightDecay : opt.defaultWeightDecay()).seed(seed).limit(limit)
-                    .historySteps(historySteps).blockSize(blockSize).heads(heads).checkpoint(segments)
+                    .historySteps(historySteps).checkpoint(segments)
                     .amp(amp == null ? Precision.OFF : Precision.parse(amp)).accumulate(accumulate).microBatch(microBatch).build();
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
@@ -202,22 +174,5 @@ final class TrainCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new UserException("--progress: unknown mode '" + progress + "'; expected auto, bar, lines or none");
         }
-    }
-
-    private AllocatorConfig allocatorConfig() {
-        AllocatorConfig config;
-        try {
-            config = AllocatorConfig.fromEnvironment(System.getenv());
-        } catch (IllegalArgumentException e) {
-            throw new UserException("allocator settings from the environment: " + e.getMessage(), e);
-        }
-        if (!allocConf.isBlank()) {
-            try {
-                config = config.parse(allocConf);
-            } catch (IllegalArgumentException e) {
-                throw new UserException("--alloc-conf: " + e.getMessage(), e);
-            }
-        }
-        return config;
     }
 }

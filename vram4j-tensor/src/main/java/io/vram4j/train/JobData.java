@@ -10,7 +10,6 @@ import io.vram4j.data.ImageDataset;
 
 import java.nio.file.Path;
 import java.util.Locale;
-import java.util.Objects;
 
 /**
  * The training and test sets of a {@link TrainJob}'s model, and where they came from.
@@ -56,8 +55,8 @@ record JobData(Dataset train, Dataset test, String describe, String origin, Char
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("--block-size " + options.blockSize() + " is too long for the text: " + e.getMessage(), e);
             }
-            Dataset trainSet = limit > 0 && limit < train.size() ? limited(train, limit) : train;
-            Dataset testSet = options.testLimit() > 0 && options.testLimit() < test.size() ? limited(test, options.testLimit()) : test;
+            Dataset trainSet = Trainer.limit(train, limit);
+            Dataset testSet = Trainer.limit(test, options.testLimit());
             return new JobData(trainSet, testSet, corpus.describe() + ", " + vocab.size() + " distinct characters",
                     corpus.origin().name().toLowerCase(Locale.ROOT), vocab);
         }
@@ -79,40 +78,5 @@ record JobData(Dataset train, Dataset test, String describe, String origin, Char
             train = train.limit(limit);
         }
         return new JobData(train, test, source.describe(), source.origin().name().toLowerCase(Locale.ROOT), null);
-    }
-
-    /** The first {@code n} samples of a data set. */
-    static Dataset limited(Dataset d, int n) {
-        return new Dataset() {
-            @Override
-            public int size() {
-                return n;
-            }
-
-            @Override
-            public int features() {
-                return d.features();
-            }
-
-            @Override
-            public int numClasses() {
-                return d.numClasses();
-            }
-
-            @Override
-            public void copyFeatures(int index, float[] dst, int offset) {
-                d.copyFeatures(Objects.checkIndex(index, n), dst, offset);
-            }
-
-            @Override
-            public int label(int index) {
-                return d.label(Objects.checkIndex(index, n));
-            }
-
-            @Override
-            public String description() {
-                return d.description() + " (first " + n + ")";
-            }
-        };
     }
 }
