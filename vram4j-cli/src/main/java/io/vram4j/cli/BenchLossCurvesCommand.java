@@ -1,21 +1,19 @@
 package io.vram4j.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.vram4j.data.CharCorpus;
 import io.vram4j.data.CharDataset;
 import io.vram4j.data.CharVocabulary;
 import io.vram4j.train.TechniqueBenchmark;
+import io.vram4j.train.ModelKind;
+import io.vram4j.train.Precision;
 import io.vram4j.train.TrainOptions;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -28,9 +26,6 @@ import java.util.concurrent.Callable;
         description = "Train the character-level Transformer in float32, bf16 and fp16 + GradScaler from the same start on the same "
                 + "batches and print the training loss at intervals.")
 final class BenchLossCurvesCommand implements Callable<Integer> {
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     @Option(names = "--steps", paramLabel = "N", defaultValue = "300", description = "optimizer steps (default: ${DEFAULT-VALUE})")
     int steps;
 
@@ -52,8 +47,8 @@ final class BenchLossCurvesCommand implements Callable<Integer> {
     @Option(names = "--data", paramLabel = "FILE", description = "UTF-8 text (default: as train)")
     Path data;
 
-    @Option(names = "--json", description = "print the curves as JSON on stdout")
-    boolean json;
+    @Mixin
+    JsonOutput json;
 
     @Override
     public Integer call() {
@@ -62,7 +57,7 @@ final class BenchLossCurvesCommand implements Callable<Integer> {
         }
         TrainOptions base;
         try {
-            base = TrainOptions.defaults("transformer").withHidden(hidden).withLayers(layers).withBatchSize(batchSize)
+            base = TrainOptions.defaults(ModelKind.TRANSFORMER).withHidden(hidden).withLayers(layers).withBatchSize(batchSize)
                     .withHistorySteps(0);
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
@@ -75,17 +70,15 @@ final class BenchLossCurvesCommand implements Callable<Integer> {
         }
         CharVocabulary vocab = corpus.vocabulary();
         CharDataset train = new CharDataset(corpus.trainText(), vocab, base.blockSize(), base.blockSize(), "training text");
-        PrintWriter out = spec.commandLine().getOut();
-        PrintWriter report = json ? spec.commandLine().getErr() : out;
+        PrintWriter report = json.report();
         report.printf(Locale.ROOT, "loss curves on %s: %s, %d steps%n", corpus.describe(),
                 base.describe(base.blockSize() + 1, vocab.size()).replaceAll(", \\d+ epochs?", ""), steps);
         report.flush();
-        List<String> names = List.of("off", "bf16", "fp16");
         Map<String, double[]> curves = new LinkedHashMap<>();
-        for (String amp : names) {
+        for (Precision amp : Precision.values()) {
             long t0 = System.nanoTime();
-            curves.put(amp, TechniqueBenchmark.lossCurve(device, base.withAmp(amp), vocab, train, steps));
-            report.printf(Locale.ROOT, "  %s: %.1f s%n", amp.equals("off") ? "float32" : amp, (System.nanoTime() - t0) / 1e9);
+            curves.put(amp.toString(), TechniqueBenchmark.lossCurve(device, base.withAmp(amp), vocab, train, steps));
+            report.printf(Locale.ROOT, "  %s: %.1f s%n", amp == Precision.OFF ? "float32" : amp, (System.nanoTime() - t0) / 1e9);
             report.flush();
         }
         report.printf(Locale.ROOT, "  %-11s %9s %9s %9s %11s %11s%n", "steps", "float32", "bf16", "fp16", "bf16-fp32", "fp16-fp32");
@@ -97,15 +90,8 @@ final class BenchLossCurvesCommand implements Callable<Integer> {
             report.printf(Locale.ROOT, "  %4d-%-6d %9.4f %9.4f %9.4f %+11.4f %+11.4f%n", from + 1, to, f, b, h, b - f, h - f);
         }
         report.flush();
-        if (json) {
-            try {
-                out.println(new ObjectMapper().writeValueAsString(Map.of("steps", steps, "float32", curves.get("off"),
-                        "bf16", curves.get("bf16"), "fp16", curves.get("fp16"))));
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-        out.flush();
+        json.print(Map.of("steps", steps, "float32", curves.get("off"),
+                        "bf16", curves.get("bf16"), "fp16", curves.get("fp16")));
         return 0;
     }
 

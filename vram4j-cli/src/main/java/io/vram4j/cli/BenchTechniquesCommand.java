@@ -1,18 +1,20 @@
 package io.vram4j.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.vram4j.data.CharVocabulary;
 import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.train.BatchSizeFinder;
+import io.vram4j.train.BatchSizeReport;
+import io.vram4j.train.BatchSizeSearch;
 import io.vram4j.train.TechniqueBenchmark;
+import io.vram4j.train.ModelKind;
+import io.vram4j.train.OptimizerKind;
+import io.vram4j.train.Precision;
 import io.vram4j.train.TrainOptions;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -31,9 +33,6 @@ import java.util.concurrent.Callable;
         description = "Measure what checkpointing, bf16, fp16, checkpointing + bf16 and accumulation x4 save and cost on a deep MLP "
                 + "and a Transformer where activations dominate; check the targets; run the batch-size finder (dry run).")
 final class BenchTechniquesCommand implements Callable<Integer> {
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     @Option(names = "--model", paramLabel = "NAME", defaultValue = "both", description = "mlp, transformer or both (default: ${DEFAULT-VALUE})")
     String model;
 
@@ -74,8 +73,8 @@ final class BenchTechniquesCommand implements Callable<Integer> {
     @Option(names = "--data", paramLabel = "FILE", description = "text whose characters are the transformer's vocabulary (default: as train)")
     Path data;
 
-    @Option(names = "--json", description = "print the measurements as JSON on stdout")
-    boolean json;
+    @Mixin
+    JsonOutput json;
 
     @Override
     public Integer call() {
@@ -89,25 +88,25 @@ final class BenchTechniquesCommand implements Callable<Integer> {
         TrainOptions lm;
         TrainOptions mlp;
         try {
-            lm = new TrainOptions("transformer", hidden, layers, 1, batchSize, 1e-3, "adamw", "constant", 0.9, 0.01, 42, 0, 0, 0, 0,
-                    0, blockSize, heads, 0, "off", 1, 0);
-            mlp = new TrainOptions("mlp", mlpHidden, mlpLayers, 1, mlpBatch, 0.05, "sgd", "constant", 0.9, 0, 42, 0, 0, 0, 0, 0,
-                    TrainOptions.LM_BLOCK_SIZE, TrainOptions.LM_HEADS, 0, "off", 1, 0);
+            lm = TrainOptions.builder().model(ModelKind.TRANSFORMER).hidden(hidden).layers(layers).epochs(1).batchSize(batchSize)
+                    .lr(1e-3).optimizer(OptimizerKind.ADAMW).schedule("constant").weightDecay(0.01).prefetch(0).historySteps(0)
+                    .blockSize(blockSize).heads(heads).build();
+            mlp = TrainOptions.builder().model(ModelKind.MLP).hidden(mlpHidden).layers(mlpLayers).epochs(1).batchSize(mlpBatch)
+                    .lr(0.05).optimizer(OptimizerKind.SGD).schedule("constant").prefetch(0).historySteps(0).build();
             if (batchSize % 4 != 0 || mlpBatch % 4 != 0) {
                 throw new IllegalArgumentException("--batch-size and --mlp-batch must be multiples of 4 (accumulation x4 at a quarter)");
             }
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
         }
-        PrintWriter out = spec.commandLine().getOut();
-        PrintWriter report = json ? spec.commandLine().getErr() : out;
+        PrintWriter report = json.report();
         CharVocabulary vocab = FindBatchSizeCommand.vocabulary(data);
         Map<String, Object> result = new LinkedHashMap<>();
         result.put("device", device);
         result.put("steps", steps);
         List<Map<String, Object>> models = new ArrayList<>();
         if (!m.equals("transformer")) {
-            models.add(run("mlp", mlp, null, FindBatchSizeCommand.defaultSegments(mlp), report));
+            models.add(run("mlp", mlp, null, BatchSizeSearch.defaultSegments(mlp), report));
         }
         if (!m.equals("mlp")) {
             models.add(run("transformer", lm, vocab, layers, report));
@@ -115,27 +114,20 @@ final class BenchTechniquesCommand implements Callable<Integer> {
         result.put("models", models);
         if (!finderDevice.equalsIgnoreCase("none") && !m.equals("mlp")) {
             report.println();
-            List<BatchSizeFinder.Result> found = FindBatchSizeCommand.search(finderDevice, "", lm,
-                    BatchSizeFinder.standardSettings(lm, layers, "bf16"), vocab, 1 << 16, 0, "65,536", report);
+            List<BatchSizeFinder.Result> found = BatchSizeSearch.run(finderDevice, AllocatorOptions.config(""), lm,
+                    BatchSizeFinder.standardSettings(lm, layers, Precision.BF16), vocab, 1 << 16, 0, "65,536", report);
             double ratio = found.getFirst().largest() == 0 ? Double.NaN : (double) found.get(3).largest() / found.getFirst().largest();
             target(report, "batch-size finder: checkpointing + bf16 fits >= 3x the baseline's batch", ratio >= 3,
                     String.format(Locale.ROOT, "%.2fx (%d vs %d)", ratio, found.get(3).largest(), found.getFirst().largest()));
             result.put("batch_size_finder", Map.of("device", finderDevice, "results", BatchSizeReport.json(found), "ratio", ratio));
         }
-        if (json) {
-            try {
-                out.println(new ObjectMapper().writeValueAsString(result));
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-        out.flush();
+        json.print(result);
         return 0;
     }
 
     private Map<String, Object> run(String name, TrainOptions base, CharVocabulary vocab, int segments, PrintWriter report) {
-        List<TrainOptions> settings = List.of(base, base.withCheckpoint(segments), base.withAmp("bf16"), base.withAmp("fp16"),
-                base.withCheckpoint(segments).withAmp("bf16"), base.withBatchSize(base.batchSize() / 4).withAccumulate(4));
+        List<TrainOptions> settings = List.of(base, base.withCheckpoint(segments), base.withAmp(Precision.BF16), base.withAmp(Precision.FP16),
+                base.withCheckpoint(segments).withAmp(Precision.BF16), base.withBatchSize(base.batchSize() / 4).withAccumulate(4));
         report.printf(Locale.ROOT, "%s: %s; %d timed steps on %s%n", name,
                 base.describe(base.isTransformer() ? base.blockSize() + 1 : 784, vocab != null ? vocab.size() : 10)
                         .replaceAll(", \\d+ epochs?, seed \\d+", ""), steps, device);

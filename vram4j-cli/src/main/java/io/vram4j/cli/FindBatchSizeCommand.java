@@ -1,24 +1,19 @@
 package io.vram4j.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import io.vram4j.alloc.CachingAllocator;
-import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.data.CharCorpus;
 import io.vram4j.data.CharVocabulary;
-import io.vram4j.data.FashionMnist;
-import io.vram4j.device.DeviceBackend;
-import io.vram4j.device.Devices;
 import io.vram4j.train.BatchSizeFinder;
+import io.vram4j.train.BatchSizeReport;
+import io.vram4j.train.BatchSizeSearch;
+import io.vram4j.train.ModelKind;
+import io.vram4j.train.OptimizerKind;
+import io.vram4j.train.Precision;
 import io.vram4j.train.TrainOptions;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -34,28 +29,11 @@ import java.util.concurrent.Callable;
                 + "the cache is emptied between tries), for the baseline, checkpointing, mixed precision and both.",
                 "On sim:SIZE it is a dry run (ops allocate but compute nothing, milliseconds per try); on host:SIZE it runs for real."})
 final class FindBatchSizeCommand implements Callable<Integer> {
-    /** Floats per Fashion-MNIST image (28 x 28), the MLP's input. */
-    static final int IMAGE_FEATURES = 28 * 28;
-
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     @Option(names = "--model", paramLabel = "NAME", defaultValue = "transformer", description = "mlp or transformer (default: ${DEFAULT-VALUE})")
     String model;
 
-    @Option(names = "--hidden", paramLabel = "N", description = "mlp: hidden width (default: " + TrainOptions.DEFAULT_HIDDEN
-            + "); transformer: model width (default: " + TrainOptions.LM_HIDDEN + ")")
-    Integer hidden;
-
-    @Option(names = "--layers", paramLabel = "N", description = "mlp: hidden layers (default: " + TrainOptions.DEFAULT_LAYERS
-            + "); transformer: blocks (default: " + TrainOptions.LM_LAYERS + ")")
-    Integer layers;
-
-    @Option(names = "--heads", paramLabel = "N", defaultValue = "" + TrainOptions.LM_HEADS, description = "transformer: attention heads (default: ${DEFAULT-VALUE})")
-    int heads;
-
-    @Option(names = "--block-size", paramLabel = "N", defaultValue = "" + TrainOptions.LM_BLOCK_SIZE, description = "transformer: context length (default: ${DEFAULT-VALUE})")
-    int blockSize;
+    @Mixin
+    ModelShapeOptions shape;
 
     @Option(names = "--optimizer", paramLabel = "NAME", description = "sgd or adamw (default: sgd for mlp, adamw for transformer)")
     String optimizer;
@@ -73,52 +51,51 @@ final class FindBatchSizeCommand implements Callable<Integer> {
     @Option(names = "--max-batch", paramLabel = "N", defaultValue = "65536", description = "largest batch to try (default: ${DEFAULT-VALUE})")
     int maxBatch;
 
-    @Option(names = "--alloc-conf", paramLabel = "CONF", defaultValue = "", description = "allocator settings in PYTORCH_CUDA_ALLOC_CONF format")
-    String allocConf;
+    @Mixin
+    AllocatorOptions allocator;
 
     @Option(names = "--data", paramLabel = "FILE", description = "transformer: the text whose characters are the vocabulary (default: as train)")
     Path data;
 
-    @Option(names = "--json", description = "print the searches as JSON on stdout")
-    boolean json;
+    @Mixin
+    JsonOutput json;
 
     @Override
     public Integer call() {
         TrainOptions base = baseOptions();
-        if (!amp.equalsIgnoreCase("bf16") && !amp.equalsIgnoreCase("fp16")) {
-            throw new UserException("--amp: unknown precision '" + amp + "'; expected bf16 or fp16");
-        }
-        int segments = checkpoint != null ? checkpoint : defaultSegments(base);
+        Precision precision = mixedPrecision(amp);
+        int segments = checkpoint != null ? checkpoint : BatchSizeSearch.defaultSegments(base);
         if (segments < 1) {
             throw new UserException("--checkpoint: the number of segments must be at least 1, got " + segments);
         }
-        List<TrainOptions> settings = BatchSizeFinder.standardSettings(base, segments, amp.toLowerCase(Locale.ROOT));
+        List<TrainOptions> settings = BatchSizeFinder.standardSettings(base, segments, precision);
         CharVocabulary vocab = base.isTransformer() ? vocabulary(data) : null;
-        PrintWriter out = spec.commandLine().getOut();
-        PrintWriter report = json ? spec.commandLine().getErr() : out;
-        List<BatchSizeFinder.Result> results = search(device, allocConf, base, settings, vocab, maxBatch, 0,
-                String.format(Locale.ROOT, "--max-batch %,d", maxBatch), report);
-        if (json) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("model", base.describe(base.isTransformer() ? base.blockSize() + 1 : IMAGE_FEATURES, vocab != null ? vocab.size() : 10));
-            m.put("device", device);
-            m.put("results", BatchSizeReport.json(results));
-            try {
-                out.println(new ObjectMapper().writeValueAsString(m));
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-            out.flush();
-        }
+        List<BatchSizeFinder.Result> results = BatchSizeSearch.run(device, allocator.config(), base, settings, vocab, maxBatch, 0,
+                String.format(Locale.ROOT, "--max-batch %,d", maxBatch), json.report());
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("model", base.describe(base.isTransformer() ? base.blockSize() + 1 : BatchSizeSearch.IMAGE_FEATURES, vocab != null ? vocab.size() : 10));
+        m.put("device", device);
+        m.put("results", BatchSizeReport.json(results));
+        json.print(m);
         return 0;
     }
 
     /**
-     * @return one segment per transformer block (a block's activations dwarf its input); for the MLP, whose
-     *     modules (Linear, ReLU, ...) save about as much as their inputs, about the square root of the module count
+     * @param amp {@code bf16} or {@code fp16}, in any case
+     * @return the precision of the mixed-precision rows
+     * @throws UserException naming {@code --amp} for anything else (off included: the rows need a 16-bit type)
      */
-    static int defaultSegments(TrainOptions base) {
-        return base.isTransformer() ? Math.max(1, base.layers()) : Math.max(1, (int) Math.round(Math.sqrt(2 * base.layers() + 1)));
+    static Precision mixedPrecision(String amp) {
+        Precision p = null;
+        try {
+            p = Precision.parse(amp);
+        } catch (IllegalArgumentException e) {
+            // reported below, with the value as given
+        }
+        if (p == null || p == Precision.OFF) {
+            throw new UserException("--amp: unknown precision '" + amp + "'; expected bf16 or fp16");
+        }
+        return p;
     }
 
     static CharVocabulary vocabulary(Path data) {
@@ -129,68 +106,12 @@ final class FindBatchSizeCommand implements Callable<Integer> {
         }
     }
 
-    /**
-     * Runs the searches on a fresh allocator of {@code deviceSpec}, printing a line per try, then the table, then
-     * which searches stopped at their upper bound, to {@code report}.
-     *
-     * @param testSamples the test set's size (evaluation batches are no larger), or 0 when unknown
-     * @param bound what limits the batch, in words, e.g. {@code "--max-batch 65,536"}
-     */
-    static List<BatchSizeFinder.Result> search(String deviceSpec, String allocConf, TrainOptions base, List<TrainOptions> settings,
-                                               CharVocabulary vocab, int maxBatch, int testSamples, String bound,
-                                               PrintWriter report) {
-        if (maxBatch < 1) {
-            throw new UserException("--max-batch must be at least 1, got " + maxBatch);
-        }
-        AllocatorConfig config;
-        try {
-            config = AllocatorConfig.fromEnvironment(System.getenv());
-            if (!allocConf.isBlank()) {
-                config = config.parse(allocConf);
-            }
-        } catch (IllegalArgumentException e) {
-            throw new UserException("--alloc-conf: " + e.getMessage(), e);
-        }
-        DeviceBackend dev;
-        try {
-            dev = Devices.open(deviceSpec);
-        } catch (IllegalArgumentException e) {
-            throw new UserException("--device: " + e.getMessage(), e);
-        }
-        List<BatchSizeFinder.Result> results = new ArrayList<>();
-        try (dev; CachingAllocator alloc = CachingAllocator.create(dev, config)) {
-            report.printf(Locale.ROOT, "find-batch-size on %s (%s): %s%n", dev.description(),
-                    dev.hasStorage() ? "real run" : "dry run, nothing computed",
-                    base.describe(base.isTransformer() ? base.blockSize() + 1 : IMAGE_FEATURES,
-                                    vocab != null ? vocab.size() : FashionMnist.NUM_CLASSES)
-                            .replaceAll(", batch \\d+, \\d+ epochs?", ""));
-            report.println("each try: two training steps, one evaluation batch of as many samples"
-                    + (testSamples > 0 ? String.format(Locale.ROOT, " (at most the %,d test samples)", testSamples) : "")
-                    + ", one more step");
-            report.flush();
-            BatchSizeFinder finder = vocab != null ? BatchSizeFinder.forTransformer(alloc, vocab, maxBatch)
-                    : BatchSizeFinder.forMlp(alloc, IMAGE_FEATURES, FashionMnist.NUM_CLASSES, maxBatch);
-            if (testSamples > 0) {
-                finder = finder.evaluatingAtMost(testSamples);
-            }
-            for (TrainOptions o : settings) {
-                String technique = o.techniques().isEmpty() ? "baseline" : o.techniques();
-                results.add(finder.find(o, a -> BatchSizeReport.tryLine(technique, a, report)));
-            }
-        }
-        BatchSizeReport.table(results, report);
-        BatchSizeReport.upperBounds(results, bound, report);
-        return results;
-    }
-
     private TrainOptions baseOptions() {
         try {
-            TrainOptions d = TrainOptions.defaults(model);
-            String opt = optimizer != null ? optimizer.toLowerCase(Locale.ROOT) : d.optimizer();
-            boolean adamw = opt.equals("adamw");
-            return new TrainOptions(d.model(), hidden != null ? hidden : d.hidden(), layers != null ? layers : d.layers(),
-                    d.epochs(), d.batchSize(), adamw ? TrainOptions.DEFAULT_ADAMW_LR : TrainOptions.DEFAULT_SGD_LR, opt, d.schedule(),
-                    d.momentum(), adamw ? 0.01 : 0.0, d.seed(), 0, 0, 0, 0, 0, blockSize, heads, 0, "off", 1, 0);
+            TrainOptions d = TrainOptions.defaults(ModelKind.parse(model));
+            OptimizerKind opt = optimizer != null ? OptimizerKind.parse(optimizer) : d.optimizer();
+            return shape.apply(d).lr(opt.defaultLr()).optimizer(opt).weightDecay(opt.defaultWeightDecay()).testLimit(0).prefetch(0)
+                    .historySteps(0).build();
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
         }

@@ -134,7 +134,8 @@ final class TrainProgress implements TrainListener {
     }
 
     /** Closes a bar left open by an exception. */
-    void close() {
+    @Override
+    public void trainingEnded() {
         closeBar();
     }
 }

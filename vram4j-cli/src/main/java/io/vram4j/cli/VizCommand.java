@@ -5,6 +5,7 @@ import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.memory.viz.Headline;
 import io.vram4j.memory.viz.MemoryTimeline;
 import io.vram4j.memory.viz.TimelinePage;
+import io.vram4j.train.RunFolder;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -51,7 +52,7 @@ final class VizCommand implements Callable<Integer> {
             throw new UserException("--max-entries: expected a positive number, got " + maxEntries);
         }
         MemorySnapshot snapshot = ReplayCommand.read(file);
-        int d = device != null ? device : defaultDevice(snapshot);
+        int d = device != null ? device : RunFolder.timelineDevice(snapshot);
         if (!snapshot.devices().contains(d)) {
             throw new UserException("--device " + d + ": " + file.getFileName() + " has no segments and no trace for device "
                     + d + (snapshot.devices().isEmpty() ? " (the snapshot is empty)" : " (devices: " + snapshot.devices() + ")"));
@@ -102,15 +103,6 @@ final class VizCommand implements Callable<Integer> {
         } catch (IOException e) {
             throw new UserException(target + ": cannot write the page: " + e.getMessage());
         }
-    }
-
-    static int defaultDevice(MemorySnapshot s) {
-        for (int d : s.devices()) {
-            if (!s.trace(d).isEmpty()) {
-                return d;
-            }
-        }
-        return s.devices().isEmpty() ? 0 : s.devices().first();
     }
 
     private static String stem(Path file) {

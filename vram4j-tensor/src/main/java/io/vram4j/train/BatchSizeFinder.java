@@ -259,11 +259,11 @@ public final class BatchSizeFinder {
      *
      * @param base the model and optimizer (its techniques are replaced)
      * @param segments checkpoint segments
-     * @param amp {@code bf16} or {@code fp16}
+     * @param amp the precision of the mixed-precision settings, {@link Precision#BF16} or {@link Precision#FP16}
      * @return the four settings, in that order
      */
-    public static List<TrainOptions> standardSettings(TrainOptions base, int segments, String amp) {
-        TrainOptions plain = base.withCheckpoint(0).withAmp("off").withAccumulate(1).withMicroBatch(0);
+    public static List<TrainOptions> standardSettings(TrainOptions base, int segments, Precision amp) {
+        TrainOptions plain = base.withCheckpoint(0).withAmp(Precision.OFF).withAccumulate(1).withMicroBatch(0);
         return List.of(plain, plain.withCheckpoint(segments), plain.withAmp(amp), plain.withCheckpoint(segments).withAmp(amp));
     }
 }

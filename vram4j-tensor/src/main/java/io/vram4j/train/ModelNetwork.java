@@ -43,7 +43,7 @@ abstract class ModelNetwork implements Network {
         try {
             float lr = (float) options.lr();
             float wd = (float) options.weightDecay();
-            this.optimizer = options.optimizer().equals("adamw")
+            this.optimizer = options.optimizer() == OptimizerKind.ADAMW
                     ? new AdamW(model.parameters(), lr, 0.9f, 0.999f, 1e-8f, wd)
                     : new SGD(model.parameters(), lr, (float) options.momentum(), wd);
             this.techniques = Techniques.of(options, optimizer);

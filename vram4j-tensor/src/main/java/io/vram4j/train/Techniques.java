@@ -25,9 +25,9 @@ record Techniques(DType autocastDtype, GradScaler scaler) {
 
     static Techniques of(TrainOptions options, Optimizer optimizer) {
         return switch (options.amp()) {
-            case "bf16" -> new Techniques(DType.BFLOAT16, null);
-            case "fp16" -> new Techniques(DType.FLOAT16, new GradScaler());
-            default -> new Techniques(null, null);
+            case BF16 -> new Techniques(DType.BFLOAT16, null);
+            case FP16 -> new Techniques(DType.FLOAT16, new GradScaler());
+            case OFF -> new Techniques(null, null);
         };
     }
 

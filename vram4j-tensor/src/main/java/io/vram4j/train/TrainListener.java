@@ -36,4 +36,8 @@ public interface TrainListener {
      */
     default void historyCaptured(int steps) {
     }
+
+    /** Called once when {@link Trainer#fit} returned or threw, by {@link TrainJob}, before it prints the results. */
+    default void trainingEnded() {
+    }
 }

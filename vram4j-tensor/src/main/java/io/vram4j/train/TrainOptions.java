@@ -6,45 +6,46 @@ import java.util.Objects;
 /**
  * What {@link Trainer} trains and how: the model (an MLP or a character-level Transformer), the optimizer,
  * the batches, the memory-saving techniques (activation checkpointing, mixed precision, gradient accumulation,
- * micro-batching), and how much memory history to record. Immutable; the {@code with…} methods return modified copies and check their argument,
- * naming the setting in the exception (with the spelling of the {@code train} command's option).
+ * micro-batching), and how much memory history to record. Built by {@link #builder()} (or {@link #defaults(ModelKind)}
+ * and {@link #toBuilder()}); immutable and thread-safe. {@link Builder#build()} and the {@code with…} copy methods
+ * check every setting, naming it in the exception with the spelling of the {@code train} command's option.
  *
  * <p>The defaults reach about 88–89% test accuracy on the full Fashion-MNIST in 3 epochs: a 784-512-512-10
  * ReLU MLP trained by SGD with momentum 0.9, learning rate 0.05, batch size 128.
  *
- * @param model        {@code "mlp"} or {@code "transformer"} (a GPT-style character-level language model)
- * @param hidden       width of each hidden layer (mlp) or the model width {@code n_embd} (transformer)
- * @param layers       number of hidden layers (mlp; 0: a linear classifier) or Transformer blocks
- * @param epochs       passes over the training set
- * @param batchSize    samples per step
- * @param lr           learning rate
- * @param optimizer    {@code "sgd"} (with momentum) or {@code "adamw"}
- * @param schedule     learning-rate schedule: {@code "cosine"} (from {@code lr} down to 0 over all steps, per
+ * <p>The settings (one accessor each):
+ * <ul>
+ * <li>{@code model}: {@link ModelKind#MLP} or {@link ModelKind#TRANSFORMER} (a GPT-style character-level language model)
+ * <li>{@code hidden}: width of each hidden layer (mlp) or the model width {@code n_embd} (transformer)
+ * <li>{@code layers}: number of hidden layers (mlp; 0: a linear classifier) or Transformer blocks
+ * <li>{@code epochs}: passes over the training set
+ * <li>{@code batchSize}: samples per step
+ * <li>{@code lr}: learning rate
+ * <li>{@code optimizer}: {@link OptimizerKind#SGD} (with momentum) or {@link OptimizerKind#ADAMW}
+ * <li>{@code schedule}: learning-rate schedule: {@code "cosine"} (from {@code lr} down to 0 over all steps, per
  *                     step, as {@code CosineAnnealingLR} with {@code T_max} = total steps) or {@code "constant"}
- * @param momentum     SGD momentum (ignored by AdamW)
- * @param weightDecay  weight decay (decoupled for AdamW, L2 for SGD)
- * @param seed         seed of the weight initialization and the shuffling
- * @param limit        train on the first {@code limit} samples only (0: all)
- * @param testLimit    evaluate on the first {@code testLimit} test samples only (0: all)
- * @param prefetch     batches the data loader assembles ahead on its thread (0: none)
- * @param historySteps record the allocator's memory history (with Java stacks) for this many first steps,
+ * <li>{@code momentum}: SGD momentum (ignored by AdamW)
+ * <li>{@code weightDecay}: weight decay (decoupled for AdamW, L2 for SGD)
+ * <li>{@code seed}: seed of the weight initialization and the shuffling
+ * <li>{@code limit}: train on the first {@code limit} samples only (0: all)
+ * <li>{@code testLimit}: evaluate on the first {@code testLimit} test samples only (0: all)
+ * <li>{@code prefetch}: batches the data loader assembles ahead on its thread (0: none)
+ * <li>{@code historySteps}: record the allocator's memory history (with Java stacks) for this many first steps,
  *                     then take a snapshot and stop recording (0: none)
- * @param maxSteps     stop after this many steps in all (0: no limit); for quick runs and tests
- * @param blockSize    context length of the transformer, in characters (ignored by the mlp)
- * @param heads        attention heads of the transformer; must divide {@code hidden} (ignored by the mlp)
- * @param checkpoint   activation checkpointing: 0 off, else the number of segments the blocks (transformer)
+ * <li>{@code maxSteps}: stop after this many steps in all (0: no limit); for quick runs and tests
+ * <li>{@code blockSize}: context length of the transformer, in characters (ignored by the mlp)
+ * <li>{@code heads}: attention heads of the transformer; must divide {@code hidden} (ignored by the mlp)
+ * <li>{@code checkpoint}: activation checkpointing: 0 off, else the number of segments the blocks (transformer)
  *                     or layers (mlp) are checkpointed in, as {@code checkpoint_sequential(segments)}
- * @param amp          mixed precision: {@code "off"}, {@code "bf16"} (autocast to bfloat16) or {@code "fp16"}
- *                     (autocast to float16 with a dynamic {@code GradScaler})
- * @param accumulate   gradient accumulation: an optimizer step every {@code accumulate} batches, each batch's
+ * <li>{@code amp}: mixed precision: {@link Precision#OFF}, {@link Precision#BF16} (autocast to bfloat16) or
+ *                     {@link Precision#FP16} (autocast to float16 with a dynamic {@code GradScaler})
+ * <li>{@code accumulate}: gradient accumulation: an optimizer step every {@code accumulate} batches, each batch's
  *                     loss divided by {@code accumulate} (1: off)
- * @param microBatch   split every batch into micro-batches of this many samples whose gradients are summed
+ * <li>{@code microBatch}: split every batch into micro-batches of this many samples whose gradients are summed
  *                     before the optimizer step (0: off)
+ * </ul>
  */
-public record TrainOptions(String model, int hidden, int layers, int epochs, int batchSize, double lr,
-                           String optimizer, String schedule, double momentum, double weightDecay, long seed, int limit,
-                           int testLimit, int prefetch, int historySteps, int maxSteps, int blockSize, int heads,
-                           int checkpoint, String amp, int accumulate, int microBatch) {
+public final class TrainOptions {
     /** Default hidden width. */
     public static final int DEFAULT_HIDDEN = 512;
     /** Default number of hidden layers. */
@@ -70,19 +71,63 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
     /** Default number of first steps whose memory history is recorded. */
     public static final int DEFAULT_HISTORY_STEPS = 5;
 
-    /** Checks every setting. */
-    public TrainOptions {
+    private final ModelKind model;
+    private final int hidden;
+    private final int layers;
+    private final int epochs;
+    private final int batchSize;
+    private final double lr;
+    private final OptimizerKind optimizer;
+    private final String schedule;
+    private final double momentum;
+    private final double weightDecay;
+    private final long seed;
+    private final int limit;
+    private final int testLimit;
+    private final int prefetch;
+    private final int historySteps;
+    private final int maxSteps;
+    private final int blockSize;
+    private final int heads;
+    private final int checkpoint;
+    private final Precision amp;
+    private final int accumulate;
+    private final int microBatch;
+
+    private TrainOptions(Builder b) {
+        model = b.model;
+        hidden = b.hidden;
+        layers = b.layers;
+        epochs = b.epochs;
+        batchSize = b.batchSize;
+        lr = b.lr;
+        optimizer = b.optimizer;
+        schedule = b.schedule;
+        momentum = b.momentum;
+        weightDecay = b.weightDecay;
+        seed = b.seed;
+        limit = b.limit;
+        testLimit = b.testLimit;
+        prefetch = b.prefetch;
+        historySteps = b.historySteps;
+        maxSteps = b.maxSteps;
+        blockSize = b.blockSize;
+        heads = b.heads;
+        checkpoint = b.checkpoint;
+        amp = b.amp;
+        accumulate = b.accumulate;
+        microBatch = b.microBatch;
+        check();
+    }
+
+    /** Checks every setting; the messages name the {@code train} command's options. */
+    private void check() {
         Objects.requireNonNull(model, "model");
         Objects.requireNonNull(optimizer, "optimizer");
-        model = model.toLowerCase(Locale.ROOT);
-        optimizer = optimizer.toLowerCase(Locale.ROOT);
         Objects.requireNonNull(schedule, "schedule");
-        schedule = schedule.toLowerCase(Locale.ROOT);
+        Objects.requireNonNull(amp, "amp");
         if (!schedule.equals("cosine") && !schedule.equals("constant")) {
             throw new IllegalArgumentException("--schedule: unknown schedule '" + schedule + "'; expected cosine or constant");
-        }
-        if (!model.equals("mlp") && !model.equals("transformer")) {
-            throw new IllegalArgumentException("--model: unknown model '" + model + "'; expected mlp or transformer");
         }
         positive("--hidden", hidden);
         if (layers < 0 || layers > 64) {
@@ -92,9 +137,6 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
         positive("--batch-size", batchSize);
         if (!(lr > 0) || !Double.isFinite(lr)) {
             throw new IllegalArgumentException("--lr must be a positive number, got " + lr);
-        }
-        if (!optimizer.equals("sgd") && !optimizer.equals("adamw")) {
-            throw new IllegalArgumentException("--optimizer: unknown optimizer '" + optimizer + "'; expected sgd or adamw");
         }
         if (!(momentum >= 0 && momentum < 1)) {
             throw new IllegalArgumentException("--momentum must be in [0, 1), got " + momentum);
@@ -109,22 +151,14 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
         nonNegative("--max-steps", maxSteps);
         positive("--block-size", blockSize);
         positive("--heads", heads);
-        if (model.equals("transformer") && hidden % heads != 0) {
+        if (model == ModelKind.TRANSFORMER && hidden % heads != 0) {
             throw new IllegalArgumentException("--heads " + heads + " must divide the model width --hidden " + hidden);
         }
-        if (model.equals("transformer") && layers < 1) {
+        if (model == ModelKind.TRANSFORMER && layers < 1) {
             throw new IllegalArgumentException("--layers must be at least 1 for the transformer, got " + layers);
         }
         if (checkpoint < 0) {
             throw new IllegalArgumentException("--checkpoint must be a number of segments >= 1 (or 0 for off), got " + checkpoint);
-        }
-        Objects.requireNonNull(amp, "amp");
-        amp = amp.toLowerCase(Locale.ROOT);
-        if (amp.equals("none") || amp.equals("fp32") || amp.equals("float32")) {
-            amp = "off";
-        }
-        if (!amp.equals("off") && !amp.equals("bf16") && !amp.equals("fp16")) {
-            throw new IllegalArgumentException("--amp: unknown precision '" + amp + "'; expected bf16 or fp16");
         }
         positive("--accumulate", accumulate);
         nonNegative("--micro-batch", microBatch);
@@ -133,33 +167,41 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
         }
     }
 
+    /** @return a builder holding {@link #defaults()} */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** @return a builder holding these settings */
+    public Builder toBuilder() {
+        return new Builder(this);
+    }
+
     /** @return the defaults: MLP 784-512-512-10, 3 epochs, batch 128, SGD lr 0.05 momentum 0.9, seed 42 */
     public static TrainOptions defaults() {
-        return new TrainOptions("mlp", DEFAULT_HIDDEN, DEFAULT_LAYERS, DEFAULT_EPOCHS, DEFAULT_BATCH_SIZE,
-                DEFAULT_SGD_LR, "sgd", "cosine", 0.9, 0.0, 42, 0, 0, 2, DEFAULT_HISTORY_STEPS, 0,
-                LM_BLOCK_SIZE, LM_HEADS, 0, "off", 1, 0);
+        return builder().build();
     }
 
     /**
-     * The defaults of a model: {@link #defaults()} for {@code mlp}; for {@code transformer} a 4-block GPT of width
+     * The defaults of a model: {@link #defaults()} for the MLP; for the Transformer a 4-block GPT of width
      * 128 with 4 heads and a 64-character context, AdamW lr 1e-3 weight decay 0.01 (cosine schedule), batch 32,
      * 1 epoch, validation on the first 256 windows of the held-out text.
      *
-     * @param model {@code mlp} or {@code transformer}
+     * @param model the model
      * @return the defaults
      */
-    public static TrainOptions defaults(String model) {
-        TrainOptions d = defaults().withModel(model);
-        if (d.model().equals("transformer")) {
-            return d.withHidden(LM_HIDDEN).withLayers(LM_LAYERS).withBatchSize(LM_BATCH_SIZE).withEpochs(1)
-                    .withOptimizer("adamw").withLr(DEFAULT_ADAMW_LR).withWeightDecay(0.01).withTestLimit(256);
+    public static TrainOptions defaults(ModelKind model) {
+        Builder b = builder().model(model);
+        if (model == ModelKind.TRANSFORMER) {
+            b.hidden(LM_HIDDEN).layers(LM_LAYERS).batchSize(LM_BATCH_SIZE).epochs(1).optimizer(OptimizerKind.ADAMW)
+                    .lr(DEFAULT_ADAMW_LR).weightDecay(OptimizerKind.ADAMW.defaultWeightDecay()).testLimit(256);
         }
-        return d;
+        return b.build();
     }
 
     /** @return true for the character-level Transformer */
     public boolean isTransformer() {
-        return model.equals("transformer");
+        return model == ModelKind.TRANSFORMER;
     }
 
     private static void positive(String name, long v) {
@@ -174,117 +216,332 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
         }
     }
 
-    /** @param v the model, {@code mlp} @return a copy with it */
-    public TrainOptions withModel(String v) {
-        return new TrainOptions(v, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+    /** @return the model */
+    public ModelKind model() {
+        return model;
     }
 
-    /** @param v hidden width @return a copy with it */
-    public TrainOptions withHidden(int v) {
-        return new TrainOptions(model, v, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+    /** @return width of each hidden layer (mlp) or the model width {@code n_embd} (transformer) */
+    public int hidden() {
+        return hidden;
     }
 
-    /** @param v hidden layers @return a copy with it */
-    public TrainOptions withLayers(int v) {
-        return new TrainOptions(model, hidden, v, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+    /** @return hidden layers (mlp; 0: a linear classifier) or Transformer blocks */
+    public int layers() {
+        return layers;
     }
 
-    /** @param v epochs @return a copy with it */
-    public TrainOptions withEpochs(int v) {
-        return new TrainOptions(model, hidden, layers, v, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+    /** @return passes over the training set */
+    public int epochs() {
+        return epochs;
     }
 
-    /** @param v batch size @return a copy with it */
-    public TrainOptions withBatchSize(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, v, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+    /** @return samples per step */
+    public int batchSize() {
+        return batchSize;
     }
 
-    /** @param v learning rate @return a copy with it */
-    public TrainOptions withLr(double v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, v, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+    /** @return learning rate */
+    public double lr() {
+        return lr;
+    }
+
+    /** @return the optimizer */
+    public OptimizerKind optimizer() {
+        return optimizer;
+    }
+
+    /** @return learning-rate schedule: {@code cosine} or {@code constant} */
+    public String schedule() {
+        return schedule;
+    }
+
+    /** @return SGD momentum (ignored by AdamW) */
+    public double momentum() {
+        return momentum;
+    }
+
+    /** @return weight decay (decoupled for AdamW, L2 for SGD) */
+    public double weightDecay() {
+        return weightDecay;
+    }
+
+    /** @return seed of the weight initialization and the shuffling */
+    public long seed() {
+        return seed;
+    }
+
+    /** @return training samples to use (0: all) */
+    public int limit() {
+        return limit;
+    }
+
+    /** @return test samples to use (0: all) */
+    public int testLimit() {
+        return testLimit;
+    }
+
+    /** @return batches prefetched (0: no loader thread) */
+    public int prefetch() {
+        return prefetch;
+    }
+
+    /** @return first steps whose memory history is recorded (0: none) */
+    public int historySteps() {
+        return historySteps;
+    }
+
+    /** @return steps after which training stops (0: no limit) */
+    public int maxSteps() {
+        return maxSteps;
+    }
+
+    /** @return transformer context length, in characters */
+    public int blockSize() {
+        return blockSize;
+    }
+
+    /** @return transformer attention heads */
+    public int heads() {
+        return heads;
+    }
+
+    /** @return checkpoint segments (0: off) */
+    public int checkpoint() {
+        return checkpoint;
+    }
+
+    /** @return mixed precision */
+    public Precision amp() {
+        return amp;
+    }
+
+    /** @return batches per optimizer step (1: off) */
+    public int accumulate() {
+        return accumulate;
+    }
+
+    /** @return samples per micro-batch (0: off) */
+    public int microBatch() {
+        return microBatch;
     }
 
     /**
-     * @param v {@code sgd} or {@code adamw}
-     * @return a copy with it (the learning rate unchanged)
+     * @param v the model
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
      */
-    public TrainOptions withOptimizer(String v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, v, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+    public TrainOptions withModel(ModelKind v) {
+        return toBuilder().model(v).build();
     }
 
-    /** @param v {@code cosine} or {@code constant} @return a copy with it */
+    /**
+     * @param v width of each hidden layer (mlp) or the model width {@code n_embd} (transformer)
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
+    public TrainOptions withHidden(int v) {
+        return toBuilder().hidden(v).build();
+    }
+
+    /**
+     * @param v hidden layers (mlp; 0: a linear classifier) or Transformer blocks
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
+    public TrainOptions withLayers(int v) {
+        return toBuilder().layers(v).build();
+    }
+
+    /**
+     * @param v passes over the training set
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
+    public TrainOptions withEpochs(int v) {
+        return toBuilder().epochs(v).build();
+    }
+
+    /**
+     * @param v samples per step
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
+    public TrainOptions withBatchSize(int v) {
+        return toBuilder().batchSize(v).build();
+    }
+
+    /**
+     * @param v learning rate
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
+    public TrainOptions withLr(double v) {
+        return toBuilder().lr(v).build();
+    }
+
+    /**
+     * @param v the optimizer
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
+    public TrainOptions withOptimizer(OptimizerKind v) {
+        return toBuilder().optimizer(v).build();
+    }
+
+    /**
+     * @param v learning-rate schedule: {@code cosine} or {@code constant}
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withSchedule(String v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, v, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+        return toBuilder().schedule(v).build();
     }
 
-    /** @param v SGD momentum @return a copy with it */
+    /**
+     * @param v SGD momentum (ignored by AdamW)
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withMomentum(double v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, v, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+        return toBuilder().momentum(v).build();
     }
 
-    /** @param v weight decay @return a copy with it */
+    /**
+     * @param v weight decay (decoupled for AdamW, L2 for SGD)
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withWeightDecay(double v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, v, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+        return toBuilder().weightDecay(v).build();
     }
 
-    /** @param v seed @return a copy with it */
+    /**
+     * @param v seed of the weight initialization and the shuffling
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withSeed(long v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, v, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+        return toBuilder().seed(v).build();
     }
 
-    /** @param v training samples to use (0: all) @return a copy with it */
+    /**
+     * @param v training samples to use (0: all)
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withLimit(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, v, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+        return toBuilder().limit(v).build();
     }
 
-    /** @param v test samples to use (0: all) @return a copy with it */
+    /**
+     * @param v test samples to use (0: all)
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withTestLimit(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, v, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+        return toBuilder().testLimit(v).build();
     }
 
-    /** @param v batches prefetched (0: no loader thread) @return a copy with it */
+    /**
+     * @param v batches prefetched (0: no loader thread)
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withPrefetch(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, v, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+        return toBuilder().prefetch(v).build();
     }
 
-    /** @param v first steps whose memory history is recorded (0: none) @return a copy with it */
+    /**
+     * @param v first steps whose memory history is recorded (0: none)
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withHistorySteps(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, v, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+        return toBuilder().historySteps(v).build();
     }
 
-    /** @param v steps after which training stops (0: no limit) @return a copy with it */
+    /**
+     * @param v steps after which training stops (0: no limit)
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withMaxSteps(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, v, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+        return toBuilder().maxSteps(v).build();
     }
 
-    /** @param v transformer context length @return a copy with it */
+    /**
+     * @param v transformer context length, in characters
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withBlockSize(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, v, heads, checkpoint, amp, accumulate, microBatch);
+        return toBuilder().blockSize(v).build();
     }
 
-    /** @param v transformer attention heads @return a copy with it */
+    /**
+     * @param v transformer attention heads
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withHeads(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, v, checkpoint, amp, accumulate, microBatch);
+        return toBuilder().heads(v).build();
     }
 
-    /** @param v checkpoint segments (0: off) @return a copy with it */
+    /**
+     * @param v checkpoint segments (0: off)
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withCheckpoint(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, v, amp, accumulate, microBatch);
+        return toBuilder().checkpoint(v).build();
     }
 
-    /** @param v {@code off}, {@code bf16} or {@code fp16} @return a copy with it */
-    public TrainOptions withAmp(String v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, v, accumulate, microBatch);
+    /**
+     * @param v mixed precision
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
+    public TrainOptions withAmp(Precision v) {
+        return toBuilder().amp(v).build();
     }
 
-    /** @param v batches per optimizer step (1: off) @return a copy with it */
+    /**
+     * @param v batches per optimizer step (1: off)
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withAccumulate(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, v, microBatch);
+        return toBuilder().accumulate(v).build();
     }
 
-    /** @param v samples per micro-batch (0: off) @return a copy with it */
+    /**
+     * @param v samples per micro-batch (0: off)
+     * @return a copy with it
+     * @throws IllegalArgumentException if the copy's settings are invalid
+     */
     public TrainOptions withMicroBatch(int v) {
-        return new TrainOptions(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, v);
+        return toBuilder().microBatch(v).build();
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof TrainOptions t && model == t.model && hidden == t.hidden && layers == t.layers && epochs == t.epochs
+                && batchSize == t.batchSize && Double.compare(lr, t.lr) == 0 && optimizer == t.optimizer && schedule.equals(t.schedule)
+                && Double.compare(momentum, t.momentum) == 0 && Double.compare(weightDecay, t.weightDecay) == 0 && seed == t.seed
+                && limit == t.limit && testLimit == t.testLimit && prefetch == t.prefetch && historySteps == t.historySteps
+                && maxSteps == t.maxSteps && blockSize == t.blockSize && heads == t.heads && checkpoint == t.checkpoint
+                && amp == t.amp && accumulate == t.accumulate && microBatch == t.microBatch;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+    }
+
+    @Override
+    public String toString() {
+        return "TrainOptions[" + "model=" + model + ", " + "hidden=" + hidden + ", " + "layers=" + layers + ", " + "epochs=" + epochs + ", " + "batchSize=" + batchSize + ", " + "lr=" + lr + ", " + "optimizer=" + optimizer + ", " + "schedule=" + schedule + ", " + "momentum=" + momentum + ", " + "weightDecay=" + weightDecay + ", " + "seed=" + seed + ", " + "limit=" + limit + ", " + "testLimit=" + testLimit + ", " + "prefetch=" + prefetch + ", " + "historySteps=" + historySteps + ", " + "maxSteps=" + maxSteps + ", " + "blockSize=" + blockSize + ", " + "heads=" + heads + ", " + "checkpoint=" + checkpoint + ", " + "amp=" + amp + ", " + "accumulate=" + accumulate + ", " + "microBatch=" + microBatch + "]";
     }
 
     /**
@@ -319,7 +576,7 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
 
     /** @return e.g. {@code "mlp 784-512-512-10 relu, sgd lr 0.05 momentum 0.9, batch 128, 3 epochs"} */
     public String describe(int inputs, int classes) {
-        StringBuilder sb = new StringBuilder(model).append(' ');
+        StringBuilder sb = new StringBuilder(model.toString()).append(' ');
         if (isTransformer()) {
             sb.append(layers).append(layers == 1 ? " block" : " blocks").append(" of width ").append(hidden).append(", ")
                     .append(heads).append(" heads, context ").append(blockSize).append(", vocabulary ").append(classes);
@@ -331,7 +588,7 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
             sb.append(layers > 0 ? " relu" : "");
         }
         sb.append(", ").append(optimizer).append(" lr ").append(fmt(lr));
-        if (optimizer.equals("sgd") && momentum > 0) {
+        if (optimizer == OptimizerKind.SGD && momentum > 0) {
             sb.append(" momentum ").append(fmt(momentum));
         }
         if (weightDecay > 0) {
@@ -366,8 +623,8 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
         if (checkpoint > 0) {
             parts.add("checkpointing (" + checkpoint + (checkpoint == 1 ? " segment)" : " segments)"));
         }
-        if (!amp.equals("off")) {
-            parts.add(amp + " autocast" + (amp.equals("fp16") ? " with GradScaler" : ""));
+        if (amp != Precision.OFF) {
+            parts.add(amp + " autocast" + (amp == Precision.FP16 ? " with GradScaler" : ""));
         }
         if (accumulate > 1) {
             parts.add("accumulation x" + accumulate);
@@ -376,6 +633,271 @@ public record TrainOptions(String model, int hidden, int layers, int epochs, int
             parts.add("micro-batches of " + microBatch);
         }
         return String.join(", ", parts);
+    }
+
+    /**
+     * Collects settings for {@link TrainOptions}, starting from {@link TrainOptions#defaults()}; {@link #build()}
+     * checks them all. Not thread-safe; each setter returns this builder.
+     */
+    public static final class Builder {
+        private ModelKind model = ModelKind.MLP;
+        private int hidden = DEFAULT_HIDDEN;
+        private int layers = DEFAULT_LAYERS;
+        private int epochs = DEFAULT_EPOCHS;
+        private int batchSize = DEFAULT_BATCH_SIZE;
+        private double lr = DEFAULT_SGD_LR;
+        private OptimizerKind optimizer = OptimizerKind.SGD;
+        private String schedule = "cosine";
+        private double momentum = 0.9;
+        private double weightDecay = 0.0;
+        private long seed = 42;
+        private int limit = 0;
+        private int testLimit = 0;
+        private int prefetch = 2;
+        private int historySteps = DEFAULT_HISTORY_STEPS;
+        private int maxSteps = 0;
+        private int blockSize = LM_BLOCK_SIZE;
+        private int heads = LM_HEADS;
+        private int checkpoint = 0;
+        private Precision amp = Precision.OFF;
+        private int accumulate = 1;
+        private int microBatch = 0;
+
+        private Builder() {
+        }
+
+        private Builder(TrainOptions o) {
+            model = o.model;
+            hidden = o.hidden;
+            layers = o.layers;
+            epochs = o.epochs;
+            batchSize = o.batchSize;
+            lr = o.lr;
+            optimizer = o.optimizer;
+            schedule = o.schedule;
+            momentum = o.momentum;
+            weightDecay = o.weightDecay;
+            seed = o.seed;
+            limit = o.limit;
+            testLimit = o.testLimit;
+            prefetch = o.prefetch;
+            historySteps = o.historySteps;
+            maxSteps = o.maxSteps;
+            blockSize = o.blockSize;
+            heads = o.heads;
+            checkpoint = o.checkpoint;
+            amp = o.amp;
+            accumulate = o.accumulate;
+            microBatch = o.microBatch;
+        }
+
+        /**
+         * @param v the model
+         * @return this builder
+         */
+        public Builder model(ModelKind v) {
+            model = v;
+            return this;
+        }
+
+        /**
+         * @param v width of each hidden layer (mlp) or the model width {@code n_embd} (transformer)
+         * @return this builder
+         */
+        public Builder hidden(int v) {
+            hidden = v;
+            return this;
+        }
+
+        /**
+         * @param v hidden layers (mlp; 0: a linear classifier) or Transformer blocks
+         * @return this builder
+         */
+        public Builder layers(int v) {
+            layers = v;
+            return this;
+        }
+
+        /**
+         * @param v passes over the training set
+         * @return this builder
+         */
+        public Builder epochs(int v) {
+            epochs = v;
+            return this;
+        }
+
+        /**
+         * @param v samples per step
+         * @return this builder
+         */
+        public Builder batchSize(int v) {
+            batchSize = v;
+            return this;
+        }
+
+        /**
+         * @param v learning rate
+         * @return this builder
+         */
+        public Builder lr(double v) {
+            lr = v;
+            return this;
+        }
+
+        /**
+         * @param v the optimizer
+         * @return this builder
+         */
+        public Builder optimizer(OptimizerKind v) {
+            optimizer = v;
+            return this;
+        }
+
+        /**
+         * @param v learning-rate schedule: {@code cosine} or {@code constant}, in any case
+         * @return this builder
+         * @throws NullPointerException if {@code v} is null
+         */
+        public Builder schedule(String v) {
+            schedule = v.toLowerCase(Locale.ROOT);
+            return this;
+        }
+
+        /**
+         * @param v SGD momentum (ignored by AdamW)
+         * @return this builder
+         */
+        public Builder momentum(double v) {
+            momentum = v;
+            return this;
+        }
+
+        /**
+         * @param v weight decay (decoupled for AdamW, L2 for SGD)
+         * @return this builder
+         */
+        public Builder weightDecay(double v) {
+            weightDecay = v;
+            return this;
+        }
+
+        /**
+         * @param v seed of the weight initialization and the shuffling
+         * @return this builder
+         */
+        public Builder seed(long v) {
+            seed = v;
+            return this;
+        }
+
+        /**
+         * @param v training samples to use (0: all)
+         * @return this builder
+         */
+        public Builder limit(int v) {
+            limit = v;
+            return this;
+        }
+
+        /**
+         * @param v test samples to use (0: all)
+         * @return this builder
+         */
+        public Builder testLimit(int v) {
+            testLimit = v;
+            return this;
+        }
+
+        /**
+         * @param v batches prefetched (0: no loader thread)
+         * @return this builder
+         */
+        public Builder prefetch(int v) {
+            prefetch = v;
+            return this;
+        }
+
+        /**
+         * @param v first steps whose memory history is recorded (0: none)
+         * @return this builder
+         */
+        public Builder historySteps(int v) {
+            historySteps = v;
+            return this;
+        }
+
+        /**
+         * @param v steps after which training stops (0: no limit)
+         * @return this builder
+         */
+        public Builder maxSteps(int v) {
+            maxSteps = v;
+            return this;
+        }
+
+        /**
+         * @param v transformer context length, in characters
+         * @return this builder
+         */
+        public Builder blockSize(int v) {
+            blockSize = v;
+            return this;
+        }
+
+        /**
+         * @param v transformer attention heads
+         * @return this builder
+         */
+        public Builder heads(int v) {
+            heads = v;
+            return this;
+        }
+
+        /**
+         * @param v checkpoint segments (0: off)
+         * @return this builder
+         */
+        public Builder checkpoint(int v) {
+            checkpoint = v;
+            return this;
+        }
+
+        /**
+         * @param v mixed precision
+         * @return this builder
+         */
+        public Builder amp(Precision v) {
+            amp = v;
+            return this;
+        }
+
+        /**
+         * @param v batches per optimizer step (1: off)
+         * @return this builder
+         */
+        public Builder accumulate(int v) {
+            accumulate = v;
+            return this;
+        }
+
+        /**
+         * @param v samples per micro-batch (0: off)
+         * @return this builder
+         */
+        public Builder microBatch(int v) {
+            microBatch = v;
+            return this;
+        }
+
+        /**
+         * @return the options
+         * @throws IllegalArgumentException naming the {@code train} option of the first invalid setting
+         * @throws NullPointerException if the model, optimizer, schedule or precision is null
+         */
+        public TrainOptions build() {
+            return new TrainOptions(this);
+        }
     }
 
     private static String fmt(double v) {

@@ -1,12 +1,18 @@
 /**
  * Training, as {@code vram4j train} runs it: a {@link io.vram4j.train.Trainer} drives an MLP classifier or a
- * character-level Transformer language model ({@code TrainOptions.model()} {@code "transformer"}: {@link io.vram4j.nn.GPT}
+ * character-level Transformer language model ({@code TrainOptions.model()} {@link io.vram4j.train.ModelKind#TRANSFORMER}: {@link io.vram4j.nn.GPT}
  * over a {@link io.vram4j.data.CharVocabulary}, {@link io.vram4j.train.Trainer#sample} generates text) on the tensor
  * runtime (one {@link io.vram4j.tensor.MemoryScope} per step, so every tensor is closed deterministically)
  * over batches from a {@link io.vram4j.data.DataLoader}, evaluates after each epoch, reports progress to a
  * {@link io.vram4j.train.TrainListener}, records the allocator's memory history for the first steps and
  * returns a {@link io.vram4j.train.TrainResult} with {@code memory_stats}, {@code memory_summary} and the
  * snapshot. {@link io.vram4j.train.Trainer#dryRun} measures one step, also on simulated devices.
+ *
+ * <p>{@link io.vram4j.train.TrainJob} is the whole {@code vram4j train} job as a library call (data, optional
+ * batch-size search through {@link io.vram4j.train.BatchSizeSearch}, training or dry run, the JSON summary and the
+ * {@link io.vram4j.train.RunFolder}); {@link io.vram4j.train.TrainOptions} is built by
+ * {@link io.vram4j.train.TrainOptions#builder()}, with {@link io.vram4j.train.ModelKind},
+ * {@link io.vram4j.train.OptimizerKind} and {@link io.vram4j.train.Precision} for the model, optimizer and precision.
  *
  * <p>With {@link io.vram4j.train.TrainOptions#defaults()} (784-512-512-10 ReLU, SGD lr 0.05 momentum 0.9 with a
  * cosine schedule, batch 128, 3 epochs) the test accuracy on the full Fashion-MNIST is about 88.3–88.6%, and
@@ -25,7 +31,7 @@
  *       accumulates their gradients with share-weighted losses, so the result is the big batch's gradient.</li>
  *   <li>Mixed precision lives in {@link io.vram4j.amp}.</li>
  *   <li>The trainer applies them from {@link io.vram4j.train.TrainOptions}: {@code checkpoint} segments,
- *       {@code amp} ({@code bf16}, or {@code fp16} with a scaler whose skipped steps
+ *       {@code amp} ({@code BF16}, or {@code FP16} with a scaler whose skipped steps
  *       {@link io.vram4j.train.Trainer#skippedSteps()} reports), {@code accumulate}, {@code microBatch}.</li>
  *   <li>{@link io.vram4j.train.BatchSizeFinder}: the largest batch that fits (doubling, then binary search,
  *       the cache emptied between tries), as a dry run on {@code sim} or for real on {@code host}.</li>

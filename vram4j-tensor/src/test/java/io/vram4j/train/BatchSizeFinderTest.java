@@ -19,7 +19,7 @@ class BatchSizeFinderTest {
         try (DeviceBackend dev = Devices.open(device); CachingAllocator alloc = CachingAllocator.create(dev)) {
             BatchSizeFinder f = base.isTransformer() ? BatchSizeFinder.forTransformer(alloc, VOCAB, maxBatch)
                     : BatchSizeFinder.forMlp(alloc, 784, 10, maxBatch);
-            List<BatchSizeFinder.Result> out = BatchSizeFinder.standardSettings(base, base.isTransformer() ? base.layers() : 5, "bf16")
+            List<BatchSizeFinder.Result> out = BatchSizeFinder.standardSettings(base, base.isTransformer() ? base.layers() : 5, Precision.BF16)
                     .stream().map(f::find).toList();
             assertEquals(0, alloc.memoryAllocated(), "every try freed everything");
             return out;
@@ -33,7 +33,7 @@ class BatchSizeFinderTest {
      */
     @Test
     void dryRunOnSimPredictsTheRealRunOnHost() {
-        TrainOptions lm = TrainOptions.defaults("transformer").withHidden(32).withHeads(2).withLayers(2).withBlockSize(32);
+        TrainOptions lm = TrainOptions.defaults(ModelKind.TRANSFORMER).withHidden(32).withHeads(2).withLayers(2).withBlockSize(32);
         TrainOptions mlp = TrainOptions.defaults().withHidden(256).withLayers(2);
         for (TrainOptions base : List.of(lm, mlp)) {
             List<BatchSizeFinder.Result> sim = search("sim:12MiB", base, 4096);
@@ -61,7 +61,7 @@ class BatchSizeFinderTest {
 
     @Test
     void searchDoublesThenBisects() {
-        TrainOptions lm = TrainOptions.defaults("transformer").withHidden(32).withHeads(2).withLayers(4).withBlockSize(64);
+        TrainOptions lm = TrainOptions.defaults(ModelKind.TRANSFORMER).withHidden(32).withHeads(2).withLayers(4).withBlockSize(64);
         BatchSizeFinder.Result r = search("sim:12MiB", lm, 1 << 20).getFirst();
         List<BatchSizeFinder.Attempt> a = r.attempts();
         int i = 0;
@@ -99,7 +99,7 @@ class BatchSizeFinderTest {
     void theBatchTheFinderChoseRunsTheWholeJobAndTheNextOneDoesNot() {
         io.vram4j.data.CharCorpus corpus = io.vram4j.data.CharCorpus.bundled();
         CharVocabulary vocab = corpus.vocabulary();
-        TrainOptions o = CharTransformerTest.tiny().withTestLimit(0).withCheckpoint(2).withAmp("bf16").withEpochs(2);
+        TrainOptions o = CharTransformerTest.tiny().withTestLimit(0).withCheckpoint(2).withAmp(Precision.BF16).withEpochs(2);
         io.vram4j.data.CharDataset[] d = CharTransformerTest.data(o, vocab, corpus);
         io.vram4j.data.Dataset test = Trainer.limit(d[1], 64);
         String device = "host:4MiB";

@@ -15,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class CharTransformerTest {
     /** A tiny GPT: 2 blocks of width 32, 2 heads, context 16. */
     static TrainOptions tiny() {
-        return TrainOptions.defaults("transformer").withHidden(32).withHeads(2).withLayers(2).withBlockSize(16)
+        return TrainOptions.defaults(ModelKind.TRANSFORMER).withHidden(32).withHeads(2).withLayers(2).withBlockSize(16)
                 .withBatchSize(16).withLr(3e-3).withHistorySteps(0).withTestLimit(64).withPrefetch(0);
     }
 
@@ -66,12 +66,12 @@ class CharTransformerTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> tiny().withHeads(3));
         assertTrue(e.getMessage().contains("--heads 3"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> tiny().withBlockSize(0));
-        assertThrows(IllegalArgumentException.class, () -> tiny().withAmp("fp8"));
+        assertThrows(IllegalArgumentException.class, () -> tiny().withAmp(Precision.parse("fp8")));
         assertThrows(IllegalArgumentException.class, () -> tiny().withAccumulate(0));
         assertThrows(IllegalArgumentException.class, () -> tiny().withMicroBatch(-1));
         assertThrows(IllegalArgumentException.class, () -> tiny().withMicroBatch(17));
         assertThrows(IllegalArgumentException.class, () -> tiny().withCheckpoint(-2));
-        assertEquals("off", tiny().withAmp("none").amp());
-        assertTrue(tiny().withCheckpoint(2).withAmp("BF16").describe(17, 96).endsWith("checkpointing (2 segments), bf16 autocast"));
+        assertEquals(Precision.OFF, tiny().withAmp(Precision.parse("none")).amp());
+        assertTrue(tiny().withCheckpoint(2).withAmp(Precision.parse("BF16")).describe(17, 96).endsWith("checkpointing (2 segments), bf16 autocast"));
     }
 }

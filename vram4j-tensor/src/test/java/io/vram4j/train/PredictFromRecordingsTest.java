@@ -55,8 +55,8 @@ class PredictFromRecordingsTest {
             TrainOptions o = base.withHistorySteps(STEPS).withMaxSteps(STEPS).withEpochs(1).withTestLimit(4).withPrefetch(0);
             out.add(o);
             out.add(o.withCheckpoint(2));
-            out.add(o.withAmp("bf16"));
-            out.add(o.withCheckpoint(2).withAmp("bf16"));
+            out.add(o.withAmp(Precision.BF16));
+            out.add(o.withCheckpoint(2).withAmp(Precision.BF16));
         }
         return out.stream();
     }

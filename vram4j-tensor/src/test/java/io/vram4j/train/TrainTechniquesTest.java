@@ -68,11 +68,11 @@ class TrainTechniquesTest {
     @Test
     void everyTechniqueTrainsBothModels() {
         for (TrainOptions base : List.of(lm(), mlp())) {
-            for (TrainOptions o : List.of(base.withCheckpoint(2), base.withAmp("bf16"), base.withAmp("fp16"),
-                    base.withAccumulate(2), base.withMicroBatch(8), base.withCheckpoint(3).withAmp("bf16").withMicroBatch(8))) {
+            for (TrainOptions o : List.of(base.withCheckpoint(2), base.withAmp(Precision.BF16), base.withAmp(Precision.FP16),
+                    base.withAccumulate(2), base.withMicroBatch(8), base.withCheckpoint(3).withAmp(Precision.BF16).withMicroBatch(8))) {
                 double[] r = run(o.withMaxSteps(4), 4, null);
                 assertTrue(Double.isFinite(r[0]) && r[0] > 0, o.describe(17, 96) + ": loss " + r[0]);
-                assertEquals(o.amp().equals("fp16") ? 0 : -1, r[2], 0, "skipped steps are reported for fp16 only");
+                assertEquals(o.amp() == Precision.FP16 ? 0 : -1, r[2], 0, "skipped steps are reported for fp16 only");
             }
         }
     }
@@ -90,7 +90,7 @@ class TrainTechniquesTest {
         TrainOptions o = lm().withBlockSize(64);
         double base = stepPeak(o);
         double ckpt = stepPeak(o.withCheckpoint(3));
-        double bf16 = stepPeak(o.withAmp("bf16"));
+        double bf16 = stepPeak(o.withAmp(Precision.BF16));
         assertTrue(ckpt < 0.8 * base, "checkpointing: " + ckpt + " vs " + base);
         assertTrue(bf16 < base, "bf16: " + bf16 + " vs " + base);
     }

@@ -220,9 +220,9 @@ class TrainerTest {
         TrainOptions d = TrainOptions.defaults();
         assertEquals("--batch-size must be at least 1, got 0",
                 assertThrows(IllegalArgumentException.class, () -> d.withBatchSize(0)).getMessage());
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> d.withOptimizer("adam")).getMessage()
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> d.withOptimizer(OptimizerKind.parse("adam"))).getMessage()
                 .startsWith("--optimizer: unknown optimizer 'adam'"));
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> d.withModel("cnn")).getMessage().startsWith("--model"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> d.withModel(ModelKind.parse("cnn"))).getMessage().startsWith("--model"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> d.withLr(-1)).getMessage().startsWith("--lr"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> d.withLr(Double.NaN)).getMessage().startsWith("--lr"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> d.withSchedule("step")).getMessage().startsWith("--schedule"));

@@ -1,8 +1,6 @@
-package io.vram4j.cli;
+package io.vram4j.train;
 
 import io.vram4j.memory.stats.FormatSize;
-import io.vram4j.train.BatchSizeFinder;
-import io.vram4j.train.PhasePeaks;
 
 import java.io.PrintWriter;
 import java.util.ArrayList;
@@ -11,12 +9,21 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
-/** Prints batch-size searches as a table and as JSON-ready maps. */
-final class BatchSizeReport {
+/**
+ * Prints batch-size searches ({@link BatchSizeFinder}) as lines and a table, and turns them into JSON-ready maps
+ * (byte counts in bytes, times in seconds). Stateless and thread-safe; each method flushes what it printed.
+ */
+public final class BatchSizeReport {
     private BatchSizeReport() {
     }
 
-    static void table(List<BatchSizeFinder.Result> results, PrintWriter out) {
+    /**
+     * Prints the searches as a table: technique, largest batch, peaks, ratio to the first (the baseline), tries, time.
+     *
+     * @param results the searches
+     * @param out where the table goes
+     */
+    public static void table(List<BatchSizeFinder.Result> results, PrintWriter out) {
         int w = Math.max(9, results.stream().mapToInt(r -> r.technique().length()).max().orElse(9));
         String fmt = "%-" + w + "s  %13s  %14s  %13s  %10s  %5s  %8s%n";
         out.printf(Locale.ROOT, fmt, "technique", "largest batch", "peak allocated", "peak reserved", "vs baseline", "tries", "time");
@@ -30,8 +37,14 @@ final class BatchSizeReport {
         out.flush();
     }
 
-    /** One line per try, as it ends: setting, batch, fits or not (and in which phase it ran out), peaks, time. */
-    static void tryLine(String technique, BatchSizeFinder.Attempt a, PrintWriter out) {
+    /**
+     * One line per try, as it ends: setting, batch, fits or not (and in which phase it ran out), peaks, time.
+     *
+     * @param technique the setting in words
+     * @param a the try
+     * @param out where the line goes
+     */
+    public static void tryLine(String technique, BatchSizeFinder.Attempt a, PrintWriter out) {
         out.printf(Locale.ROOT, "  %s: batch %,d %s, peak reserved %s, peak allocated: training %s, evaluation %s, %.0f ms%n", technique,
                 a.batchSize(), a.fits() ? "fits" : "out of memory in " + a.failedIn(), FormatSize.formatSize(a.peakReserved()),
                 FormatSize.formatSize(a.phases().trainingAllocated()),
@@ -39,8 +52,14 @@ final class BatchSizeReport {
         out.flush();
     }
 
-    /** Says which searches stopped at their upper bound, where a larger batch may fit. */
-    static void upperBounds(List<BatchSizeFinder.Result> results, String bound, PrintWriter out) {
+    /**
+     * Says which searches stopped at their upper bound, where a larger batch may fit.
+     *
+     * @param results the searches
+     * @param bound the upper bound in words
+     * @param out where the lines go
+     */
+    public static void upperBounds(List<BatchSizeFinder.Result> results, String bound, PrintWriter out) {
         for (BatchSizeFinder.Result r : results) {
             if (r.hitUpperBound()) {
                 out.printf(Locale.ROOT, "%s: the search stopped at its upper bound (%s), which fits; a larger batch may fit too%n",
@@ -50,13 +69,17 @@ final class BatchSizeReport {
         out.flush();
     }
 
-    static List<Map<String, Object>> json(List<BatchSizeFinder.Result> results) {
+    /**
+     * @param results the searches
+     * @return one JSON-ready map per search, with its tries
+     */
+    public static List<Map<String, Object>> json(List<BatchSizeFinder.Result> results) {
         List<Map<String, Object>> out = new ArrayList<>();
         for (BatchSizeFinder.Result r : results) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("technique", r.technique());
             m.put("checkpoint_segments", r.options().checkpoint());
-            m.put("amp", r.options().amp());
+            m.put("amp", r.options().amp().toString());
             m.put("largest_batch", r.largest());
             m.put("peak_allocated_bytes", r.peakAllocated());
             m.put("peak_reserved_bytes", r.peakReserved());
@@ -83,8 +106,11 @@ final class BatchSizeReport {
         return out;
     }
 
-    /** @return the two phases' peaks as JSON-ready bytes */
-    static Map<String, Object> peaks(PhasePeaks p) {
+    /**
+     * @param p the peaks of training and evaluation
+     * @return the two phases' peaks as JSON-ready bytes
+     */
+    public static Map<String, Object> peaks(PhasePeaks p) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("training_peak_allocated_bytes", p.trainingAllocated());
         m.put("training_peak_reserved_bytes", p.trainingReserved());
