@@ -78,7 +78,7 @@ final class DevicesCommand implements Callable<Integer> {
         out.printf("%-14s %s%n", "sim", "simulated, accounting only, default " + FormatSize.formatSize(Devices.SIM_DEFAULT_CAPACITY)
                 + "; sim:SIZE or sim:PRESET:");
         for (Map.Entry<String, Long> p : Devices.presets().entrySet()) {
-            out.printf("  %-12s %s (%,d bytes)%n", "sim:" + p.getKey(), FormatSize.formatSize(p.getValue()), p.getValue());
+            out.printf("  %-14s %s (%,d bytes)%n", "sim:" + p.getKey(), FormatSize.formatSize(p.getValue()), p.getValue());
         }
         if (cudaProblem != null) {
             out.printf("%-14s none: %s%n", "cuda", cudaProblem);
