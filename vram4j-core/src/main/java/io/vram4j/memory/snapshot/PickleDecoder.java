@@ -457,8 +457,15 @@ final class PickleDecoder {
     private record RunKey(ByteBuffer in, int start, int length, int hash) {
         @Override
         public boolean equals(Object o) {
-            return o instanceof RunKey k && k.hash == hash && k.length == length
-                    && in.slice(start, length).equals(k.in.slice(k.start, k.length));
+            if (!(o instanceof RunKey k) || k.hash != hash || k.length != length) {
+                return false;
+            }
+            for (int i = 0; i < length; i++) {
+                if (in.get(start + i) != k.in.get(k.start + i)) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         @Override
