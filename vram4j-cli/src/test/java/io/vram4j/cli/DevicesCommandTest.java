@@ -43,7 +43,8 @@ class DevicesCommandTest {
 
     @Test
     void cudaWithoutAGpuOrKernelsIsAUserErrorInOneLine() {
-        CliRunner.Result r = CliRunner.run("train", "--device", "cuda", "--epochs", "1", "--limit", "10");
+        CliRunner.Result r = CliRunner.run("train", "--device", "cuda", "--epochs", "1", "--limit", "10",
+                "--batch-size", "10"); // a batch the 10 samples hold: the device is what must be refused
         assertEquals(2, r.exitCode(), r.out() + r.err());
         assertEquals(1, r.err().strip().lines().count(), r.err());
         assertTrue(r.err().contains("no CUDA driver") || r.err().contains("no CUDA device")
