@@ -17,7 +17,7 @@ import java.util.NoSuchElementException;
 import java.util.Set;
 
 /**
- * Decodes a pickle that {@link PickleScanner#check} has accepted into plain objects, reading straight from a
+ * Decodes a pickle into plain objects in one pass, reading straight from a
  * {@link ByteBuffer} (a memory-mapped file or a wrapped byte array), so a snapshot of a gigabyte or more never has
  * to be on the Java heap as bytes.
  *
@@ -35,9 +35,11 @@ import java.util.Set;
  *
  * <p>Written by hand rather than with {@code net.razorvine.pickle.Unpickler} because that builds every dict as a
  * hash map and every stack as a fresh list, about 1.7 GB of heap for a 1 GB snapshot of 2 million entries, and
- * reads from an {@code InputStream} only. Opcodes that import or call Python objects never get here: the scanner
- * refuses them. Errors are {@link IllegalArgumentException}s with the byte offset. One instance per document; not
- * thread-safe.
+ * reads from an {@code InputStream} only. Opcodes that import or call Python objects are never executed: they are
+ * refused like unknown ones. Every length is checked against the input before anything is allocated for it.
+ * Errors are {@link IllegalArgumentException}s with the byte offset, or {@link IndexOutOfBoundsException} where the
+ * input ends early; {@link PickleScanner#check} then names the first problem in file order. One instance per
+ * document; not thread-safe.
  */
 final class PickleDecoder {
     /** Items per APPENDS / SETITEMS batch in Python's pickler: a shorter batch ends its container. */
@@ -73,9 +75,10 @@ final class PickleDecoder {
     }
 
     /**
-     * @param data a pickle accepted by {@link PickleScanner#check}
+     * @param data a pickle
      * @return the top-level object and the stacks interned on the way
-     * @throws IllegalArgumentException describing the first structural problem, with its byte offset
+     * @throws IllegalArgumentException describing a problem, with its byte offset
+     * @throws IndexOutOfBoundsException if the input ends inside an opcode or before {@code STOP}
      */
     static Result decode(ByteBuffer data) {
         PickleDecoder d = new PickleDecoder(data);
@@ -88,7 +91,11 @@ final class PickleDecoder {
             int start = pos;
             int code = in.get(pos++) & 0xff;
             switch (code) {
-                case 0x80 -> pos++; // PROTO
+                case 0x80 -> { // PROTO
+                    if ((in.get(pos++) & 0xff) > 5) {
+                        throw fail(start, "unsupported pickle protocol");
+                    }
+                }
                 case 0x95 -> pos += 8; // FRAME
                 case '.' -> { // STOP
                     if (sp != 1 || mp != 0) {
@@ -185,12 +192,12 @@ final class PickleDecoder {
                 }
                 case 0x8a -> { // LONG1
                     int n = in.get(pos++) & 0xff;
-                    push(longValue(n));
+                    push(longValue(n, start));
                 }
                 case 0x8b -> { // LONG4
                     int n = in.getInt(pos);
                     pos += 4;
-                    push(longValue(n));
+                    push(longValue(n, start));
                 }
                 case 'G' -> {
                     push(Double.longBitsToDouble(Long.reverseBytes(in.getLong(pos))));
@@ -450,8 +457,15 @@ final class PickleDecoder {
     private record RunKey(ByteBuffer in, int start, int length, int hash) {
         @Override
         public boolean equals(Object o) {
-            return o instanceof RunKey k && k.hash == hash && k.length == length
-                    && in.slice(start, length).equals(k.in.slice(k.start, k.length));
+            if (!(o instanceof RunKey k) || k.hash != hash || k.length != length) {
+                return false;
+            }
+            for (int i = 0; i < length; i++) {
+                if (in.get(start + i) != k.in.get(k.start + i)) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         @Override
@@ -524,7 +538,8 @@ final class PickleDecoder {
     // ---- values ----------------------------------------------------------------------------------------------
 
     /** LONG1 / LONG4: little-endian two's complement of {@code n} bytes, as Integer, Long or BigInteger. */
-    private Object longValue(long n) {
+    private Object longValue(long n, long at) {
+        checkLength(n, at, "long");
         if (n <= 8) {
             long v = 0;
             for (int i = (int) n - 1; i >= 0; i--) {
@@ -553,21 +568,24 @@ final class PickleDecoder {
     }
 
     private String string(long n, long at, boolean utf8) {
-        if (n > Integer.MAX_VALUE - 16) {
-            throw fail(at, "string of " + n + " bytes");
-        }
+        checkLength(n, at, "string");
         byte[] b = copy(pos, (int) n);
         pos += (int) n;
         return new String(b, utf8 ? StandardCharsets.UTF_8 : StandardCharsets.ISO_8859_1);
     }
 
     private byte[] bytes(long n, long at) {
-        if (n > Integer.MAX_VALUE - 16) {
-            throw fail(at, "bytes of " + n + " bytes");
-        }
+        checkLength(n, at, "bytes");
         byte[] b = copy(pos, (int) n);
         pos += (int) n;
         return b;
+    }
+
+    /** Refuses a length that is negative or runs past the end of the input, before anything is allocated for it. */
+    private void checkLength(long n, long at, String what) {
+        if (n < 0 || n > in.limit() - pos) {
+            throw fail(at, what + " of " + n + " bytes runs past the end of the input");
+        }
     }
 
     /** The protocol-0 text opcodes that carry a plain value: INT, LONG, FLOAT, UNICODE (ASCII), GET, PUT. */

@@ -37,7 +37,7 @@ import java.util.zip.GZIPInputStream;
  * <p>Malformed input raises {@link SnapshotFormatException} whose message names the source and the location
  * ({@code x.pickle: device_traces[0][12]: field 'size' must be an integer, got str 'abc'}); I/O failures raise
  * {@link IOException}. A pickle is never allowed to import or call Python objects: opcodes such as
- * {@code GLOBAL} and {@code REDUCE} are rejected before decoding. Stateless and thread-safe.
+ * {@code GLOBAL} and {@code REDUCE} are refused, never executed. Stateless and thread-safe.
  */
 public final class SnapshotReader {
     private static final JsonFactory JSON = JsonFactory.builder()
@@ -158,19 +158,23 @@ public final class SnapshotReader {
 
     // ---- pickle ----------------------------------------------------------------------------------------------
 
+    /**
+     * One pass over a valid pickle: the decoder executes only the opcodes of plain data and refuses anything else, so
+     * the validating {@link PickleScanner} runs only when decoding fails, to name the first problem in file order
+     * (truncation, an unknown or forbidden opcode, a bad protocol) ahead of the structural error the decoder met.
+     */
     private static MemorySnapshot decodePickle(ByteBuffer data, String source) {
-        try {
-            PickleScanner.check(data);
-        } catch (IllegalArgumentException e) {
-            throw new SnapshotFormatException(source + ": " + e.getMessage());
-        }
         PickleDecoder.Result root;
         try {
             root = PickleDecoder.decode(data);
-        } catch (IllegalArgumentException e) {
-            throw new SnapshotFormatException(source + ": invalid pickle: " + e.getMessage(), e);
         } catch (RuntimeException e) {
-            throw new SnapshotFormatException(source + ": invalid pickle: " + describe(e), e);
+            try {
+                PickleScanner.check(data);
+            } catch (IllegalArgumentException scanned) {
+                throw new SnapshotFormatException(source + ": " + scanned.getMessage());
+            }
+            String what = e instanceof IllegalArgumentException ? e.getMessage() : describe(e);
+            throw new SnapshotFormatException(source + ": invalid pickle: " + what, e);
         }
         return new SnapshotDecoder(source, root.internedStacks()).decode(root.root());
     }

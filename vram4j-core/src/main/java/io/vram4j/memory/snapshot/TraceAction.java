@@ -55,11 +55,10 @@ public enum TraceAction {
     }
 
     static TraceAction lookup(String name) {
-        for (TraceAction a : values()) {
-            if (a.pytorchName.equals(name)) {
-                return a;
-            }
-        }
-        return null;
+        return BY_NAME.get(name);
     }
+
+    /** Each action by its PyTorch name: looked up once per trace entry. */
+    private static final java.util.Map<String, TraceAction> BY_NAME = java.util.Arrays.stream(values())
+            .collect(java.util.stream.Collectors.toUnmodifiableMap(a -> a.pytorchName, a -> a));
 }

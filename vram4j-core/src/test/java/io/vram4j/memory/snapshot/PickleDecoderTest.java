@@ -68,4 +68,39 @@ class PickleDecoderTest {
         e = assertThrows(IllegalArgumentException.class, () -> PickleDecoder.decode(ByteBuffer.wrap(far)));
         assertEquals("memo index 2147483647 out of range at byte offset 3", e.getMessage());
     }
+
+    /**
+     * Reading is one pass: the decoder alone refuses what it must never execute or allocate, and the reader then
+     * reports the scanner's message, naming the first problem in file order.
+     */
+    @Test
+    void decoderRefusesUnsafeInputOnItsOwnAndTheReaderKeepsTheScannersMessage() {
+        // BINUNICODE claiming 2,147,483,631 bytes in a 9-byte input: refused before allocating them
+        byte[] huge = {(byte) 0x80, 2, 'X', (byte) 0xef, (byte) 0xff, (byte) 0xff, 0x7f, 'a', '.'};
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> PickleDecoder.decode(ByteBuffer.wrap(huge)));
+        assertEquals("string of 2147483631 bytes runs past the end of the input at byte offset 2", e.getMessage());
+        SnapshotFormatException r = assertThrows(SnapshotFormatException.class,
+                () -> SnapshotReader.read(huge, "x.pickle"));
+        assertEquals("x.pickle: truncated pickle: 9 bytes end inside the BINUNICODE opcode at byte offset 2",
+                r.getMessage());
+        // LONG4 with a negative length (it used to move the decoder backwards)
+        byte[] negative = {(byte) 0x80, 2, (byte) 0x8b, (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff, '.'};
+        e = assertThrows(IllegalArgumentException.class, () -> PickleDecoder.decode(ByteBuffer.wrap(negative)));
+        assertEquals("long of -1 bytes runs past the end of the input at byte offset 2", e.getMessage());
+        // protocol 6 does not exist
+        byte[] protocol6 = {(byte) 0x80, 6, 'N', '.'};
+        e = assertThrows(IllegalArgumentException.class, () -> PickleDecoder.decode(ByteBuffer.wrap(protocol6)));
+        assertEquals("unsupported pickle protocol at byte offset 0", e.getMessage());
+        r = assertThrows(SnapshotFormatException.class, () -> SnapshotReader.read(protocol6, "p.pickle"));
+        assertEquals("p.pickle: unsupported pickle protocol 6 at byte offset 0 (Python writes protocols 0 to 5)",
+                r.getMessage());
+        // GLOBAL os.system: refused, never executed
+        byte[] global = {(byte) 0x80, 2, 'c', 'o', 's', '\n', 's', 'y', 's', 't', 'e', 'm', '\n', '.'};
+        e = assertThrows(IllegalArgumentException.class, () -> PickleDecoder.decode(ByteBuffer.wrap(global)));
+        assertEquals("opcode GLOBAL is not supported at byte offset 2", e.getMessage());
+        r = assertThrows(SnapshotFormatException.class, () -> SnapshotReader.read(global, "g.pickle"));
+        assertTrue(r.getMessage().startsWith("g.pickle: unsupported pickle opcode GLOBAL at byte offset 2: "),
+                r.getMessage());
+    }
 }
