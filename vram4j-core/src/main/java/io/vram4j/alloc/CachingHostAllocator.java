@@ -97,10 +97,9 @@ public final class CachingHostAllocator implements AutoCloseable {
             Deque<HostBlock> list = freeLists.get(index(rounded));
             if (list != null && !list.isEmpty()) {
                 HostBlock b = list.pop();
-                b.allocated = true;
                 activeRequests.increase(1);
                 activeBytes.increase(rounded);
-                return new PinnedBuffer(b, size);
+                return b.handedOut = new PinnedBuffer(b, size);
             }
         } finally {
             lock.unlock();
@@ -113,7 +112,7 @@ public final class CachingHostAllocator implements AutoCloseable {
                     + rounded + " bytes for a request of " + size);
         }
         HostBlock b = new HostBlock(rounded, memory);
-        b.allocated = true;
+        PinnedBuffer buffer = b.handedOut = new PinnedBuffer(b, size);
         lock.lock();
         try {
             allocTime.add(micros);
@@ -125,7 +124,7 @@ public final class CachingHostAllocator implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        return new PinnedBuffer(b, size);
+        return buffer;
     }
 
     /**
@@ -160,7 +159,7 @@ public final class CachingHostAllocator implements AutoCloseable {
         try {
             requireHandedOut(buffer, "free");
             HostBlock b = buffer.block;
-            b.allocated = false;
+            b.handedOut = null;
             if (b.streams.isEmpty()) {
                 makeReusable(b);
                 return;
@@ -306,9 +305,9 @@ public final class CachingHostAllocator implements AutoCloseable {
 
     private void requireHandedOut(PinnedBuffer buffer, String call) {
         checkOpen();
-        if (!buffer.block.allocated || !blocks.contains(buffer.block)) {
+        if (buffer.block.handedOut != buffer || !blocks.contains(buffer.block)) {
             throw new IllegalArgumentException(call + ": the buffer is not handed out by this allocator (freed "
-                    + "already, or another allocator's)");
+                    + "already, even if its block has been handed out again since, or another allocator's)");
         }
     }
 

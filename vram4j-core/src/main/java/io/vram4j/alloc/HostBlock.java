@@ -10,7 +10,8 @@ import java.util.Set;
 final class HostBlock {
     final long size;
     final MemorySegment memory;
-    boolean allocated;
+    /** The buffer the block is handed out as, or null while it is free or waits for events. */
+    PinnedBuffer handedOut;
     int eventCount;
     final Set<Stream> streams = new LinkedHashSet<>();
 

@@ -140,6 +140,12 @@ class CachingHostAllocatorTest {
             after.remove("host_alloc_time.total");
             before.remove("host_alloc_time.total");
             assertEquals(before, after);
+            PinnedBuffer reused = a.allocate(64); // b's block, handed out again
+            assertEquals(b.segment().address(), reused.segment().address());
+            assertThrows(IllegalArgumentException.class, () -> a.free(b), "a stale buffer must not free its block's new owner");
+            assertThrows(IllegalArgumentException.class, () -> a.recordEvent(b, new Stream(0, 0)));
+            assertEquals(1, a.hostMemoryStats().get("active_requests.current"), "the new owner still holds it");
+            a.free(reused);
             try (CachingHostAllocator other = CachingHostAllocator.create(new CountingSource())) {
                 src.exhausted = false;
                 PinnedBuffer mine = a.allocate(64);
