@@ -1,14 +1,12 @@
 package io.vram4j.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import io.vram4j.device.DeviceUnavailableException;
 import io.vram4j.device.Devices;
 import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.device.cuda.CudaDeviceInfo;
 import io.vram4j.memory.stats.FormatSize;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Spec;
 
 import java.io.PrintWriter;
@@ -27,14 +25,14 @@ import java.util.concurrent.Callable;
 @Command(name = "devices", mixinStandardHelpOptions = true,
         description = "List the devices vram4j can open here: host, the sim presets, and CUDA GPUs.")
 final class DevicesCommand implements Callable<Integer> {
-    @Option(names = "--json", description = "print the list as JSON")
-    boolean json;
+    @Mixin
+    JsonOutput json;
 
     @Spec
     picocli.CommandLine.Model.CommandSpec spec;
 
     @Override
-    public Integer call() throws Exception {
+    public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
         List<CudaDeviceInfo> gpus = List.of();
         String cudaProblem = null;
@@ -47,7 +45,7 @@ final class DevicesCommand implements Callable<Integer> {
             cudaProblem = e.getMessage();
         }
         long hostCapacity = Devices.hostDefaultCapacity();
-        if (json) {
+        if (json.json) {
             Map<String, Object> doc = new LinkedHashMap<>();
             doc.put("host", Map.of("spec", "host", "capacity_bytes", hostCapacity,
                     "physical_memory_bytes", Devices.physicalMemory()));
@@ -69,7 +67,7 @@ final class DevicesCommand implements Callable<Integer> {
             if (cudaProblem != null) {
                 doc.put("cuda_unavailable", cudaProblem);
             }
-            out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(doc));
+            json.print(doc);
             return 0;
         }
         out.printf("%-14s %s%n", "host", "off-heap memory of this process, default capacity "

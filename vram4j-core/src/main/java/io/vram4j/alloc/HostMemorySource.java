@@ -2,6 +2,8 @@ package io.vram4j.alloc;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 
 /**
  * Where a {@link CachingHostAllocator} gets its blocks: page-locked memory ({@code cuMemHostAlloc}, from
@@ -28,7 +30,7 @@ public interface HostMemorySource {
      */
     static HostMemorySource pageable() {
         return new HostMemorySource() {
-            private final java.util.concurrent.ConcurrentMap<Long, Arena> arenas = new java.util.concurrent.ConcurrentHashMap<>();
+            private final ConcurrentMap<Long, Arena> arenas = new ConcurrentHashMap<>(); // address -> its arena
 
             @Override
             public MemorySegment allocate(long size) {
@@ -45,6 +47,7 @@ public interface HostMemorySource {
 
             @Override
             public void free(MemorySegment memory) {
+                // throws IllegalArgumentException for memory this source did not allocate
                 Arena arena = arenas.remove(memory.address());
                 if (arena == null) {
                     throw new IllegalArgumentException("not memory of this source: 0x"

@@ -38,6 +38,10 @@ public final class GpuBench {
     /** @param args optional device spec */
     public static void main(String[] args) {
         String spec = args.length > 0 ? args[0] : "cuda";
+        if (!spec.strip().toLowerCase(Locale.ROOT).startsWith("cuda")) {
+            System.err.println("GpuBench: '" + spec + "' is not a cuda device; usage: GpuBench [cuda[:N]]");
+            System.exit(2);
+        }
         try (CudaDevice d = (CudaDevice) Devices.open(spec)) {
             System.out.println("== vram4j GPU bench on " + spec + " (" + CudaDevice.list().get(d.index()).name() + ")");
             cacheHitPairs(d);

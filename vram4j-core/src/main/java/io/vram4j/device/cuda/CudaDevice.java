@@ -44,9 +44,6 @@ import java.util.concurrent.ConcurrentLinkedDeque;
  * releases the primary context.
  */
 public final class CudaDevice extends AbstractDevice {
-    /** The environment variable that, when set to {@code 1}, makes tests fail instead of skip without a GPU. */
-    public static final String REQUIRE_GPU_ENV = "VRAM4J_REQUIRE_GPU";
-
     private final CudaContext context;
     private final boolean vmmSupported;
     private final long vmmGranularity;
