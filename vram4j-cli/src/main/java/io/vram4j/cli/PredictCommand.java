@@ -1,6 +1,5 @@
 package io.vram4j.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.vram4j.alloc.config.AllocatorConfigException;
 import io.vram4j.memory.snapshot.Frame;
 import io.vram4j.memory.stats.FormatSize;
@@ -16,7 +15,6 @@ import picocli.CommandLine.Parameters;
 
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -37,9 +35,6 @@ import java.util.concurrent.Callable;
                         + "replayed through the exact allocator.",
                 "Example: vram4j predict run-b2.pickle@2 run-b4.pickle@4 --at 64 --capacity H100-80GB"})
 final class PredictCommand implements Callable<Integer> {
-    @CommandLine.Spec
-    CommandLine.Model.CommandSpec spec;
-
     @Parameters(paramLabel = "FILE@VALUE", arity = "2..3", description = "a snapshot (pickle or JSON) and the parameter's value it was recorded at")
     List<String> inputs;
 
@@ -62,8 +57,8 @@ final class PredictCommand implements Callable<Integer> {
     @Option(names = "--max-value", paramLabel = "N", defaultValue = "1048576", description = "--max: the largest value to try (default: ${DEFAULT-VALUE})")
     long maxValue;
 
-    @Option(names = "--json", description = "print the prediction as JSON")
-    boolean json;
+    @picocli.CommandLine.Mixin
+    JsonOutput json;
 
     @Override
     public Integer call() {
@@ -89,24 +84,20 @@ final class PredictCommand implements Callable<Integer> {
         for (String input : inputs) {
             recordings.add(recording(input));
         }
-        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter out = json.report();
         Map<String, Object> result = new LinkedHashMap<>();
         try {
             Predictor predictor = new Predictor(recordings, growth);
             result.put("recorded_values", predictor.values());
             result.put("model", growth == Growth.AFFINE ? "affine" : "quadratic");
             result.put("one_offs", predictor.oneOffs());
-            if (!json) {
-                out.printf(Locale.ROOT, "%d recordings at %s aligned (%s model, %d one-off allocation%s passed over)%n", recordings.size(),
-                        joinValues(predictor.values()), growth == Growth.AFFINE ? "affine" : "quadratic", predictor.oneOffs(),
-                        predictor.oneOffs() == 1 ? "" : "s");
-            }
+            out.printf(Locale.ROOT, "%d recordings at %s aligned (%s model, %d one-off allocation%s passed over)%n", recordings.size(),
+                    joinValues(predictor.values()), growth == Growth.AFFINE ? "affine" : "quadratic", predictor.oneOffs(),
+                    predictor.oneOffs() == 1 ? "" : "s");
             if (at != null) {
                 Prediction p = predictor.predict(at, conf, cap);
                 result.put("prediction", map(p));
-                if (!json) {
-                    print(p, out);
-                }
+                print(p, out);
             }
             if (max) {
                 Predictor.Search s = predictor.largestFitting(conf, cap, maxValue);
@@ -115,28 +106,20 @@ final class PredictCommand implements Callable<Integer> {
                 m.put("hit_upper_bound", s.hitUpperBound());
                 m.put("tries", s.tried().stream().map(PredictCommand::map).toList());
                 result.put("max", m);
-                if (!json) {
-                    for (Prediction p : s.tried()) {
-                        out.printf(Locale.ROOT, "  at %,d: %s, peak reserved %s, %.1f ms%n", p.value(), p.fits() ? "fits" : "out of memory",
-                                FormatSize.formatSize(p.peakReserved()), p.seconds() * 1e3);
-                    }
-                    out.printf(Locale.ROOT, "largest value that fits on %s: %,d%s%n", FormatSize.formatSize(cap), s.largest(),
-                            s.hitUpperBound() ? " (the upper bound --max-value; a larger value may fit too)" : "");
+                for (Prediction p : s.tried()) {
+                    out.printf(Locale.ROOT, "  at %,d: %s, peak reserved %s, %.1f ms%n", p.value(), p.fits() ? "fits" : "out of memory",
+                            FormatSize.formatSize(p.peakReserved()), p.seconds() * 1e3);
                 }
+                out.printf(Locale.ROOT, "largest value that fits on %s: %,d%s%n", FormatSize.formatSize(cap), s.largest(),
+                        s.hitUpperBound() ? " (the upper bound --max-value; a larger value may fit too)" : "");
             }
         } catch (PredictionException e) {
             throw new UserException(e.getMessage(), e);
         } catch (AllocatorConfigException e) {
             throw new UserException("--conf: " + e.getMessage(), e);
         }
-        if (json) {
-            try {
-                out.println(new ObjectMapper().writeValueAsString(result));
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
         out.flush();
+        json.print(result);
         return 0;
     }
 
