@@ -8,7 +8,7 @@ import io.vram4j.predict.Prediction;
 import io.vram4j.predict.PredictionException;
 import io.vram4j.predict.Predictor;
 import io.vram4j.predict.Recording;
-import picocli.CommandLine;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -57,7 +57,7 @@ final class PredictCommand implements Callable<Integer> {
     @Option(names = "--max-value", paramLabel = "N", defaultValue = "1048576", description = "--max: the largest value to try (default: ${DEFAULT-VALUE})")
     long maxValue;
 
-    @picocli.CommandLine.Mixin
+    @Mixin
     JsonOutput json;
 
     @Override
