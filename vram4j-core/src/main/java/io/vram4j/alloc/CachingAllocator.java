@@ -4,6 +4,7 @@ import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.MemInfo;
 import io.vram4j.device.Stream;
+import io.vram4j.memory.snapshot.SegmentInfo;
 import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.memory.stats.MemoryStats;
 import io.vram4j.memory.stats.MemorySummary;
@@ -460,10 +461,18 @@ public final class CachingAllocator implements AutoCloseable {
         return engine.liveAllocations();
     }
 
-    /** @return segments and blocks as the allocator holds them now (used by snapshots and checks) */
-    public List<SegmentState> segments() {
+    /**
+     * The allocator's segments and blocks now, as PyTorch's segment dicts: the {@code segments} of
+     * {@link #snapshot()} without touching the memory history (no {@code snapshot} trace entry is recorded). Sizes
+     * in bytes; an expandable segment's contiguous mapped ranges are one segment each (spec section 10.2).
+     * Read under the device lock, so the state is consistent while other threads use the allocator.
+     *
+     * @return the segments in address order, immutable
+     * @throws IllegalStateException when the allocator is closed
+     */
+    public List<SegmentInfo> segments() {
         ensureOpen();
-        return SegmentState.of(engine.segments());
+        return List.copyOf(SnapshotBuilder.segments(engine));
     }
 
     /**

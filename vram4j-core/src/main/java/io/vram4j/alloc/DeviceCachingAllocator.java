@@ -10,12 +10,15 @@ import io.vram4j.memory.stats.MemoryStats;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 
 /*
  * The caching allocator of one device: PyTorch's DeviceCachingAllocator (c10/cuda/CUDACachingAllocator.cpp),
@@ -79,7 +82,7 @@ final class DeviceCachingAllocator {
     /** Memory history, or null when not recording; read without the lock by the facade to decide on stacks. */
     private volatile HistoryRecorder history;
     /** Stack at segment creation, by segment base address (non-expandable segments), when recording. */
-    private final Map<Long, Object> segmentContexts = new java.util.HashMap<>();
+    private final Map<Long, Object> segmentContexts = new HashMap<>();
 
     private record PendingEvent(Event event, Block block) {
     }
@@ -92,10 +95,6 @@ final class DeviceCachingAllocator {
 
     DeviceBackend device() {
         return device;
-    }
-
-    ReentrantLock lock() {
-        return lock;
     }
 
     /** The exception every call gets once the allocator is closed. */
@@ -973,7 +972,7 @@ final class DeviceCachingAllocator {
     }
 
     /** Runs {@code body} under the device lock (snapshots read blocks, stats and history consistently). */
-    <T> T locked(java.util.function.Supplier<T> body) {
+    <T> T locked(Supplier<T> body) {
         lock.lock();
         try {
             return body.get();
@@ -1035,9 +1034,8 @@ final class DeviceCachingAllocator {
      * segments each contiguous mapped range is reported as one segment, as PyTorch's snapshots do.
      */
     List<List<Block>> segments() {
-        lock.lock();
-        try {
-            java.util.TreeMap<Long, Block> all = new java.util.TreeMap<>(Long::compareUnsigned);
+        return locked(() -> {
+            TreeMap<Long, Block> all = new TreeMap<>(Long::compareUnsigned);
             allocatedBlocks.forEach(b -> all.put(b.ptr, b));
             for (ArrayDeque<PendingEvent> q : streamEvents.values()) {
                 for (PendingEvent pe : q) {
@@ -1065,19 +1063,12 @@ final class DeviceCachingAllocator {
                 segments.add(seg);
             }
             return segments;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /** Number of allocated (not freed) blocks. */
     int liveAllocations() {
-        lock.lock();
-        try {
-            return allocatedBlocks.size();
-        } finally {
-            lock.unlock();
-        }
+        return locked(allocatedBlocks::size);
     }
 
     /**
@@ -1087,8 +1078,7 @@ final class DeviceCachingAllocator {
      * @return the blocks that were still allocated, or null when the allocator was already closed
      */
     List<Block> releaseAll() {
-        lock.lock();
-        try {
+        return locked(() -> {
             if (closed) {
                 return null;
             }
@@ -1112,8 +1102,6 @@ final class DeviceCachingAllocator {
             smallBlocks.unmapped.clear();
             largeBlocks.unmapped.clear();
             return live;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 }

@@ -14,7 +14,7 @@ import java.util.List;
 
 /**
  * Builds PyTorch's {@code torch.cuda.memory._snapshot()} structure (spec 10.2) from the engine's state and
- * history. Runs under the engine's lock.
+ * history. The one place where the engine's blocks become {@link SegmentInfo}s. Runs under the engine's lock.
  */
 final class SnapshotBuilder {
     private SnapshotBuilder() {
@@ -23,31 +23,7 @@ final class SnapshotBuilder {
     static MemorySnapshot build(DeviceCachingAllocator engine) {
         return engine.locked(() -> {
             int device = engine.device().index();
-            List<SegmentInfo> segments = new ArrayList<>();
-            for (List<Block> seg : engine.segments()) {
-                Block head = seg.get(0);
-                List<BlockInfo> blocks = new ArrayList<>(seg.size());
-                long total = 0, allocated = 0, active = 0, requested = 0;
-                for (Block b : seg) {
-                    BlockState state = b.allocated ? BlockState.ACTIVE_ALLOCATED
-                            : b.isPending() ? BlockState.ACTIVE_PENDING_FREE : BlockState.INACTIVE;
-                    boolean isActive = state != BlockState.INACTIVE;
-                    blocks.add(new BlockInfo(b.ptr, b.size, isActive ? b.requestedSize : 0, state,
-                            isActive ? frames(b.context) : List.of()));
-                    total += b.size;
-                    if (b.allocated) {
-                        allocated += b.size;
-                    }
-                    if (isActive) {
-                        active += b.size;
-                        requested += b.requestedSize;
-                    }
-                }
-                Object segCtx = head.expandableSegment == null ? engine.segmentContext(head.ptr) : null;
-                segments.add(new SegmentInfo(device, head.ptr, total, allocated, active, requested, head.streamKey,
-                        head.pool.isSmall ? SegmentInfo.SMALL : SegmentInfo.LARGE, PoolId.DEFAULT,
-                        head.expandableSegment != null, frames(segCtx), blocks));
-            }
+            List<SegmentInfo> segments = segments(engine);
             List<List<TraceEntry>> traces = new ArrayList<>();
             HistoryRecorder h = engine.history();
             List<TraceEntry> trace = new ArrayList<>();
@@ -66,6 +42,35 @@ final class SnapshotBuilder {
             }
             traces.add(trace);
             return new MemorySnapshot(segments, traces, engine.config().toSettingsMap(), List.of());
+        });
+    }
+
+    /**
+     * The engine's segments as PyTorch's segment dicts, in address order: each block's state from its flags
+     * ({@code allocated}, else pending events or stream uses: {@code active_pending_free}, else {@code inactive}),
+     * its requested size and allocation stack for active blocks only (0 and none for inactive ones, where
+     * PyTorch's value is stale), the segment's stack when history records one.
+     */
+    static List<SegmentInfo> segments(DeviceCachingAllocator engine) {
+        return engine.locked(() -> {
+            int device = engine.device().index();
+            List<SegmentInfo> segments = new ArrayList<>();
+            for (List<Block> seg : engine.segments()) {
+                Block head = seg.get(0);
+                List<BlockInfo> blocks = new ArrayList<>(seg.size());
+                for (Block b : seg) {
+                    BlockState state = b.allocated ? BlockState.ACTIVE_ALLOCATED
+                            : b.isPending() ? BlockState.ACTIVE_PENDING_FREE : BlockState.INACTIVE;
+                    boolean isActive = state.isActive();
+                    blocks.add(new BlockInfo(b.ptr, b.size, isActive ? b.requestedSize : 0, state,
+                            isActive ? frames(b.context) : List.of()));
+                }
+                Object segCtx = head.expandableSegment == null ? engine.segmentContext(head.ptr) : null;
+                segments.add(SegmentInfo.of(device, head.ptr, head.streamKey,
+                        head.pool.isSmall ? SegmentInfo.SMALL : SegmentInfo.LARGE, PoolId.DEFAULT,
+                        head.expandableSegment != null, frames(segCtx), blocks));
+            }
+            return segments;
         });
     }
 

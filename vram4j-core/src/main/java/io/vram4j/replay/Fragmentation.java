@@ -1,6 +1,5 @@
 package io.vram4j.replay;
 
-import io.vram4j.alloc.SegmentState;
 import io.vram4j.memory.snapshot.BlockInfo;
 import io.vram4j.memory.snapshot.SegmentInfo;
 
@@ -33,7 +32,7 @@ public record Fragmentation(int segments, long reserved, long allocated, long fr
     }
 
     /**
-     * @param segments a recorded state
+     * @param segments a recorded state, or an allocator's live one ({@link io.vram4j.alloc.CachingAllocator#segments()})
      * @return its fragmentation
      */
     public static Fragmentation ofSnapshot(List<SegmentInfo> segments) {
@@ -42,34 +41,9 @@ public record Fragmentation(int segments, long reserved, long allocated, long fr
         for (SegmentInfo s : segments) {
             reserved += s.totalSize();
             allocated += s.allocatedSize();
-            boolean anyActive = s.blocks().stream().anyMatch(b -> b.state().isActive());
+            boolean anyActive = s.blocks().stream().anyMatch(BlockInfo::isActive);
             for (BlockInfo b : s.blocks()) {
-                if (!b.state().isActive()) {
-                    free += b.size();
-                    freeBlocks++;
-                    largest = Math.max(largest, b.size());
-                    if (anyActive) {
-                        nonReleasable += b.size();
-                    }
-                }
-            }
-        }
-        return new Fragmentation(segments.size(), reserved, allocated, free, freeBlocks, largest, nonReleasable);
-    }
-
-    /**
-     * @param segments the live state of an allocator
-     * @return its fragmentation
-     */
-    public static Fragmentation ofState(List<SegmentState> segments) {
-        long reserved = 0, allocated = 0, free = 0, largest = 0, nonReleasable = 0;
-        int freeBlocks = 0;
-        for (SegmentState s : segments) {
-            reserved += s.totalSize();
-            allocated += s.allocatedSize();
-            boolean anyActive = s.blocks().stream().anyMatch(SegmentState.BlockState::active);
-            for (SegmentState.BlockState b : s.blocks()) {
-                if (!b.active()) {
+                if (!b.isActive()) {
                     free += b.size();
                     freeBlocks++;
                     largest = Math.max(largest, b.size());

@@ -1,7 +1,9 @@
 package io.vram4j.replay;
 
-import io.vram4j.alloc.SegmentState;
 import io.vram4j.alloc.SizeRules;
+import io.vram4j.memory.snapshot.BlockInfo;
+import io.vram4j.memory.snapshot.BlockState;
+import io.vram4j.memory.snapshot.SegmentInfo;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -58,26 +60,26 @@ public record OomState(long capacity, long reserved, long allocated, long reques
     }
 
     /**
-     * @param segments the allocator's segments at the failure
+     * @param segments the allocator's segments at the failure ({@link io.vram4j.alloc.CachingAllocator#segments()})
      * @param capacity the capacity or allowed maximum in bytes
      * @param request the rounded request in bytes
      * @param stream the request's stream handle
      * @return the state
      */
-    public static OomState of(List<SegmentState> segments, long capacity, long request, long stream) {
+    public static OomState of(List<SegmentInfo> segments, long capacity, long request, long stream) {
         long reserved = 0, allocated = 0, pending = 0;
         Map<List<Long>, long[]> byPool = new TreeMap<>((a, b) -> {
             int c = Long.compareUnsigned(a.get(0), b.get(0));
             return c != 0 ? c : Long.compare(a.get(1), b.get(1));
         });
-        for (SegmentState s : segments) {
+        for (SegmentInfo s : segments) {
             reserved += s.totalSize();
             allocated += s.allocatedSize();
-            for (SegmentState.BlockState b : s.blocks()) {
-                if (b.pendingFree()) {
+            for (BlockInfo b : s.blocks()) {
+                if (b.state() == BlockState.ACTIVE_PENDING_FREE) {
                     pending += b.size();
-                } else if (!b.active()) {
-                    long[] f = byPool.computeIfAbsent(List.of(s.stream(), s.small() ? 1L : 0L), k -> new long[3]);
+                } else if (!b.isActive()) {
+                    long[] f = byPool.computeIfAbsent(List.of(s.stream(), s.isLarge() ? 0L : 1L), k -> new long[3]);
                     f[0] += b.size();
                     f[1]++;
                     f[2] = Math.max(f[2], b.size());

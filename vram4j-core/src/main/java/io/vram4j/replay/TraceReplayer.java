@@ -3,7 +3,6 @@ package io.vram4j.replay;
 import io.vram4j.alloc.AllocatorListener;
 import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.alloc.DeviceOutOfMemoryException;
-import io.vram4j.alloc.SegmentState;
 import io.vram4j.alloc.SizeRules;
 import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.device.AbstractDevice;
@@ -543,7 +542,7 @@ final class TraceReplayer implements AllocatorListener {
     }
 
     private void capturePeak() {
-        atPeak = Fragmentation.ofState(alloc.segments());
+        atPeak = Fragmentation.ofSnapshot(alloc.segments());
         statsAtPeak = alloc.memoryStats();
     }
 
@@ -638,15 +637,15 @@ final class TraceReplayer implements AllocatorListener {
 
     private List<String> compareFinalState() {
         List<String> diffs = new ArrayList<>();
-        List<SegmentState> ours = alloc.segments();
+        List<SegmentInfo> ours = alloc.segments();
         List<SegmentInfo> recorded = analysis.dump;
         if (options.recordedAddresses()) {
-            Map<Long, SegmentState> byAddr = new HashMap<>();
-            for (SegmentState s : ours) {
+            Map<Long, SegmentInfo> byAddr = new HashMap<>();
+            for (SegmentInfo s : ours) {
                 byAddr.put(s.address(), s);
             }
             for (SegmentInfo r : recorded) {
-                SegmentState s = byAddr.remove(r.address());
+                SegmentInfo s = byAddr.remove(r.address());
                 if (s == null) {
                     diffs.add("segment 0x" + Long.toHexString(r.address()) + " (" + r.totalSize() + " B) is missing");
                 } else if (!sameLayout(r, s, true)) {
@@ -657,7 +656,7 @@ final class TraceReplayer implements AllocatorListener {
                     return diffs;
                 }
             }
-            for (SegmentState s : byAddr.values()) {
+            for (SegmentInfo s : byAddr.values()) {
                 diffs.add("extra segment 0x" + Long.toHexString(s.address()) + " (" + s.totalSize() + " B)");
                 if (diffs.size() >= 10) {
                     break;
@@ -674,15 +673,14 @@ final class TraceReplayer implements AllocatorListener {
         return diffs;
     }
 
-    private static boolean sameLayout(SegmentInfo r, SegmentState s, boolean addresses) {
+    private static boolean sameLayout(SegmentInfo r, SegmentInfo s, boolean addresses) {
         if (r.totalSize() != s.totalSize() || r.blocks().size() != s.blocks().size()) {
             return false;
         }
         for (int k = 0; k < r.blocks().size(); k++) {
             BlockInfo rb = r.blocks().get(k);
-            SegmentState.BlockState sb = s.blocks().get(k);
-            if (rb.size() != sb.size() || (addresses && rb.address() != sb.address())
-                    || !rb.state().pytorchName().equals(sb.state())) {
+            BlockInfo sb = s.blocks().get(k);
+            if (rb.size() != sb.size() || (addresses && rb.address() != sb.address()) || rb.state() != sb.state()) {
                 return false;
             }
         }
@@ -693,14 +691,6 @@ final class TraceReplayer implements AllocatorListener {
         StringBuilder sb = new StringBuilder().append(r.totalSize()).append(':');
         for (BlockInfo b : r.blocks()) {
             sb.append(b.size()).append(b.state() == BlockState.INACTIVE ? "f" : "a").append(',');
-        }
-        return sb.toString();
-    }
-
-    private static String layout(SegmentState s) {
-        StringBuilder sb = new StringBuilder().append(s.totalSize()).append(':');
-        for (SegmentState.BlockState b : s.blocks()) {
-            sb.append(b.size()).append(b.active() ? "a" : "f").append(',');
         }
         return sb.toString();
     }

@@ -4,6 +4,7 @@ import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
 import io.vram4j.device.Stream;
+import io.vram4j.memory.snapshot.SegmentInfo;
 import io.vram4j.memory.stats.MemoryStats;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -98,7 +99,7 @@ public class AllocatorConformanceTest {
         assertEquals(request, s.get("requested_bytes.all.current"));
         assertEquals(split ? 1 : 0, s.get("inactive_split." + pool + ".current"), "split");
         assertEquals(remainder, s.get("inactive_split_bytes." + pool + ".current"), "remainder");
-        List<SegmentState> segs = a.segments();
+        List<SegmentInfo> segs = a.segments();
         assertEquals(1, segs.size());
         assertEquals(split ? 2 : 1, segs.get(0).blocks().size());
         assertEquals(ptr, segs.get(0).address(), "the allocation takes the low-address part");
@@ -124,7 +125,7 @@ public class AllocatorConformanceTest {
         a.free(p3);
         StatsInvariants.check(a);
         a.free(p2);
-        List<SegmentState> segs = a.segments();
+        List<SegmentInfo> segs = a.segments();
         assertEquals(1, segs.get(0).blocks().size(), "all neighbours merged back into one block");
         StatsInvariants.check(a);
     }
@@ -470,7 +471,7 @@ public class AllocatorConformanceTest {
         MemoryStats s = a.memoryStats();
         assertEquals(0, s.get("allocation.all.current"));
         assertEquals(1, s.get("active.all.current"), "pending free stays active");
-        assertEquals("active_pending_free", a.segments().get(0).blocks().get(0).state());
+        assertEquals("active_pending_free", a.segments().get(0).blocks().get(0).state().pytorchName());
         StatsInvariants.check(a);
         long q = a.malloc(50 * 4, side);
         assertNotEquals(p, q, "allocation reused too soon");
@@ -516,7 +517,7 @@ public class AllocatorConformanceTest {
         long freed = a.malloc(4096);
         a.free(freed);
         MemoryStats before = a.memoryStats();
-        List<SegmentState> segsBefore = a.segments();
+        List<SegmentInfo> segsBefore = a.segments();
         // an address inside the block (a shifted view), a freed block, an address no block ever had
         for (long bad : new long[] {p + 512, freed, 0x1234_0000L}) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> a.recordStream(bad, side),
@@ -716,7 +717,7 @@ public class AllocatorConformanceTest {
         a.emptyCache();
         assertEquals(0, a.memoryReserved());
         StatsInvariants.check(a);
-        List<SegmentState> none = a.segments();
+        List<SegmentInfo> none = a.segments();
         assertTrue(none.isEmpty());
     }
 
@@ -759,7 +760,7 @@ public class AllocatorConformanceTest {
         CachingAllocator a = allocator();
         long p = a.malloc(5000);
         MemoryStats before = a.memoryStats();
-        List<SegmentState> segsBefore = a.segments();
+        List<SegmentInfo> segsBefore = a.segments();
         assertThrows(IllegalArgumentException.class, () -> a.malloc(-1));
         assertThrows(DeviceOutOfMemoryException.class, () -> a.malloc(1L << 60));
         assertThrows(IllegalArgumentException.class, () -> a.free(p + 512));

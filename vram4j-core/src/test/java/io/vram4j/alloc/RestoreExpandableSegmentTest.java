@@ -3,6 +3,7 @@ package io.vram4j.alloc;
 import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.device.Stream;
 import io.vram4j.device.sim.SimDevice;
+import io.vram4j.memory.snapshot.SegmentInfo;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -29,11 +30,11 @@ class RestoreExpandableSegmentTest {
             assertEquals(60 * MiB, a.memoryReserved());
             assertEquals(15 * MiB, a.memoryAllocated());
             assertEquals(0, a.memoryStats().get("segment.all.current"), "expandable pages are no segments");
-            List<SegmentState> segs = a.segments();
+            List<SegmentInfo> segs = a.segments();
             assertEquals(2, segs.size());
             assertEquals(BASE + 20 * MiB, segs.get(0).address());
             assertEquals(40 * MiB, segs.get(0).totalSize());
-            assertTrue(segs.get(0).expandable());
+            assertTrue(segs.get(0).isExpandable());
             assertEquals(3, segs.get(0).blocks().size(), "free, live, free");
             assertEquals(10 * MiB - 100, segs.get(0).blocks().get(1).requestedSize());
 

@@ -1,5 +1,7 @@
 package io.vram4j.alloc;
 
+import io.vram4j.memory.snapshot.BlockInfo;
+import io.vram4j.memory.snapshot.SegmentInfo;
 import io.vram4j.memory.stats.MemoryStats;
 
 import java.util.List;
@@ -16,30 +18,30 @@ final class StatsInvariants {
 
     static void check(CachingAllocator alloc) {
         MemoryStats s = alloc.memoryStats();
-        List<SegmentState> segments = alloc.segments();
+        List<SegmentInfo> segments = alloc.segments();
         String[] pools = {"all", "small_pool", "large_pool"};
         for (String pool : pools) {
             long segCount = 0, reserved = 0, allocated = 0, active = 0, requested = 0;
             long allocations = 0, activeBlocks = 0, inactiveSplit = 0, inactiveSplitBytes = 0;
-            for (SegmentState seg : segments) {
-                if (pool.equals("small_pool") && !seg.small() || pool.equals("large_pool") && seg.small()) {
+            for (SegmentInfo seg : segments) {
+                if (pool.equals("small_pool") && seg.isLarge() || pool.equals("large_pool") && !seg.isLarge()) {
                     continue;
                 }
-                if (!seg.expandable()) {
+                if (!seg.isExpandable()) {
                     segCount++;
                 }
                 reserved += seg.totalSize();
                 allocated += seg.allocatedSize();
                 active += seg.activeSize();
                 requested += seg.requestedSize();
-                for (SegmentState.BlockState b : seg.blocks()) {
-                    if (b.allocated()) {
+                for (BlockInfo b : seg.blocks()) {
+                    if (b.isAllocated()) {
                         allocations++;
                     }
-                    if (b.active()) {
+                    if (b.isActive()) {
                         activeBlocks++;
                     }
-                    if (!b.active() && !seg.expandable() && seg.blocks().size() > 1) {
+                    if (!b.isActive() && !seg.isExpandable() && seg.blocks().size() > 1) {
                         inactiveSplit++;
                         inactiveSplitBytes += b.size();
                     }
@@ -56,11 +58,11 @@ final class StatsInvariants {
             assertEquals(inactiveSplitBytes, s.get("inactive_split_bytes." + pool + ".current"),
                     "inactive_split_bytes." + pool);
         }
-        for (SegmentState seg : segments) {
-            long sum = seg.blocks().stream().mapToLong(SegmentState.BlockState::size).sum();
+        for (SegmentInfo seg : segments) {
+            long sum = seg.blocks().stream().mapToLong(BlockInfo::size).sum();
             assertEquals(seg.totalSize(), sum, "block sizes add up to the segment");
             long expect = seg.address();
-            for (SegmentState.BlockState b : seg.blocks()) {
+            for (BlockInfo b : seg.blocks()) {
                 assertEquals(expect, b.address(), "blocks are contiguous");
                 expect += b.size();
             }

@@ -320,21 +320,13 @@ final class StateTracker {
         List<SegmentInfo> out = new ArrayList<>(segments.size());
         for (Seg s : segments.values()) {
             List<BlockInfo> blocks = new ArrayList<>(s.blocks.size());
-            long alloc = 0, active = 0, req = 0;
             for (Blk b : s.blocks.values()) {
                 BlockState st = b.state == ALLOCATED ? BlockState.ACTIVE_ALLOCATED
                         : b.state == PENDING ? BlockState.ACTIVE_PENDING_FREE : BlockState.INACTIVE;
-                if (b.state == ALLOCATED) {
-                    alloc += b.size;
-                }
-                if (b.state != FREE) {
-                    active += b.size;
-                    req += b.requested;
-                }
                 blocks.add(new BlockInfo(b.addr, b.size, b.requested, st, b.stack >= 0 ? stacks.get(b.stack) : List.of()));
             }
-            out.add(new SegmentInfo(device, s.addr, s.size, alloc, active, req, s.stream,
-                    s.small ? SegmentInfo.SMALL : SegmentInfo.LARGE, PoolId.DEFAULT, s.expandable, List.of(), blocks));
+            out.add(SegmentInfo.of(device, s.addr, s.stream, s.small ? SegmentInfo.SMALL : SegmentInfo.LARGE,
+                    PoolId.DEFAULT, s.expandable, List.of(), blocks));
         }
         return out;
     }
