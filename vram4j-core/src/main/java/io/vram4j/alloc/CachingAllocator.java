@@ -411,7 +411,7 @@ public final class CachingAllocator implements AutoCloseable {
      */
     public void restoreSegment(long address, long size, Stream stream, boolean small, List<long[]> live) {
         ensureOpen();
-        engine.restoreSegment(address, size, stream, small, live);
+        new StateRestorer(engine).restoreSegment(address, size, stream, small, live);
     }
 
     /**
@@ -431,7 +431,7 @@ public final class CachingAllocator implements AutoCloseable {
      */
     public void restoreExpandableSegment(long base, Stream stream, boolean small, List<long[]> mapped, List<long[]> live) {
         ensureOpen();
-        engine.restoreExpandableSegment(base, stream, small, mapped, live);
+        new StateRestorer(engine).restoreExpandableSegment(base, stream, small, mapped, live);
     }
 
     /**

@@ -49,14 +49,15 @@ import java.util.function.Supplier;
  *
  * Note [Close]
  *   releaseAll() sets `closed` under the lock. malloc, free, recordStream, emptyCache, allocatedBlock and
- *   restoreSegment check it under the lock, so once close has run no malloc gets a segment and no free puts a
+ *   StateRestorer's restores check it under the lock, so once close has run no malloc gets a segment and no free puts a
  *   block back into a pool. The one place that drops the lock inside malloc (release_lock_on_cudamalloc)
  *   checks again after re-taking it and hands a segment obtained meanwhile straight back to the device.
  */
 final class DeviceCachingAllocator {
     private static final int RETRY = 1;
 
-    // package-private for StateRestorer (rebuilds recorded states under this engine's lock): device, pools,
+    // package-private for StateRestorer (rebuilds recorded states under this engine's lock, for replays that
+    // start mid-run; kept out of this class, which reads as PyTorch's allocator): device, pools,
     // block map, expandable segments, stats, config, totalAllocatedMemory
     final DeviceBackend device;
     private final ReentrantLock lock = new ReentrantLock();
@@ -102,8 +103,8 @@ final class DeviceCachingAllocator {
         return new IllegalStateException("the caching allocator of " + device.description() + " is closed");
     }
 
-    /** Must hold the lock. */
-    private void checkOpen() {
+    /** Must hold the lock (package-private for StateRestorer). */
+    void checkOpen() {
         if (closed) {
             throw closedException();
         }
@@ -1004,24 +1005,6 @@ final class DeviceCachingAllocator {
         return locked(() -> {
             checkOpen();
             return allocatedBlocks.get(ptr);
-        });
-    }
-
-    // ------------------------------------------------------------------------------------------------
-    // Restoring a recorded state (replays of traces that start mid-run): StateRestorer
-    // ------------------------------------------------------------------------------------------------
-
-    void restoreSegment(long address, long size, Stream stream, boolean small, List<long[]> live) {
-        lockedDo(() -> {
-            checkOpen();
-            new StateRestorer(this).restoreSegment(address, size, stream, small, live);
-        });
-    }
-
-    void restoreExpandableSegment(long base, Stream stream, boolean small, List<long[]> mapped, List<long[]> live) {
-        lockedDo(() -> {
-            checkOpen();
-            new StateRestorer(this).restoreExpandableSegment(base, stream, small, mapped, live);
         });
     }
 

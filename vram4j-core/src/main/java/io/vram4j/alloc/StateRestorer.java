@@ -11,7 +11,7 @@ import java.util.List;
  * is the state at dump minus the trace's net effect). Kept apart from the engine, which reads as PyTorch's
  * allocator; statistics change as if the segments had been obtained and the blocks allocated.
  *
- * <p>Not thread-safe by itself: the engine calls it under its lock.
+ * <p>Thread-safe: each restore runs under the engine's lock and is refused once the engine is closed.
  */
 final class StateRestorer {
     private final DeviceCachingAllocator engine;
@@ -20,7 +20,6 @@ final class StateRestorer {
         this.engine = engine;
     }
 
-
     /**
      * Recreates a segment at a given address with live blocks at given places; the gaps become free blocks.
      * Statistics change as if the segment had been obtained and the blocks allocated.
@@ -28,9 +27,32 @@ final class StateRestorer {
      * @param live {address, size, requestedSize} triples, sorted by address, inside the segment
      * @throws IllegalArgumentException when the layout is inconsistent or the device cannot place the
      *     segment at {@code address}; nothing changes then
+     * @throws IllegalStateException when the engine is closed
      */
-    /** Must hold the engine's lock; the engine is open. */
     void restoreSegment(long address, long size, Stream stream, boolean small, List<long[]> live) {
+        engine.lockedDo(() -> {
+            engine.checkOpen();
+            segment(address, size, stream, small, live);
+        });
+    }
+
+    /**
+     * Recreates an expandable segment with mapped page ranges and live blocks at given places (the layout:
+     * {@link #expandableSegment}).
+     *
+     * @throws IllegalArgumentException when the layout is inconsistent or the device cannot reserve the range at
+     *     {@code base} or map the pages; nothing changes then
+     * @throws IllegalStateException when the engine is closed
+     */
+    void restoreExpandableSegment(long base, Stream stream, boolean small, List<long[]> mapped, List<long[]> live) {
+        engine.lockedDo(() -> {
+            engine.checkOpen();
+            expandableSegment(base, stream, small, mapped, live);
+        });
+    }
+
+    /** {@link #restoreSegment}'s work, under the engine's lock. */
+    private void segment(long address, long size, Stream stream, boolean small, List<long[]> live) {
         long cursor = address;
         for (long[] b : live) {
             if (b[0] < cursor || b[1] <= 0 || b[0] + b[1] > address + size) {
@@ -79,7 +101,7 @@ final class StateRestorer {
      * expandable segment of this device reserves, {@link SizeRules#expandableReservationSize}), maps the given page
      * ranges and places live blocks in them; the rest of each mapped range becomes free mapped blocks, the rest of
      * the reservation unmapped blocks. Statistics change as if the pages had been mapped (reserved bytes, device
-     * allocations; no segment count, no inactive split) and the blocks allocated.
+     * allocations; no segment count, no inactive split) and the blocks allocated. Runs under the engine's lock.
      *
      * @param mapped {start, length} of each mapped range in bytes, ascending and disjoint, whole pages of the pool
      *     ({@link SizeRules#SMALL_BUFFER} small, {@link SizeRules#LARGE_BUFFER} large) counted from {@code base}
@@ -87,8 +109,7 @@ final class StateRestorer {
      * @throws IllegalArgumentException when the layout is inconsistent or the device cannot reserve the range at
      *     {@code base} or map the pages; nothing changes then
      */
-    /** Must hold the engine's lock; the engine is open. */
-    void restoreExpandableSegment(long base, Stream stream, boolean small, List<long[]> mapped, List<long[]> live) {
+    private void expandableSegment(long base, Stream stream, boolean small, List<long[]> mapped, List<long[]> live) {
         long pageSize = small ? SizeRules.SMALL_BUFFER : SizeRules.LARGE_BUFFER;
         String what = "restoreExpandableSegment: expandable segment 0x" + Long.toHexString(base) + ": ";
         long cursor = base;

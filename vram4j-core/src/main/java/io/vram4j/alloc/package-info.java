@@ -10,6 +10,7 @@
  * {@link io.vram4j.alloc.SizeRules}; settings in {@link io.vram4j.alloc.config}. Memory history
  * ({@link io.vram4j.alloc.CachingAllocator#recordMemoryHistory}) and
  * {@link io.vram4j.alloc.CachingAllocator#snapshot()} produce PyTorch's snapshot format
- * ({@link io.vram4j.memory.snapshot}).
+ * ({@link io.vram4j.memory.snapshot}); {@link io.vram4j.alloc.CachingAllocator#segments()} gives the allocator's
+ * state in the same model ({@link io.vram4j.memory.snapshot.SegmentInfo}), with no separate type of its own.
  */
 package io.vram4j.alloc;

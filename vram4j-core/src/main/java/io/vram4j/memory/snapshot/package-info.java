@@ -7,7 +7,9 @@
  *     (with {@link io.vram4j.memory.snapshot.BlockInfo}s), one trace of
  *     {@link io.vram4j.memory.snapshot.TraceEntry}s per device, {@code allocator_settings} and
  *     {@code external_annotations}; stacks are lists of {@link io.vram4j.memory.snapshot.Frame}s. All immutable
- *     records; sizes in bytes, {@code time_us} in microseconds since the epoch, stream handles as raw 64 bits.</li>
+ *     records; sizes in bytes, {@code time_us} in microseconds since the epoch, stream handles as raw 64 bits.
+ *     The same records describe a live allocator's state
+ *     ({@link io.vram4j.alloc.CachingAllocator#segments()}) and the states replay and the timeline rebuild.</li>
  * <li>{@link io.vram4j.memory.snapshot.SnapshotReader} reads every format generation, pickle or JSON by content,
  *     and reports malformed input as {@link io.vram4j.memory.snapshot.SnapshotFormatException} naming the source
  *     and the location.</li>
