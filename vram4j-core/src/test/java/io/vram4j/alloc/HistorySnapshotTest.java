@@ -5,6 +5,7 @@ import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
 import io.vram4j.memory.snapshot.BlockInfo;
 import io.vram4j.memory.snapshot.BlockState;
+import io.vram4j.memory.snapshot.Frame;
 import io.vram4j.memory.snapshot.MemorySnapshot;
 import io.vram4j.memory.snapshot.SegmentInfo;
 import io.vram4j.memory.snapshot.SnapshotReader;
@@ -58,6 +59,48 @@ class HistorySnapshotTest {
 
     private static boolean mentions(List<TraceEntry> entries, String name) {
         return entries.stream().flatMap(e -> e.frames().stream()).anyMatch(f -> f.name().contains(name));
+    }
+
+    @Test
+    void segmentsAreTheSnapshotsSegmentsAndRecordNothing() {
+        alloc.recordMemoryHistory("all", "state", "java", 100_000);
+        long big = alloc.malloc(5 * 1024 * 1024 + 3);
+        long small = alloc.malloc(1000);
+        long gone = alloc.malloc(2000);
+        alloc.free(gone);
+        int entries = alloc.snapshot().trace(0).size();
+
+        List<SegmentInfo> live = alloc.segments();
+        List<SegmentInfo> again = alloc.segments();
+        MemorySnapshot snap = alloc.snapshot();
+        assertEquals(entries + 1, snap.trace(0).size(), "segments() recorded no snapshot entry; snapshot() one");
+        assertEquals(snap.segments(), live, "one model: the same records as the snapshot's");
+        assertEquals(live, again);
+        assertThrows(UnsupportedOperationException.class, () -> live.clear());
+
+        assertEquals(2, live.size(), "one small and one large segment");
+        SegmentInfo smallSeg = live.stream().filter(s -> !s.isLarge()).findFirst().orElseThrow();
+        assertEquals(2 * 1024 * 1024, smallSeg.totalSize());
+        assertEquals(1024, smallSeg.allocatedSize(), "1000 B rounds to 1024 B");
+        assertEquals(1000, smallSeg.requestedSize(), "the freed 2000 B block no longer counts");
+        BlockInfo first = smallSeg.blocks().get(0);
+        assertEquals(small, first.address());
+        assertEquals(BlockState.ACTIVE_ALLOCATED, first.state());
+        assertTrue(mentions(first.frames()), "the live block carries its allocation stack");
+        BlockInfo freed = smallSeg.blocks().get(1);
+        assertEquals(BlockState.INACTIVE, freed.state());
+        assertEquals(0, freed.requestedSize(), "inactive: no requested size");
+        assertTrue(freed.frames().isEmpty(), "inactive: no stack");
+        assertEquals(big, live.stream().filter(SegmentInfo::isLarge).findFirst().orElseThrow().address());
+
+        alloc.free(big);
+        alloc.free(small);
+        alloc.close();
+        assertThrows(IllegalStateException.class, () -> alloc.segments(), "closed");
+    }
+
+    private static boolean mentions(List<Frame> frames) {
+        return frames.stream().anyMatch(f -> f.name().contains("segmentsAreTheSnapshotsSegmentsAndRecordNothing"));
     }
 
     @Test

@@ -81,4 +81,17 @@ class RestoreExpandableSegmentTest {
             a.close();
         }
     }
+
+    @Test
+    void restoresAreRefusedOnceClosed() {
+        try (SimDevice device = new SimDevice(0, 512 * MiB, "sim:test")) {
+            CachingAllocator a = CachingAllocator.create(device, AllocatorConfig.DEFAULT.parse("expandable_segments:True"));
+            Stream s = device.defaultStream();
+            a.close();
+            assertThrows(IllegalStateException.class, () -> a.restoreExpandableSegment(BASE, s, true,
+                    List.of(new long[] {BASE, 2 * MiB}), List.of()));
+            assertThrows(IllegalStateException.class, () -> a.restoreSegment(BASE, 2 * MiB, s, true, List.of()));
+            assertEquals(0, device.memGetInfo().total() - device.memGetInfo().free(), "the device lent nothing");
+        }
+    }
 }

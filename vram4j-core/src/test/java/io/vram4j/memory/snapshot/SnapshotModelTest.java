@@ -47,6 +47,33 @@ class SnapshotModelTest {
     }
 
     @Test
+    void segmentSizesFromBlocksAsPytorchSums() {
+        List<BlockInfo> blocks = List.of(
+                new BlockInfo(0x1000, 512, 500, BlockState.ACTIVE_ALLOCATED, List.of()),
+                new BlockInfo(0x1200, 1024, 1000, BlockState.ACTIVE_PENDING_FREE, List.of()),
+                new BlockInfo(0x1600, 2048, 7, BlockState.INACTIVE, List.of()));
+        SegmentInfo s = SegmentInfo.of(3, 0x1000, 42, SegmentInfo.SMALL, PoolId.DEFAULT, false, List.of(), blocks);
+        assertEquals(3, s.device());
+        assertEquals(0x1000, s.address());
+        assertEquals(512 + 1024 + 2048, s.totalSize(), "total_size: every block");
+        assertEquals(512, s.allocatedSize(), "allocated_size: active_allocated blocks only");
+        assertEquals(512 + 1024, s.activeSize(), "active_size: allocated and pending-free blocks");
+        assertEquals(500 + 1000, s.requestedSize(), "requested_size: active blocks only, an inactive one's is stale");
+        assertEquals(42, s.stream());
+        assertFalse(s.isLarge());
+        assertEquals(0x1000 + 3584, s.endAddress());
+        assertEquals(blocks, s.blocks());
+
+        SegmentInfo empty = SegmentInfo.of(0, 0, 0, SegmentInfo.LARGE, PoolId.DEFAULT, true, List.of(), List.of());
+        assertEquals(0, empty.totalSize());
+        assertTrue(empty.isExpandable());
+        assertThrows(IllegalArgumentException.class, () -> SegmentInfo.of(0, 0, 0, "huge", PoolId.DEFAULT, false,
+                List.of(), blocks));
+        assertThrows(NullPointerException.class, () -> SegmentInfo.of(0, 0, 0, SegmentInfo.SMALL, null, false,
+                List.of(), blocks));
+    }
+
+    @Test
     void traceEntryTime() {
         TraceEntry withTime = TraceEntry.of(TraceAction.ALLOC, 1, 2, 0, 1234, List.of());
         assertTrue(withTime.hasTimeUs());
