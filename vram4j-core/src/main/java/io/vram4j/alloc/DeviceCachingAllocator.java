@@ -49,9 +49,10 @@ import java.util.function.Supplier;
  *
  * Note [Close]
  *   releaseAll() sets `closed` under the lock. malloc, free, recordStream, emptyCache, allocatedBlock and
- *   StateRestorer's restores check it under the lock, so once close has run no malloc gets a segment and no free puts a
- *   block back into a pool. The one place that drops the lock inside malloc (release_lock_on_cudamalloc)
- *   checks again after re-taking it and hands a segment obtained meanwhile straight back to the device.
+ *   StateRestorer's restores check it under the lock, so once close has run no malloc gets a segment and no
+ *   free puts a block back into a pool. The one place that drops the lock inside malloc
+ *   (release_lock_on_cudamalloc) checks again after re-taking it and hands a segment obtained meanwhile
+ *   straight back to the device.
  */
 final class DeviceCachingAllocator {
     private static final int RETRY = 1;
