@@ -3,6 +3,8 @@ package io.vram4j.alloc;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Stream;
 
+import java.util.BitSet;
+
 /**
  * One growable virtual-address range of an expandable segment (spec section 6): a reservation of
  * {@code pageSize × ceil(1.125 · capacity / pageSize)} bytes, backed page by page (2 MiB pages for the small
@@ -16,7 +18,9 @@ final class ExpandableSegment {
     final long base;
     final long pageSize;
     final int pageCount;
-    private final boolean[] mapped;
+    /** Pages mapped now; a BitSet grows only as far as the highest page mapped, so a reservation for an
+     *  unlimited what-if device (petabytes of address space) costs nothing until pages are mapped. */
+    private final BitSet mapped;
 
     private ExpandableSegment(DeviceBackend device, Stream stream, long base, long pageSize, int pageCount) {
         this.device = device;
@@ -24,7 +28,7 @@ final class ExpandableSegment {
         this.base = base;
         this.pageSize = pageSize;
         this.pageCount = pageCount;
-        this.mapped = new boolean[pageCount];
+        this.mapped = new BitSet();
     }
 
     /**
@@ -66,11 +70,11 @@ final class ExpandableSegment {
             if (!device.map(base + i * pageSize, pageSize)) {
                 for (int j = begin; j < i; j++) { // all or nothing, as PyTorch releases the handles it made
                     device.unmap(base + j * pageSize, pageSize);
-                    mapped[j] = false;
+                    mapped.clear(j);
                 }
                 return 0;
             }
-            mapped[i] = true;
+            mapped.set(i);
         }
         return (end - begin) * pageSize;
     }
@@ -91,19 +95,17 @@ final class ExpandableSegment {
         long length = (endOff - beginOff) * pageSize;
         for (long i = beginOff; i < endOff; i++) {
             device.unmap(base + i * pageSize, pageSize);
-            mapped[(int) i] = false;
+            mapped.clear((int) i);
         }
         return new long[] {start, length};
     }
 
     /** Unmaps every page still mapped (closing the allocator). */
     void unmapAll() {
-        for (int i = 0; i < pageCount; i++) {
-            if (mapped[i]) {
-                device.unmap(base + i * pageSize, pageSize);
-                mapped[i] = false;
-            }
+        for (int i = mapped.nextSetBit(0); i >= 0; i = mapped.nextSetBit(i + 1)) {
+            device.unmap(base + i * pageSize, pageSize);
         }
+        mapped.clear();
     }
 
     /** Releases the reservation; all pages must be unmapped. */
