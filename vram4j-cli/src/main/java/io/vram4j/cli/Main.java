@@ -61,9 +61,26 @@ public final class Main implements Runnable {
             cl.addSubcommand(c);
         }
         setVersion(cl);
+        return execute(cl, args);
+    }
+
+    /**
+     * Runs a command line with vram4j's error handling: bad options and user mistakes exit 2, out of device memory
+     * 3, and running out of Java heap (an {@link OutOfMemoryError}, which picocli does not catch) one line saying
+     * how to raise the limit, exit 1, instead of a raw stack trace.
+     */
+    static int execute(CommandLine cl, String... args) {
         cl.setExecutionExceptionHandler(Main::handleExecutionException);
         cl.setParameterExceptionHandler(Main::handleParameterException);
-        return cl.execute(args);
+        try {
+            return cl.execute(args);
+        } catch (OutOfMemoryError e) {
+            PrintWriter err = cl.getErr();
+            err.println("vram4j: out of Java heap (" + e.getMessage() + ", limit "
+                    + Runtime.getRuntime().maxMemory() / (1L << 20) + " MiB): raise it with VRAM4J_JAVA_OPTS=-Xmx4g");
+            err.flush();
+            return 1;
+        }
     }
 
     private static String firstPositional(String[] args) {

@@ -3,6 +3,10 @@ package io.vram4j.cli;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import picocli.CommandLine;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -51,5 +55,25 @@ class MainTest {
         assertEquals(2, unknown.exitCode());
         assertEquals(1, unknown.err().strip().lines().count(), unknown.err());
         assertTrue(unknown.err().contains("'nosuch'"), unknown.err());
+    }
+
+    @CommandLine.Command(name = "exhaust")
+    static final class ExhaustsHeap implements Runnable {
+        @Override
+        public void run() {
+            throw new OutOfMemoryError("Java heap space");
+        }
+    }
+
+    @Test
+    void runningOutOfJavaHeapIsOneLineWithTheRemedyNotAStackTrace() {
+        CommandLine cl = new CommandLine(new ExhaustsHeap());
+        StringWriter err = new StringWriter();
+        cl.setErr(new PrintWriter(err));
+        assertEquals(1, Main.execute(cl));
+        String text = err.toString();
+        assertEquals(1, text.strip().lines().count(), text);
+        assertTrue(text.startsWith("vram4j: out of Java heap (Java heap space, limit "), text);
+        assertTrue(text.contains("VRAM4J_JAVA_OPTS=-Xmx4g"), text);
     }
 }
