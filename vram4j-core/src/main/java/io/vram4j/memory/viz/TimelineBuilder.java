@@ -32,6 +32,8 @@ final class TimelineBuilder {
     static final int OP_PENDING = 4;
     static final int OP_MAP = 5;
     static final int OP_UNMAP = 6;
+    /** Numbers per op in {@link MemoryTimeline#ops()}: entry, code, address, size, aux, stack. */
+    static final int OP_FIELDS = 6;
 
     private final int device;
     private final List<TraceEntry> trace;
