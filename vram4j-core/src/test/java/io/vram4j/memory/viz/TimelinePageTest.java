@@ -71,7 +71,7 @@ class TimelinePageTest {
                 java.io.StringWriter w = new java.io.StringWriter();
                 try (com.fasterxml.jackson.core.JsonGenerator g = new com.fasterxml.jackson.core.JsonFactory().createGenerator(w)) {
                     g.writeStartObject();
-                    TimelinePage.packedArray(g, "a", v, stride);
+                    TimelinePage.packedArray(g, "a", v.length, stride, i -> v[i]);
                     g.writeEndObject();
                 }
                 JsonNode a = new ObjectMapper().readTree(w.toString()).get("a");
