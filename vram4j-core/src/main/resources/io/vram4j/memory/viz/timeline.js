@@ -53,11 +53,16 @@
   function unpack(x) {
     if (x === null || Array.isArray(x)) return x;
     if (x.packed !== 'zigzag-delta-leb128') throw new Error('unknown packing ' + x.packed);
-    const bin = atob(x.data), n = x.length, stride = x.stride, out = new Float64Array(n);
+    const bin = Uint8Array.fromBase64 ? Uint8Array.fromBase64(x.data) // where the browser has it
+      : Uint8Array.from(atob(x.data), c => c.charCodeAt(0));
+    const n = x.length, stride = x.stride, out = new Float64Array(n);
     let p = 0;
     for (let i = 0; i < n; i++) {
-      let b = bin.charCodeAt(p++), v = b & 127, mul = 128;
-      while (b & 128) { b = bin.charCodeAt(p++); v += (b & 127) * mul; mul *= 128; }
+      let b = bin[p++], v = b & 127;
+      if (b & 128) {
+        let mul = 128;
+        do { b = bin[p++]; v += (b & 127) * mul; mul *= 128; } while (b & 128);
+      }
       const d = v % 2 === 0 ? v / 2 : -(v + 1) / 2;
       out[i] = i >= stride ? out[i - stride] + d : d;
     }
