@@ -18,8 +18,8 @@ import java.util.concurrent.Callable;
 /**
  * Where the time of {@code replay} and {@code viz} goes on a big snapshot (such as {@link BigSnapshot} writes): each
  * phase once, cold, in one JVM, as the commands run them: reading the pickle, the exact replay, the timeline model,
- * writing the page. For each phase: wall time, the main thread's CPU time (both in milliseconds), the collectors'
- * time in the phase and the heap in use after it (MiB, after a full collection that is not counted in the phase).
+ * writing the page. For each phase: wall time, the main thread's CPU time, the whole process's CPU time (all
+ * threads: the compilers and the collector too; all in milliseconds), the collectors' time in the phase and the heap in use after it (MiB, after a full collection that is not counted in the phase).
  * The main thread's CPU time stays meaningful on a shared machine; the wall time includes the time other processes
  * held the cores. Prints a Markdown table.
  *
@@ -30,6 +30,8 @@ import java.util.concurrent.Callable;
 public final class BigSnapshotPhases {
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
     private static final MemoryMXBean MEMORY = ManagementFactory.getMemoryMXBean();
+    private static final com.sun.management.OperatingSystemMXBean PROCESS =
+            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
     private BigSnapshotPhases() {
     }
@@ -41,8 +43,8 @@ public final class BigSnapshotPhases {
         }
         Path file = Path.of(args[0]);
         Path page = args.length > 1 ? Path.of(args[1]) : Files.createTempFile("vram4j-phases", ".html");
-        System.out.println("| phase | wall, ms | main thread CPU, ms | GC, ms | heap in use after, MiB |");
-        System.out.println("|---|---|---|---|---|");
+        System.out.println("| phase | wall, ms | main thread CPU, ms | process CPU, ms | GC, ms | heap in use after, MiB |");
+        System.out.println("|---|---|---|---|---|---|");
         MemorySnapshot snapshot = phase("read (SnapshotReader.read)", () -> SnapshotReader.read(file));
         phase("replay (Replayer.replay, exact)", () -> Replayer.replay(snapshot, ReplayOptions.EXACT));
         MemoryTimeline timeline = phase("timeline (MemoryTimeline.of)",
@@ -60,14 +62,17 @@ public final class BigSnapshotPhases {
     private static <T> T phase(String name, Callable<T> work) throws Exception {
         long gc0 = gcMillis();
         long cpu0 = THREADS.getCurrentThreadCpuTime();
+        long process0 = PROCESS.getProcessCpuTime();
         long wall0 = System.nanoTime();
         T result = work.call();
         long wall = System.nanoTime() - wall0;
         long cpu = THREADS.getCurrentThreadCpuTime() - cpu0;
+        long process = PROCESS.getProcessCpuTime() - process0;
         long gc = gcMillis() - gc0;
         System.gc();
         long heap = MEMORY.getHeapMemoryUsage().getUsed();
-        System.out.printf("| %s | %,d | %,d | %,d | %,d |%n", name, wall / 1_000_000, cpu / 1_000_000, gc, heap >> 20);
+        System.out.printf("| %s | %,d | %,d | %,d | %,d | %,d |%n", name, wall / 1_000_000, cpu / 1_000_000,
+                process / 1_000_000, gc, heap >> 20);
         return result;
     }
 
