@@ -27,9 +27,12 @@ import java.util.function.UnaryOperator;
  *
  * <p>The objects are those {@link SnapshotDecoder} reads: dicts as compact insertion-ordered {@link Map}s, lists as
  * {@link List}s, tuples as {@code Object[]}, {@code Integer}/{@code Long}/{@code BigInteger}, {@code Double},
- * {@code String}, {@code Boolean}, null, {@code byte[]} and sets as {@link HashSet}. Two things keep big
+ * {@code String}, {@code Boolean}, null, {@code byte[]} and sets as {@link HashSet}. Three things keep big
  * snapshots small in memory:
  * <ul>
+ *   <li>with a hook ({@link #decode(ByteBuffer, Set, UnaryOperator)}), each trace entry dict is replaced by what the
+ *       hook makes of it (a {@link TraceEntry}) as soon as it is complete, so the dicts of millions of entries never
+ *       exist at once;</li>
  *   <li>a frame dict (exactly {@code name}: str, {@code filename}: str, {@code line}: int) becomes an interned
  *       {@link Frame} when it is appended to its list, and a list made only of frames becomes an interned
  *       immutable {@code List<Frame>} when it is stored in its dict; memo slots that held them are updated, so
