@@ -8,13 +8,17 @@ import java.util.AbstractMap;
 import java.util.AbstractSet;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.Objects;
 import java.util.Set;
+import java.util.function.UnaryOperator;
 
 /**
  * Decodes a pickle into plain objects in one pass, reading straight from a
@@ -23,9 +27,12 @@ import java.util.Set;
  *
  * <p>The objects are those {@link SnapshotDecoder} reads: dicts as compact insertion-ordered {@link Map}s, lists as
  * {@link List}s, tuples as {@code Object[]}, {@code Integer}/{@code Long}/{@code BigInteger}, {@code Double},
- * {@code String}, {@code Boolean}, null, {@code byte[]} and sets as {@link HashSet}. Two things keep big
+ * {@code String}, {@code Boolean}, null, {@code byte[]} and sets as {@link HashSet}. Three things keep big
  * snapshots small in memory:
  * <ul>
+ *   <li>with a hook ({@link #decode(ByteBuffer, Set, UnaryOperator)}), each trace entry dict is replaced by what the
+ *       hook makes of it (a {@link TraceEntry}) as soon as it is complete, so the dicts of millions of entries never
+ *       exist at once;</li>
  *   <li>a frame dict (exactly {@code name}: str, {@code filename}: str, {@code line}: int) becomes an interned
  *       {@link Frame} when it is appended to its list, and a list made only of frames becomes an interned
  *       immutable {@code List<Frame>} when it is stored in its dict; memo slots that held them are updated, so
@@ -59,10 +66,14 @@ final class PickleDecoder {
     private final HashMap<StackKey, List<Frame>> stacks = new HashMap<>();
     private final HashMap<RunKey, List<Frame>> stacksByBytes = new HashMap<>();
     /** The interned stacks, by identity: {@link SnapshotDecoder} takes these as they are. */
-    private final Set<Object> internedStacks = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    private final Set<Object> internedStacks;
+    /** Turns a complete dict of a device's trace list into its model object (or returns it); null: keep dicts. */
+    private final UnaryOperator<Object> traceEntry;
 
-    private PickleDecoder(ByteBuffer in) {
+    private PickleDecoder(ByteBuffer in, Set<Object> internedStacks, UnaryOperator<Object> traceEntry) {
         this.in = in.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+        this.internedStacks = internedStacks;
+        this.traceEntry = traceEntry;
     }
 
     /**
@@ -81,9 +92,29 @@ final class PickleDecoder {
      * @throws IndexOutOfBoundsException if the input ends inside an opcode or before {@code STOP}
      */
     static Result decode(ByteBuffer data) {
-        PickleDecoder d = new PickleDecoder(data);
-        Object root = d.run();
-        return new Result(root, d.internedStacks);
+        Set<Object> stacks = Collections.newSetFromMap(new IdentityHashMap<>());
+        return new Result(new PickleDecoder(data, stacks, null).run(), stacks);
+    }
+
+    /**
+     * Decodes a snapshot pickle, handing each trace entry to {@code traceEntry} as soon as its dict is complete, so
+     * that the dicts of millions of entries never exist at once. A trace entry is a dict appended to a list that is
+     * an element of the list stored under {@code 'device_traces'} in the top-level dict, told by the decoder's stack
+     * and marks as Python's pickler lays them out ({@code EMPTY_DICT MARK ... 'device_traces' EMPTY_LIST ...
+     * EMPTY_LIST MARK dict... APPENDS}); any other layout keeps plain dicts, which read the same, only with more
+     * memory. The memo slot of a converted dict holds the replacement.
+     *
+     * @param data           a pickle
+     * @param internedStacks receives the frame lists interned on the way (an identity set), as they are made, so
+     *                       that {@code traceEntry} can recognise them
+     * @param traceEntry     given a complete trace entry dict, returns what replaces it in its list: the entry's
+     *                       model object, or the dict itself (such as when the dict is not a valid entry)
+     * @return the top-level object
+     * @throws IllegalArgumentException describing a problem, with its byte offset
+     * @throws IndexOutOfBoundsException if the input ends inside an opcode or before {@code STOP}
+     */
+    static Object decode(ByteBuffer data, Set<Object> internedStacks, UnaryOperator<Object> traceEntry) {
+        return new PickleDecoder(data, internedStacks, Objects.requireNonNull(traceEntry, "traceEntry")).run();
     }
 
     private Object run() {
@@ -155,7 +186,7 @@ final class PickleDecoder {
                 }
                 case 'a' -> { // APPEND
                     Object v = pop(start);
-                    listAt(sp - 1, start, "APPEND").add(appendedValue(v));
+                    listAt(sp - 1, start, "APPEND").add(inDeviceTrace(sp - 1) ? traceValue(v) : appendedValue(v));
                 }
                 case 'e' -> { // APPENDS
                     int k = popMark(start);
@@ -321,11 +352,56 @@ final class PickleDecoder {
 
     private void addAll(PyList l, int k) {
         l.ensureCapacity(l.size() + sp - k);
-        for (int i = k; i < sp; i++) {
-            l.add(appendedValue(stack[i]));
+        if (inDeviceTrace(k - 1)) {
+            for (int i = k; i < sp; i++) {
+                l.add(traceValue(stack[i]));
+            }
+        } else {
+            for (int i = k; i < sp; i++) {
+                l.add(appendedValue(stack[i]));
+            }
         }
         Arrays.fill(stack, k, sp, null);
         sp = k;
+    }
+
+    // ---- trace entries ---------------------------------------------------------------------------------------
+
+    /**
+     * Whether the list at {@code stack[listIndex]} is one device's trace: the stack holds, from the bottom, the
+     * top-level dict, its complete key/value pairs, the key {@code 'device_traces'}, the list of devices and above
+     * it only lists (devices whose traces are complete, then this one). No mark may lie inside the top-level dict's
+     * pairs except the one its SETITEMS opened, so a nested dict's {@code 'device_traces'} is not taken for it.
+     */
+    private boolean inDeviceTrace(int listIndex) {
+        if (traceEntry == null || listIndex < 3 || !(stack[0] instanceof PyDict)) {
+            return false;
+        }
+        int j = listIndex - 1;
+        while (j > 0 && stack[j] instanceof PyList) {
+            j--;
+        }
+        if (listIndex - j < 2 || (j - 1) % 2 != 0 || !"device_traces".equals(stack[j])) {
+            return false;
+        }
+        for (int m = 0; m < mp; m++) {
+            if (marks[m] <= j && marks[m] != 1) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** A value appended to a device's trace: a complete dict is handed to {@link #traceEntry}. */
+    private Object traceValue(Object v) {
+        if (v instanceof PyDict d) {
+            Object entry = traceEntry.apply(d);
+            if (entry != d) {
+                replaceMemo(d.memoSlot, entry);
+            }
+            return entry;
+        }
+        return v;
     }
 
     // ---- frames and stacks -----------------------------------------------------------------------------------

@@ -177,7 +177,23 @@ final class SnapshotDecoder {
         return new BlockInfo(address, size, requested != null ? requested : size, state, frames);
     }
 
+    /**
+     * A trace entry's dict as its {@link TraceEntry}, made while the pickle is decoded ({@link PickleDecoder}'s
+     * hook), or the dict itself when it is not a valid entry: {@link #decode} then names the problem with the entry's
+     * path, exactly as it does for dicts kept as they are.
+     */
+    Object traceEntryOrSelf(Object raw) {
+        try {
+            return entry(raw, "device_traces");
+        } catch (SnapshotFormatException e) {
+            return raw;
+        }
+    }
+
     private TraceEntry entry(Object raw, String path) {
+        if (raw instanceof TraceEntry decoded) { // made while decoding (traceEntryOrSelf)
+            return decoded;
+        }
         Map<?, ?> m = dict(raw, path);
         String rawAction = string(required(m, "action", path), "action", path);
         TraceAction action = TraceAction.lookup(rawAction);

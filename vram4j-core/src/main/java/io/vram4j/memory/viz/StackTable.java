@@ -4,6 +4,7 @@ import io.vram4j.memory.snapshot.Frame;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -28,6 +29,8 @@ final class StackTable {
     final List<Integer> stackSite = new ArrayList<>();
     final List<String> sites = new ArrayList<>();
     private final Map<List<Frame>, Integer> stackIds = new HashMap<>();
+    /** The same by identity: a snapshot reader shares equal stacks, so most lookups never hash 100 frames. */
+    private final Map<List<Frame>, Integer> stackIdsByIdentity = new IdentityHashMap<>();
     private final Map<String, Integer> siteIds = new HashMap<>();
 
     /** @return the stack's index, or -1 for an empty stack */
@@ -35,13 +38,19 @@ final class StackTable {
         if (frames.isEmpty()) {
             return -1;
         }
-        Integer id = stackIds.get(frames);
+        Integer id = stackIdsByIdentity.get(frames);
         if (id != null) {
+            return id;
+        }
+        id = stackIds.get(frames);
+        if (id != null) {
+            stackIdsByIdentity.put(frames, id);
             return id;
         }
         int newId = stacks.size();
         stacks.add(frames);
         stackIds.put(frames, newId);
+        stackIdsByIdentity.put(frames, newId);
         String label = siteLabel(frames);
         Integer site = siteIds.get(label);
         if (site == null) {

@@ -17,7 +17,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.TreeSet;
 
 /**
  * Computes a {@link MemoryTimeline} in one forward pass over a device's trace, from the state before its first
@@ -33,6 +32,8 @@ final class TimelineBuilder {
     static final int OP_PENDING = 4;
     static final int OP_MAP = 5;
     static final int OP_UNMAP = 6;
+    /** Numbers per op in {@link MemoryTimeline#ops()}: entry, code, address, size, aux, stack. */
+    static final int OP_FIELDS = 6;
 
     private final int device;
     private final List<TraceEntry> trace;
@@ -65,12 +66,12 @@ final class TimelineBuilder {
     StateTracker initialState() {
         Set<Long> created = new HashSet<>();
         Map<Long, long[]> orphanSegments = new HashMap<>();
-        Set<Long> allocatedSoFar = new HashSet<>();
-        Set<Long> liveAtEnd = new HashSet<>();
+        LongSet allocatedSoFar = new LongSet(1 << 10);
+        LongSet liveAtEnd = new LongSet(1 << 10);
         Map<Long, long[]> orphanFrees = new HashMap<>();
         AddressRanges mappedInTrace = new AddressRanges();
         AddressRanges mappedBefore = new AddressRanges();
-        TreeSet<Long> starts = new TreeSet<>(Long::compareUnsigned);
+        LongList starts = new LongList(1 << 10); // block starts known, any order, repeats allowed
         for (int i = 0; i < trace.size(); i++) {
             TraceEntry e = trace.get(i);
             switch (e.action()) {
@@ -143,13 +144,16 @@ final class TimelineBuilder {
         for (Map.Entry<Long, long[]> o : orphanFrees.entrySet()) {
             live.put(o.getKey(), new long[] {0, o.getValue()[0], StateTracker.ALLOCATED, -1});
         }
-        starts.addAll(live.keySet());
+        for (long addr : live.keySet()) {
+            starts.add(addr);
+        }
+        long[] sortedStarts = sortedUnsigned(starts.toArray());
         for (Map.Entry<Long, long[]> e : live.entrySet()) {
             long addr = e.getKey();
             long[] v = e.getValue();
             long size = v[0];
             if (size == 0) {
-                size = inferredSize(t, addr, v[1], starts);
+                size = inferredSize(t, addr, v[1], sortedStarts);
             }
             if (!t.place(addr, size, v[1], (byte) v[2], (int) v[3])) {
                 t.inconsistencies++;
@@ -166,17 +170,44 @@ final class TimelineBuilder {
      * The size of a block allocated before the trace and freed during it: its rounded request, or up to the
      * next known block start when the gap can only be a remainder the allocator did not split off.
      */
-    private long inferredSize(StateTracker t, long addr, long requested, TreeSet<Long> starts) {
+    private long inferredSize(StateTracker t, long addr, long requested, long[] sortedStarts) {
         long rounded = SizeRules.roundSize(requested, config);
         StateTracker.Seg seg = t.segmentOf(addr);
         if (seg == null || seg.small) {
             return rounded;
         }
-        Long next = starts.higher(addr);
-        long nextStart = next == null || Long.compareUnsigned(next, seg.end()) >= 0 ? seg.end() : next;
+        int k = higherUnsigned(sortedStarts, addr);
+        long nextStart = k < 0 || Long.compareUnsigned(sortedStarts[k], seg.end()) >= 0 ? seg.end() : sortedStarts[k];
         long gap = nextStart - (addr + rounded);
         long tolerance = rounded >= config.maxSplitSize() ? config.maxNonSplitRounding() - 1 : SizeRules.SMALL_SIZE;
         return gap > 0 && gap <= tolerance ? rounded + gap : rounded;
+    }
+
+    /** The values sorted as unsigned numbers (addresses). */
+    static long[] sortedUnsigned(long[] values) {
+        for (int i = 0; i < values.length; i++) {
+            values[i] ^= Long.MIN_VALUE; // unsigned order as signed order
+        }
+        Arrays.sort(values);
+        for (int i = 0; i < values.length; i++) {
+            values[i] ^= Long.MIN_VALUE;
+        }
+        return values;
+    }
+
+    /** The index of the first value above {@code v} (unsigned) in values sorted by {@link #sortedUnsigned}, or -1. */
+    static int higherUnsigned(long[] sorted, long v) {
+        int lo = 0;
+        int hi = sorted.length;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (Long.compareUnsigned(sorted[mid], v) <= 0) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return lo < sorted.length ? lo : -1;
     }
 
     // ---- the forward pass ----
@@ -349,23 +380,40 @@ final class TimelineBuilder {
         return trace.get(i).size() == SizeRules.SMALL_BUFFER;
     }
 
-    /** Marks the {@code n} largest sizes (ties: the earlier element). */
+    /**
+     * Marks the {@code n} largest sizes (ties: the earlier element): every size above the n-th largest, then the
+     * earliest of those equal to it. Sorts a primitive copy, so a million allocations cost a primitive sort.
+     */
     static boolean[] largest(long[] sizes, int n) {
         boolean[] drawn = new boolean[sizes.length];
         if (sizes.length <= n) {
             Arrays.fill(drawn, true);
             return drawn;
         }
-        Integer[] order = new Integer[sizes.length];
-        for (int i = 0; i < order.length; i++) {
-            order[i] = i;
+        if (n <= 0) {
+            return drawn;
         }
-        Arrays.sort(order, (a, b) -> sizes[a] != sizes[b] ? Long.compare(sizes[b], sizes[a]) : Integer.compare(a, b));
-        for (int i = 0; i < n; i++) {
-            drawn[order[i]] = true;
+        long[] sorted = sizes.clone();
+        Arrays.sort(sorted);
+        long threshold = sorted[sorted.length - n]; // the n-th largest
+        int above = 0;
+        for (long s : sizes) {
+            if (s > threshold) {
+                above++;
+            }
+        }
+        int ties = n - above; // how many of the sizes equal to the threshold are drawn, earliest first
+        for (int i = 0; i < sizes.length; i++) {
+            if (sizes[i] > threshold) {
+                drawn[i] = true;
+            } else if (sizes[i] == threshold && ties > 0) {
+                drawn[i] = true;
+                ties--;
+            }
         }
         return drawn;
     }
+
 
     /**
      * The stacking of PyTorch's active memory timeline: drawn allocations sit on each other in allocation

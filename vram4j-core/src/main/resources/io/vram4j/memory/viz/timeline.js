@@ -48,6 +48,28 @@
   // ---------- data ----------
   const tParse = performance.now();
   const D = JSON.parse(document.getElementById('data').textContent);
+  // the long per-step series and the ops come packed (TimelinePage.packedArray): base64 of zigzag LEB128 varints
+  // of the difference to the value `stride` places before; numbers stay exact up to 2^53, as in JSON
+  function unpack(x) {
+    if (x === null || Array.isArray(x)) return x;
+    if (x.packed !== 'zigzag-delta-leb128') throw new Error('unknown packing ' + x.packed);
+    const bin = Uint8Array.fromBase64 ? Uint8Array.fromBase64(x.data) // where the browser has it
+      : Uint8Array.from(atob(x.data), c => c.charCodeAt(0));
+    const n = x.length, stride = x.stride, out = new Float64Array(n);
+    let p = 0;
+    for (let i = 0; i < n; i++) {
+      let b = bin[p++], v = b & 127;
+      if (b & 128) {
+        let mul = 128;
+        do { b = bin[p++]; v += (b & 127) * mul; mul *= 128; } while (b & 128);
+      }
+      const d = v % 2 === 0 ? v / 2 : -(v + 1) / 2;
+      out[i] = i >= stride ? out[i - stride] + d : d;
+    }
+    if (p !== bin.length) throw new Error('packed array: ' + (bin.length - p) + ' bytes left over');
+    return out;
+  }
+  for (const k of ['step_entry', 'step_time_us', 'total', 'summary', 'allocated', 'reserved', 'ops']) D[k] = unpack(D[k]);
   const parseMs = performance.now() - tParse;
   const B = D.bands;
   const nBands = B.size.length;

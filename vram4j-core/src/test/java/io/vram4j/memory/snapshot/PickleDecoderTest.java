@@ -8,8 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /** The streaming pickle decoder: stacks interned by either path, memo rules, and what it refuses. */
@@ -102,5 +105,57 @@ class PickleDecoderTest {
         r = assertThrows(SnapshotFormatException.class, () -> SnapshotReader.read(global, "g.pickle"));
         assertTrue(r.getMessage().startsWith("g.pickle: unsupported pickle opcode GLOBAL at byte offset 2: "),
                 r.getMessage());
+    }
+
+    /**
+     * Trace entry dicts go to the hook as they complete, and only those of the top-level {@code device_traces}
+     * (every device's list): the same dicts under a nested {@code device_traces} key, the segments and their blocks
+     * stay dicts. The reader's hook then gives the same snapshot as reading the plain tree.
+     */
+    @Test
+    void onlyTopLevelTraceEntriesGoToTheHook() {
+        Map<String, Object> doc = BadInputTest.doc();
+        @SuppressWarnings("unchecked")
+        List<Object> trace = (List<Object>) ((List<?>) doc.get("device_traces")).get(0);
+        List<Object> device1 = BadInputTest.list(trace.get(0), trace.get(1));
+        doc.put("device_traces", BadInputTest.list(trace, device1));
+        doc.put("nested", BadInputTest.dict("device_traces", BadInputTest.list(BadInputTest.list(trace.get(0)))));
+        byte[] p = BadInputTest.pickle(doc);
+
+        List<Object> handed = new java.util.ArrayList<>();
+        Set<Object> stacks = Collections.newSetFromMap(new IdentityHashMap<>());
+        Map<?, ?> root = (Map<?, ?>) PickleDecoder.decode(ByteBuffer.wrap(p), stacks, d -> {
+            handed.add(d);
+            return "entry " + handed.size();
+        });
+        assertEquals(5, handed.size(), "3 entries of device 0, 2 of device 1");
+        for (Object d : handed) {
+            assertTrue(d instanceof Map<?, ?> m && m.containsKey("action"), String.valueOf(d));
+        }
+        assertEquals(List.of(List.of("entry 1", "entry 2", "entry 3"), List.of("entry 4", "entry 5")),
+                root.get("device_traces"));
+        Object nested = ((List<?>) ((Map<?, ?>) root.get("nested")).get("device_traces")).get(0);
+        assertTrue(((List<?>) nested).get(0) instanceof Map<?, ?>, "a nested device_traces keeps its dicts");
+        Object segment = ((List<?>) root.get("segments")).get(0);
+        assertTrue(segment instanceof Map<?, ?> m && ((List<?>) m.get("blocks")).get(0) instanceof Map<?, ?>);
+
+        // through the reader: the same model as from the plain tree
+        MemorySnapshot read = SnapshotReader.read(p, "two-devices.pickle");
+        MemorySnapshot plain = new SnapshotDecoder("two-devices.pickle").decode(PickleDecoder.decode(ByteBuffer.wrap(p)).root());
+        assertEquals(plain, read);
+        assertEquals(3, read.trace(0).size());
+        assertEquals(2, read.trace(1).size());
+    }
+
+    /** An entry the hook cannot turn into a {@link TraceEntry} stays a dict and is reported with its path. */
+    @Test
+    void aBadEntryAmongGoodOnesIsReportedWithItsPath() {
+        Map<String, Object> doc = BadInputTest.doc();
+        @SuppressWarnings("unchecked")
+        Map<String, Object> second = (Map<String, Object>) ((List<?>) ((List<?>) doc.get("device_traces")).get(0)).get(1);
+        second.put("stream", "s");
+        SnapshotFormatException e = assertThrows(SnapshotFormatException.class,
+                () -> SnapshotReader.read(BadInputTest.pickle(doc), "bad.pickle"));
+        assertEquals("bad.pickle: device_traces[0][1]: field 'stream' must be an integer, got str 's'", e.getMessage());
     }
 }
