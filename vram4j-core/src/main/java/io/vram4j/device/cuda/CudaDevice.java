@@ -137,6 +137,12 @@ public final class CudaDevice extends AbstractDevice {
         return false;
     }
 
+    /** @return true: blocks are GPU memory, reached only through the copy calls */
+    @Override
+    public boolean hasDeviceMemory() {
+        return true;
+    }
+
     /**
      * Always fails: GPU memory is not host memory.
      *
@@ -198,6 +204,7 @@ public final class CudaDevice extends AbstractDevice {
      * @param size bytes, not negative
      * @throws IllegalArgumentException if a range is not inside device memory of this device
      */
+    @Override
     public void copyDeviceToDevice(long src, long dst, long size) {
         checkRange(src, size);
         checkRange(dst, size);
