@@ -461,6 +461,14 @@ public final class CudaDevice extends AbstractDevice {
         resolve(address, size, (base, inReservation) -> null);
     }
 
+    /** @return the GPU's compute capability as {major, minor}, e.g. {9, 0} for an H100 ({@code cuDeviceGetAttribute}) */
+    public int[] computeCapability() {
+        checkOpen();
+        CudaDriver d = context.current();
+        return new int[] {d.attribute(CudaDriver.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, context.device()),
+                d.attribute(CudaDriver.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, context.device())};
+    }
+
     /**
      * Loads a module of kernels into this device's primary context ({@code cuModuleLoadData}).
      *

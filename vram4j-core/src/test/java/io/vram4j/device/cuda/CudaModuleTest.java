@@ -61,6 +61,7 @@ class CudaModuleTest {
     private static MethodHandle lastLaunch;
     private static MethodHandle failModuleLoad;
     private static MethodHandle setDriverVersion;
+    private static MethodHandle live;
     private CudaDevice device;
 
     @BeforeAll
@@ -75,6 +76,14 @@ class CudaModuleTest {
                 FunctionDescriptor.ofVoid(JAVA_INT));
         setDriverVersion = linker.downcallHandle(lookup.find("fake_cuda_set_driver_version").orElseThrow(),
                 FunctionDescriptor.ofVoid(JAVA_INT));
+        live = linker.downcallHandle(lookup.find("fake_cuda_live").orElseThrow(),
+                FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+    }
+
+    private static long live(String what) throws Throwable {
+        try (Arena a = Arena.ofConfined()) {
+            return (long) live.invokeExact(a.allocateFrom(what));
+        }
     }
 
     @BeforeEach
@@ -110,9 +119,9 @@ class CudaModuleTest {
 
     @Test
     void launchesPassEveryParameterValueWithItsSize() throws Throwable {
-        long before = FakeDriverCudaDeviceTest.live("launches");
+        long before = live("launches");
         try (CudaModule m = device.loadModule(ptx())) {
-            assertEquals(1, FakeDriverCudaDeviceTest.live("modules"));
+            assertEquals(1, live("modules"));
             CudaFunction axpy = m.function("v4j_axpy_f32");
             assertEquals("v4j_axpy_f32", axpy.name());
             Stream s = device.newStream();
@@ -127,25 +136,25 @@ class CudaModuleTest {
             l = last();
             assertArrayEquals(new int[] {3, 2, 1, 64, 1, 1, 256}, (int[]) l[1]);
             assertArrayEquals(new long[] {1L << 40, 0xFFFF_FFFFL, 7}, (long[]) l[2], "an int is 4 bytes, not sign-extended");
-            assertEquals(before + 2, FakeDriverCudaDeviceTest.live("launches"));
+            assertEquals(before + 2, live("launches"));
         }
-        assertEquals(0, FakeDriverCudaDeviceTest.live("modules"));
+        assertEquals(0, live("modules"));
     }
 
     @Test
-    void badLaunchesAndNamesAreRefusedInOneLine() {
+    void badLaunchesAndNamesAreRefusedInOneLine() throws Throwable {
         try (CudaModule m = device.loadModule(ptx())) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> m.function("v4j_missing"));
             assertEquals("no kernel 'v4j_missing' in the module loaded on cuda:0 (cuModuleGetFunction: "
                     + "CUDA_ERROR_NOT_FOUND)", e.getMessage());
             CudaFunction f = m.function("v4j_rows");
-            long launches = FakeDriverCudaDeviceTest.live("launches");
+            long launches = live("launches");
             KernelArgs args = KernelArgs.of().ptr(0).i32(1).i32(1);
             e = assertThrows(IllegalArgumentException.class, () -> f.launch(1, 1, 2048, 0, device.defaultStream(), args));
             assertEquals("v4j_rows: launch dimensions out of range: grid 1x1, block 2048, shared 0 bytes", e.getMessage());
             assertThrows(IllegalArgumentException.class, () -> f.launch(0, 1, 32, 0, device.defaultStream(), args));
             assertThrows(IllegalArgumentException.class, () -> f.launch(1, 65536, 32, 0, device.defaultStream(), args));
-            assertEquals(launches, FakeDriverCudaDeviceTest.live("launches"), "nothing reached the driver");
+            assertEquals(launches, live("launches"), "nothing reached the driver");
             m.close();
             IllegalStateException closed = assertThrows(IllegalStateException.class,
                     () -> f.launch(1, 1, 32, 0, device.defaultStream(), args));
@@ -161,7 +170,7 @@ class CudaModuleTest {
         assertEquals("the CUDA driver (version 12.4, cuDriverGetVersion 12040) cannot load PTX ISA 9.0 "
                 + "(cuModuleLoadData: CUDA_ERROR_UNSUPPORTED_PTX_VERSION): vram4j's kernels are compiled by nvcc 13, "
                 + "which needs a CUDA 13 driver (R580 or newer); update the driver", e.getMessage());
-        assertEquals(0, FakeDriverCudaDeviceTest.live("modules"));
+        assertEquals(0, live("modules"));
     }
 
     @Test
@@ -170,6 +179,14 @@ class CudaModuleTest {
                 () -> device.loadModule("not ptx at all".getBytes(StandardCharsets.US_ASCII)));
         assertEquals("CUDA_ERROR_INVALID_IMAGE", e.errorName());
         assertTrue(e.getMessage().startsWith("cuModuleLoadData(15 bytes): CUDA_ERROR_INVALID_IMAGE"), e.getMessage());
+    }
+
+    @Test
+    void theComputeCapabilityComesFromTheDriver() {
+        assertArrayEquals(new int[] {9, 0}, device.computeCapability(), "what the test driver reports");
+        device.close();
+        assertThrows(IllegalStateException.class, device::computeCapability);
+        device = CudaDevice.open(driver, 0);
     }
 
     @Test

@@ -1,0 +1,427 @@
+package io.vram4j.compute.cuda;
+
+import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.compute.Kernels;
+import io.vram4j.device.Stream;
+import io.vram4j.device.cuda.CudaDevice;
+import io.vram4j.device.cuda.CudaModule;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Map;
+
+/**
+ * {@link Kernels} on a CUDA GPU: each call queues the kernel of {@code vram4j_kernels.cu} (or a cuBLAS GEMM) on
+ * one stream and returns; only the reductions, which return a value to Java, wait for the stream.
+ *
+ * <p>The segments it takes are device memory: {@code MemorySegment.ofAddress(ptr).reinterpret(bytes)} over
+ * blocks of the device's caching allocator, which Java code never dereferences; element offsets count floats as
+ * in every {@link Kernels}. Argument checks (ranges, sizes) are the checking layer's, wrapped around every
+ * implementation; here are none. Temporaries (reduction partials, the cuBLAS workspace) come from the caching
+ * allocator on the stream, as PyTorch's do.
+ *
+ * <p>Beyond {@link Kernels}: float16/bfloat16 casts, dropout with the CPU runtime's counter-based mask,
+ * and embedding gather, for the tensor ops that have no {@link Kernels} method.
+ *
+ * <p>Thread-safe for launches (the driver is); cuBLAS calls are serialized on this object. {@link #close()}
+ * unloads the module and gives the workspace back.
+ *
+ * <p>Status: compiled and checked against the PTX without a GPU; not run on a GPU yet.
+ */
+public final class CudaKernels implements Kernels, AutoCloseable {
+    private final CachingAllocator allocator;
+    private final Stream stream;
+    private final CudaModule module;
+    private final CudaLauncher launcher;
+    private final Map<String, String> env;
+    private final int ccMajor;
+    private final int ccMinor;
+    private Cublas cublas;
+    private long cublasHandle;
+    private long workspace;
+
+    private CudaKernels(CachingAllocator allocator, Stream stream, CudaModule module, Map<String, String> env,
+                        int ccMajor, int ccMinor) {
+        this.allocator = allocator;
+        this.stream = stream;
+        this.module = module;
+        this.launcher = new CudaLauncher(module);
+        this.env = env;
+        this.ccMajor = ccMajor;
+        this.ccMinor = ccMinor;
+    }
+
+    /**
+     * Loads the kernels into the allocator's device (the PTX resource, JIT-compiled by the driver).
+     *
+     * @param allocator the caching allocator of a {@code cuda} device
+     * @param stream the stream every launch goes to
+     * @return the kernels; cuBLAS is loaded at the first matrix product
+     * @throws IllegalArgumentException when the allocator's device is not {@code cuda}
+     * @throws io.vram4j.device.DeviceUnavailableException when the driver cannot load the PTX (one line)
+     */
+    public static CudaKernels create(CachingAllocator allocator, Stream stream) {
+        if (!(allocator.device() instanceof CudaDevice d)) {
+            throw new IllegalArgumentException("CUDA kernels need a cuda device, not " + allocator.device().description());
+        }
+        int[] cc = d.computeCapability();
+        return new CudaKernels(allocator, stream, d.loadModule(CudaKernelTable.ptx()), System.getenv(), cc[0], cc[1]);
+    }
+
+    @Override
+    public String name() {
+        return "cuda";
+    }
+
+    @Override
+    public int threads() {
+        return 1;
+    }
+
+    @Override
+    public Kernels withThreads(int threads) {
+        if (threads < 1) {
+            throw new IllegalArgumentException("threads must be at least 1, got " + threads);
+        }
+        return this;
+    }
+
+    /** Nothing to warm up on the host: the driver compiled the PTX when the module was loaded. @return 0 */
+    @Override
+    public long warmUp() {
+        return 0;
+    }
+
+    private static long ptr(MemorySegment seg, long off) {
+        return seg.address() + off * Float.BYTES;
+    }
+
+    private static long ptrOrNull(MemorySegment seg, long off) {
+        return seg == null ? 0L : ptr(seg, off);
+    }
+
+    private void elementwise(CudaKernel k, long n, Object... args) {
+        launcher.launch(k, LaunchConfig.elementwise(n), stream, args);
+    }
+
+    // ------------------------------------------------------------------------------------------------ gemm
+
+    private synchronized long cublasHandle() {
+        if (cublas == null) {
+            Cublas c = Cublas.load(env);
+            long h = c.create();
+            long ws = 0;
+            try {
+                c.setStream(h, stream.handle());
+                long size = CublasWorkspace.size(env.get("CUBLAS_WORKSPACE_CONFIG"), ccMajor, ccMinor);
+                if (size > 0) {
+                    ws = allocator.malloc(size, stream);
+                    c.setWorkspace(h, ws, size);
+                }
+            } catch (RuntimeException e) {
+                if (ws != 0) {
+                    allocator.free(ws);
+                }
+                c.destroy(h);
+                throw e;
+            }
+            cublas = c;
+            cublasHandle = h;
+            workspace = ws;
+        }
+        return cublasHandle;
+    }
+
+    @Override
+    public void sgemm(boolean transA, boolean transB, int m, int n, int k, float alpha, MemorySegment a, long aOff,
+                      int lda, MemorySegment b, long bOff, int ldb, float beta, MemorySegment c, long cOff, int ldc) {
+        if (m == 0 || n == 0) {
+            return;
+        }
+        long h = cublasHandle();
+        synchronized (this) {
+            cublas.gemm(h, ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha, ptr(a, aOff),
+                    ptr(b, bOff), beta, ptr(c, cOff), Cublas.CUDA_R_32F, Cublas.CUBLAS_COMPUTE_32F);
+        }
+    }
+
+    @Override
+    public void sgemmBatched(int batch, boolean transA, boolean transB, int m, int n, int k, float alpha,
+                             MemorySegment a, long aOff, int lda, long strideA, MemorySegment b, long bOff, int ldb,
+                             long strideB, float beta, MemorySegment c, long cOff, int ldc, long strideC) {
+        if (batch == 0 || m == 0 || n == 0) {
+            return;
+        }
+        long h = cublasHandle();
+        synchronized (this) {
+            cublas.gemmBatched(h, ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha,
+                    ptr(a, aOff), strideA, ptr(b, bOff), strideB, beta, ptr(c, cOff), strideC, batch,
+                    Cublas.CUDA_R_32F, Cublas.CUBLAS_COMPUTE_32F);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ element-wise
+
+    @Override
+    public void add(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.ADD, n, ptr(a, aOff), ptr(b, bOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void sub(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.SUB, n, ptr(a, aOff), ptr(b, bOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void mul(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.MUL, n, ptr(a, aOff), ptr(b, bOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void div(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.DIV, n, ptr(a, aOff), ptr(b, bOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void axpy(long n, float alpha, MemorySegment x, long xOff, MemorySegment y, long yOff) {
+        elementwise(CudaKernelTable.AXPY, n, alpha, ptr(x, xOff), ptr(y, yOff), n);
+    }
+
+    @Override
+    public void scale(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.SCALE, n, s, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void addScalar(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.ADD_SCALAR, n, s, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void fill(long n, float v, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.FILL, n, v, ptr(out, outOff), n);
+    }
+
+    /** Device-to-device on the stream; partially overlapping ranges go through a temporary block (memmove). */
+    @Override
+    public void copy(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
+        long bytes = n * Float.BYTES;
+        long s = ptr(src, srcOff);
+        long d = ptr(dst, dstOff);
+        if (bytes == 0 || s == d) {
+            return;
+        }
+        CudaDevice dev = (CudaDevice) allocator.device();
+        if (s + bytes <= d || d + bytes <= s) {
+            dev.copyDeviceToDeviceAsync(s, d, bytes, stream);
+            return;
+        }
+        long tmp = allocator.malloc(bytes, stream);
+        try {
+            dev.copyDeviceToDeviceAsync(s, tmp, bytes, stream);
+            dev.copyDeviceToDeviceAsync(tmp, d, bytes, stream);
+        } finally {
+            allocator.free(tmp);
+        }
+    }
+
+    @Override
+    public void neg(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.NEG, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void exp(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.EXP, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void log(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.LOG, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void sqrt(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.SQRT, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void tanh(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.TANH, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void sigmoid(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.SIGMOID, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void relu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.RELU, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void reluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff, MemorySegment dx, long dxOff) {
+        elementwise(CudaKernelTable.RELU_BACKWARD, n, ptr(dy, dyOff), ptr(x, xOff), ptr(dx, dxOff), n);
+    }
+
+    @Override
+    public void gelu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.GELU, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void geluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff, MemorySegment dx, long dxOff) {
+        elementwise(CudaKernelTable.GELU_BACKWARD, n, ptr(dy, dyOff), ptr(x, xOff), ptr(dx, dxOff), n);
+    }
+
+    // ------------------------------------------------------------------------------------------------ reductions
+
+    /** Two launches (partials, then their total), then the one float copied back after the stream is done. */
+    private float reduce(int op, long n, long x, long y) {
+        if (n == 0) {
+            return op == 1 ? Float.NEGATIVE_INFINITY : 0f;
+        }
+        LaunchConfig first = LaunchConfig.reductionPartial(n);
+        long buf = allocator.malloc((first.gridX() + 1L) * Float.BYTES, stream);
+        try (Arena a = Arena.ofConfined()) {
+            long result = buf + (long) first.gridX() * Float.BYTES;
+            launcher.launch(CudaKernelTable.REDUCE_PARTIAL, first, stream, op, x, y, buf, n);
+            launcher.launch(CudaKernelTable.REDUCE_PARTIAL, LaunchConfig.reductionFinal(), stream, op == 1 ? 1 : 0,
+                    buf, 0L, result, (long) first.gridX());
+            MemorySegment host = a.allocate(ValueLayout.JAVA_FLOAT);
+            stream.synchronize();
+            allocator.device().copyToHost(result, host);
+            return host.get(ValueLayout.JAVA_FLOAT, 0);
+        } finally {
+            allocator.free(buf);
+        }
+    }
+
+    @Override
+    public float sum(long n, MemorySegment x, long xOff) {
+        return reduce(0, n, ptr(x, xOff), 0L);
+    }
+
+    @Override
+    public float max(long n, MemorySegment x, long xOff) {
+        return reduce(1, n, ptr(x, xOff), 0L);
+    }
+
+    @Override
+    public float sumOfSquares(long n, MemorySegment x, long xOff) {
+        return reduce(2, n, ptr(x, xOff), 0L);
+    }
+
+    @Override
+    public float dot(long n, MemorySegment x, long xOff, MemorySegment y, long yOff) {
+        return reduce(3, n, ptr(x, xOff), ptr(y, yOff));
+    }
+
+    @Override
+    public boolean anyNonFinite(long n, MemorySegment x, long xOff) {
+        return reduce(4, n, ptr(x, xOff), 0L) > 0;
+    }
+
+    // ------------------------------------------------------------------------------------------------ rows
+
+    @Override
+    public void softmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        launcher.launch(CudaKernelTable.SOFTMAX_ROWS, LaunchConfig.rows(rows, cols), stream, ptr(x, xOff),
+                ptr(out, outOff), rows, cols);
+    }
+
+    @Override
+    public void logSoftmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        launcher.launch(CudaKernelTable.LOG_SOFTMAX_ROWS, LaunchConfig.rows(rows, cols), stream, ptr(x, xOff),
+                ptr(out, outOff), rows, cols);
+    }
+
+    @Override
+    public void softmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
+                                    MemorySegment dx, long dxOff) {
+        launcher.launch(CudaKernelTable.SOFTMAX_BACKWARD_ROWS, LaunchConfig.rows(rows, cols), stream, ptr(y, yOff),
+                ptr(dy, dyOff), ptr(dx, dxOff), rows, cols);
+    }
+
+    @Override
+    public void logSoftmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
+                                       MemorySegment dx, long dxOff) {
+        launcher.launch(CudaKernelTable.LOG_SOFTMAX_BACKWARD_ROWS, LaunchConfig.rows(rows, cols), stream, ptr(y, yOff),
+                ptr(dy, dyOff), ptr(dx, dxOff), rows, cols);
+    }
+
+    @Override
+    public void layerNormRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment gamma, long gammaOff,
+                              MemorySegment beta, long betaOff, float eps, MemorySegment out, long outOff,
+                              MemorySegment mean, long meanOff, MemorySegment rstd, long rstdOff) {
+        launcher.launch(CudaKernelTable.LAYER_NORM_ROWS, LaunchConfig.rows(rows, cols), stream, ptr(x, xOff),
+                ptrOrNull(gamma, gammaOff), ptrOrNull(beta, betaOff), eps, ptr(out, outOff), ptrOrNull(mean, meanOff),
+                ptrOrNull(rstd, rstdOff), rows, cols);
+    }
+
+    @Override
+    public void layerNormBackwardRows(int rows, int cols, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
+                                      MemorySegment mean, long meanOff, MemorySegment rstd, long rstdOff,
+                                      MemorySegment gamma, long gammaOff, MemorySegment dx, long dxOff,
+                                      MemorySegment dgamma, long dgammaOff, MemorySegment dbeta, long dbetaOff) {
+        if (dx != null) {
+            launcher.launch(CudaKernelTable.LAYER_NORM_BACKWARD_ROWS, LaunchConfig.rows(rows, cols), stream,
+                    ptr(dy, dyOff), ptr(x, xOff), ptr(mean, meanOff), ptr(rstd, rstdOff), ptrOrNull(gamma, gammaOff),
+                    ptr(dx, dxOff), rows, cols);
+        }
+        if (dgamma != null || dbeta != null) {
+            launcher.launch(CudaKernelTable.LAYER_NORM_PARAM_GRADS, LaunchConfig.columns(cols), stream, ptr(dy, dyOff),
+                    ptr(x, xOff), ptr(mean, meanOff), ptr(rstd, rstdOff), ptrOrNull(dgamma, dgammaOff),
+                    ptrOrNull(dbeta, dbetaOff), rows, cols);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ beyond Kernels
+
+    /**
+     * Converts {@code n} floats to 16-bit values (round to nearest even, as {@code io.vram4j.compute.Half}).
+     *
+     * @param src device address of the floats
+     * @param dst device address of the 16-bit values
+     * @param bf16 true for bfloat16, false for float16
+     */
+    public void floatTo16(long n, long src, long dst, boolean bf16) {
+        elementwise(bf16 ? CudaKernelTable.F32_TO_BF16 : CudaKernelTable.F32_TO_F16, n, src, dst, n);
+    }
+
+    /** Converts {@code n} 16-bit values (bfloat16 when {@code bf16}) at device address {@code src} to floats at {@code dst}. */
+    public void floatFrom16(long n, long src, long dst, boolean bf16) {
+        elementwise(bf16 ? CudaKernelTable.BF16_TO_F32 : CudaKernelTable.F16_TO_F32, n, src, dst, n);
+    }
+
+    /**
+     * Dropout with the mask the CPU runtime draws for the same seed (element {@code i} kept when its counter-based
+     * uniform is at least {@code p}): {@code out = keep ? x * scale : 0}, {@code mask} one byte per element.
+     */
+    public void dropout(long n, long x, long out, long mask, float p, float scale, long seed) {
+        elementwise(CudaKernelTable.DROPOUT, n, x, out, mask, n, p, scale, seed);
+    }
+
+    /**
+     * Embedding gather: row {@code idx[i]} of a {@code rows x cols} float table for each of {@code count} int64
+     * indices. An index out of range leaves its row unwritten and sets the int at {@code bad} to 1.
+     */
+    public void embedding(long count, int cols, long rows, long weight, long idx, long out, long bad) {
+        elementwise(CudaKernelTable.EMBEDDING, count * cols, weight, idx, out, count, cols, rows, bad);
+    }
+
+    /** Unloads the module and returns the cuBLAS workspace to the allocator. Closing twice does nothing. */
+    @Override
+    public synchronized void close() {
+        if (cublas != null) {
+            cublas.destroy(cublasHandle);
+            if (workspace != 0) {
+                allocator.free(workspace);
+            }
+            cublas = null;
+        }
+        module.close();
+    }
+}
