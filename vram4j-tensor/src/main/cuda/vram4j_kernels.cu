@@ -216,10 +216,8 @@ extern "C" __global__ void v4j_reduce_partial_f32(int op, const float* x, const 
 
 // ------------------------------------------------------------------------------------------------ rows
 
-extern "C" __global__ void v4j_softmax_rows_f32(const float* x, float* out, int rows, int cols) {
-    extern __shared__ float sh[];
-    const float* xr = x + (s64) blockIdx.x * cols;
-    float* orow = out + (s64) blockIdx.x * cols;
+// The maximum of a row (NaN if any value is NaN) and the sum of exp(x - max) over it, reduced over the block.
+__device__ void row_max_sum_exp(const float* xr, int cols, float* sh, float* maxOut, float* sumOut) {
     float m = -CUDART_INF_F;
     for (int j = threadIdx.x; j < cols; j += blockDim.x) {
         float v = xr[j];
@@ -230,7 +228,16 @@ extern "C" __global__ void v4j_softmax_rows_f32(const float* x, float* out, int 
     for (int j = threadIdx.x; j < cols; j += blockDim.x) {
         s += expf(xr[j] - m);
     }
-    s = block_reduce(s, 0, sh);
+    *maxOut = m;
+    *sumOut = block_reduce(s, 0, sh);
+}
+
+extern "C" __global__ void v4j_softmax_rows_f32(const float* x, float* out, int rows, int cols) {
+    extern __shared__ float sh[];
+    const float* xr = x + (s64) blockIdx.x * cols;
+    float* orow = out + (s64) blockIdx.x * cols;
+    float m, s;
+    row_max_sum_exp(xr, cols, sh, &m, &s);
     for (int j = threadIdx.x; j < cols; j += blockDim.x) {
         orow[j] = expf(xr[j] - m) / s;
     }
@@ -241,17 +248,9 @@ extern "C" __global__ void v4j_log_softmax_rows_f32(const float* x, float* out, 
     extern __shared__ float sh[];
     const float* xr = x + (s64) blockIdx.x * cols;
     float* orow = out + (s64) blockIdx.x * cols;
-    float m = -CUDART_INF_F;
-    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
-        float v = xr[j];
-        m = (m != m || v != v) ? CUDART_NAN_F : fmaxf(m, v);
-    }
-    m = block_reduce(m, 1, sh);
-    float s = 0.0f;
-    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
-        s += expf(xr[j] - m);
-    }
-    float lse = m + logf(block_reduce(s, 0, sh));
+    float m, s;
+    row_max_sum_exp(xr, cols, sh, &m, &s);
+    float lse = m + logf(s);
     for (int j = threadIdx.x; j < cols; j += blockDim.x) {
         orow[j] = xr[j] - lse;
     }

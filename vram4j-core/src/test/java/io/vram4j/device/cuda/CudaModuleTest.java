@@ -9,9 +9,7 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.nio.charset.StandardCharsets;
 
@@ -28,7 +26,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * PTX declares them and records each launch with the parameter values it would pass to the GPU, read with the
  * sizes of the entry's {@code .param} types.
  */
-@SuppressWarnings("restricted")
 class CudaModuleTest {
     private static final String PTX = """
             //
@@ -61,29 +58,20 @@ class CudaModuleTest {
     private static MethodHandle lastLaunch;
     private static MethodHandle failModuleLoad;
     private static MethodHandle setDriverVersion;
-    private static MethodHandle live;
     private CudaDevice device;
 
     @BeforeAll
     static void load() {
-        String path = NativeTestBuild.fakeDriver().toString();
-        driver = CudaDriver.load(path);
-        SymbolLookup lookup = SymbolLookup.libraryLookup(path, Arena.global());
-        Linker linker = Linker.nativeLinker();
-        lastLaunch = linker.downcallHandle(lookup.find("fake_cuda_last_launch").orElseThrow(),
+        driver = CudaDriver.load(NativeTestBuild.fakeDriver().toString());
+        lastLaunch = NativeTestBuild.fakeDriverHook("fake_cuda_last_launch",
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
-        failModuleLoad = linker.downcallHandle(lookup.find("fake_cuda_fail_module_load").orElseThrow(),
+        failModuleLoad = NativeTestBuild.fakeDriverHook("fake_cuda_fail_module_load", FunctionDescriptor.ofVoid(JAVA_INT));
+        setDriverVersion = NativeTestBuild.fakeDriverHook("fake_cuda_set_driver_version",
                 FunctionDescriptor.ofVoid(JAVA_INT));
-        setDriverVersion = linker.downcallHandle(lookup.find("fake_cuda_set_driver_version").orElseThrow(),
-                FunctionDescriptor.ofVoid(JAVA_INT));
-        live = linker.downcallHandle(lookup.find("fake_cuda_live").orElseThrow(),
-                FunctionDescriptor.of(JAVA_LONG, ADDRESS));
     }
 
-    private static long live(String what) throws Throwable {
-        try (Arena a = Arena.ofConfined()) {
-            return (long) live.invokeExact(a.allocateFrom(what));
-        }
+    private static long live(String what) {
+        return NativeTestBuild.fakeDriverLive(what);
     }
 
     @BeforeEach

@@ -9,6 +9,7 @@ import io.vram4j.device.cuda.CudaModule;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 import java.util.Map;
 
 /**
@@ -326,30 +327,34 @@ public final class CudaKernels implements Kernels, AutoCloseable {
 
     // ------------------------------------------------------------------------------------------------ rows
 
+    /** One block per row: {@code (in, out, rows, cols)} or, backward, {@code (y, dy, dx, rows, cols)}. */
+    private void rowKernel(CudaKernel k, int rows, int cols, Object... ptrs) {
+        Object[] args = Arrays.copyOf(ptrs, ptrs.length + 2);
+        args[ptrs.length] = rows;
+        args[ptrs.length + 1] = cols;
+        launcher.launch(k, LaunchConfig.rows(rows, cols), stream, args);
+    }
+
     @Override
     public void softmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        launcher.launch(CudaKernelTable.SOFTMAX_ROWS, LaunchConfig.rows(rows, cols), stream, ptr(x, xOff),
-                ptr(out, outOff), rows, cols);
+        rowKernel(CudaKernelTable.SOFTMAX_ROWS, rows, cols, ptr(x, xOff), ptr(out, outOff));
     }
 
     @Override
     public void logSoftmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        launcher.launch(CudaKernelTable.LOG_SOFTMAX_ROWS, LaunchConfig.rows(rows, cols), stream, ptr(x, xOff),
-                ptr(out, outOff), rows, cols);
+        rowKernel(CudaKernelTable.LOG_SOFTMAX_ROWS, rows, cols, ptr(x, xOff), ptr(out, outOff));
     }
 
     @Override
     public void softmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
                                     MemorySegment dx, long dxOff) {
-        launcher.launch(CudaKernelTable.SOFTMAX_BACKWARD_ROWS, LaunchConfig.rows(rows, cols), stream, ptr(y, yOff),
-                ptr(dy, dyOff), ptr(dx, dxOff), rows, cols);
+        rowKernel(CudaKernelTable.SOFTMAX_BACKWARD_ROWS, rows, cols, ptr(y, yOff), ptr(dy, dyOff), ptr(dx, dxOff));
     }
 
     @Override
     public void logSoftmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
                                        MemorySegment dx, long dxOff) {
-        launcher.launch(CudaKernelTable.LOG_SOFTMAX_BACKWARD_ROWS, LaunchConfig.rows(rows, cols), stream, ptr(y, yOff),
-                ptr(dy, dyOff), ptr(dx, dxOff), rows, cols);
+        rowKernel(CudaKernelTable.LOG_SOFTMAX_BACKWARD_ROWS, rows, cols, ptr(y, yOff), ptr(dy, dyOff), ptr(dx, dxOff));
     }
 
     @Override
