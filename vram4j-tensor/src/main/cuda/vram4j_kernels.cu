@@ -559,8 +559,7 @@ extern "C" __global__ void v4j_nll_loss_f32(const float* logp, const s64* target
 // dlogp (zeroed first) gets -g / count at each target class; g is the loss gradient, a scalar in device memory.
 extern "C" __global__ void v4j_nll_loss_backward_f32(const float* g, const s64* targets, float* dlogp, int n, int c,
                                                      s64 ignoreIndex, const int* count) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
+    GRID_STRIDE(i, (u64) n) {
         s64 t = targets[i];
         if (t != ignoreIndex) {
             dlogp[(s64) i * c + t] = -*g / (float) *count;

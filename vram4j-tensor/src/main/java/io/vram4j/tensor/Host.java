@@ -153,7 +153,7 @@ final class Host {
         }
         if (v == 0 && t.storage.deviceMemory() && t.isContiguous()) {
             int es = t.dtype.byteSize();   // 0.0 is all zero bytes in every dtype
-            t.device.backend().fill(t.storage.address() + t.offset * es, t.numel() * es, (byte) 0);
+            HostAccess.zero(t.storage, t.offset * es, t.numel() * es);
             return;
         }
         Kernels k = Kernels.scalar();      // host memory or a staging copy, never a device's kernels

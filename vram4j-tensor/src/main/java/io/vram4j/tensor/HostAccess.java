@@ -114,6 +114,7 @@ final class HostAccess implements AutoCloseable {
     /** Makes the writes made through the view the tensor's values (copies the staged span back to the device). */
     void commit() {
         if (arena != null) {
+            storage.device().stream().synchronize();   // kernels queued before must not see the new bytes early
             backend(storage).copyFromHost(seg, storage.address() + spanByte);
         }
     }
@@ -126,6 +127,12 @@ final class HostAccess implements AutoCloseable {
         }
     }
 
+    /** Sets {@code bytes} bytes of device memory from {@code byteOffset} of a storage to zero ({@code cuMemsetD8}). */
+    static void zero(Storage s, long byteOffset, long bytes) {
+        s.device().stream().synchronize();
+        backend(s).fill(s.address() + byteOffset, bytes, (byte) 0);
+    }
+
     /**
      * Copies {@code bytes} bytes between two storages of device memory on one device, or of host memory: the
      * device's own copy ({@code cuMemcpyDtoD}) or a memory copy.
@@ -135,6 +142,7 @@ final class HostAccess implements AutoCloseable {
             return;
         }
         if (src.deviceMemory()) {
+            dst.device().stream().synchronize();
             backend(dst).copyDeviceToDevice(src.address() + srcByte, dst.address() + dstByte, bytes);
         } else {
             MemorySegment.copy(src.segment(), srcByte, dst.segment(), dstByte, bytes);

@@ -22,8 +22,10 @@ import java.util.Map;
  * implementation; here are none. Temporaries (reduction partials, the cuBLAS workspace) come from the caching
  * allocator on the stream, as PyTorch's do.
  *
- * <p>Beyond {@link Kernels}: float16/bfloat16 casts, dropout with the CPU runtime's counter-based mask,
- * and embedding gather, for the tensor ops that have no {@link Kernels} method.
+ * <p>Beyond {@link Kernels}, for the tensor ops that have no {@link Kernels} method (addresses are device
+ * addresses, counts are elements): float16/bfloat16 casts, broadcasting binary ops and strided gathers of up to 4
+ * dimensions, the causal mask, embedding gather and backward, dropout with the CPU runtime's counter-based mask and
+ * its backward, multi-tensor SGD and AdamW steps (one launch per parameter group), NLL loss and its backward.
  *
  * <p>Thread-safe for launches (the driver is); cuBLAS calls are serialized on this object. {@link #close()}
  * unloads the module and gives the workspace back.
@@ -415,6 +417,87 @@ public final class CudaKernels implements Kernels, AutoCloseable {
      */
     public void embedding(long count, int cols, long rows, long weight, long idx, long out, long bad) {
         elementwise(CudaKernelTable.EMBEDDING, count * cols, weight, idx, out, count, cols, rows, bad);
+    }
+
+    /** Embedding backward: adds row {@code i} of {@code g} into row {@code idx[i]} of {@code dweight} (zeroed first). */
+    public void embeddingBackward(long count, int cols, long g, long idx, long dweight) {
+        elementwise(CudaKernelTable.EMBEDDING_BACKWARD, count * cols, g, idx, dweight, count, cols);
+    }
+
+    /** Dropout backward: {@code dx = mask ? dy * scale : 0} over {@code n} elements. */
+    public void dropoutBackward(long n, long dy, long mask, long dx, float scale) {
+        elementwise(CudaKernelTable.DROPOUT_BACKWARD, n, dy, mask, dx, n, scale);
+    }
+
+    /**
+     * {@code out = a op b} for a contiguous output of up to 4 dimensions, {@code a} and {@code b} read with their own
+     * element strides (0 where broadcast).
+     *
+     * @param op 0 add, 1 sub, 2 mul, 3 div
+     * @param shape the output's extents, at most 4
+     * @param aStrides {@code a}'s strides for the output's shape, in elements
+     * @param bStrides {@code b}'s likewise
+     */
+    public void binaryBroadcast(int op, long a, long[] aStrides, long b, long[] bStrides, long out, int[] shape) {
+        Dims4 d = Dims4.of(shape, aStrides, bStrides);
+        elementwise(CudaKernelTable.BINARY_BCAST4, d.numel(), op, a, b, out, d.numel(), d.extent(0), d.extent(1),
+                d.extent(2), d.extent(3), d.stride(0, 0), d.stride(0, 1), d.stride(0, 2), d.stride(0, 3),
+                d.stride(1, 0), d.stride(1, 1), d.stride(1, 2), d.stride(1, 3));
+    }
+
+    /** Gathers a strided float view of up to 4 dimensions at {@code src} into contiguous memory at {@code dst}. */
+    public void gather(long src, long[] strides, long dst, int[] shape) {
+        Dims4 d = Dims4.of(shape, strides);
+        elementwise(CudaKernelTable.GATHER4, d.numel(), src, dst, d.numel(), d.extent(0), d.extent(1), d.extent(2),
+                d.extent(3), d.stride(0, 0), d.stride(0, 1), d.stride(0, 2), d.stride(0, 3));
+    }
+
+    /** Copies {@code mats} matrices of {@code t x s} floats, writing {@code fill} where column &gt; row. */
+    public void maskUpper(long mats, int t, int s, long x, long out, float fill) {
+        long n = mats * t * s;
+        elementwise(CudaKernelTable.MASK_UPPER, n, x, out, n, t, s, fill);
+    }
+
+    /**
+     * One SGD step for a parameter group in one launch (as {@code optim.SGD}): {@code params}, {@code grads},
+     * {@code bufs} and {@code sizes} are device arrays of {@code count} 64-bit entries (pointers and element counts).
+     *
+     * @param bufs the momentum buffers, or 0 when {@code momentum == 0}
+     * @param largest the largest element count of the group (sizes the grid)
+     * @param first whether the buffers are initialized by this step
+     */
+    public void sgd(long params, long grads, long bufs, long sizes, int count, long largest, float lr, float momentum,
+                    float weightDecay, boolean nesterov, boolean first) {
+        launcher.launch(CudaKernelTable.SGD_MULTI, LaunchConfig.perTensor(largest, count), stream, params, grads, bufs,
+                sizes, count, lr, momentum, weightDecay, nesterov ? 1 : 0, first ? 1 : 0);
+    }
+
+    /**
+     * One AdamW step for a parameter group in one launch (as {@code optim.AdamW}), arrays as {@link #sgd}.
+     *
+     * @param decay {@code 1 - lr * weightDecay}
+     * @param stepSize {@code lr / (1 - beta1^t)}
+     * @param bc2Sqrt {@code sqrt(1 - beta2^t)}
+     */
+    public void adamw(long params, long grads, long ms, long vs, long sizes, int count, long largest, float beta1,
+                      float beta2, float eps, float decay, float stepSize, float bc2Sqrt) {
+        launcher.launch(CudaKernelTable.ADAMW_MULTI, LaunchConfig.perTensor(largest, count), stream, params, grads, ms,
+                vs, sizes, count, beta1, beta2, eps, decay, stepSize, bc2Sqrt);
+    }
+
+    /**
+     * NLL loss over {@code n x c} log-probabilities and int64 targets: the mean over targets other than
+     * {@code ignoreIndex} into the float at {@code out}, their number into the int at {@code count}; a target out
+     * of range sets the int at {@code bad} to 1.
+     */
+    public void nllLoss(long logp, long targets, long out, long count, int n, int c, long ignoreIndex, long bad) {
+        launcher.launch(CudaKernelTable.NLL_LOSS, LaunchConfig.singleBlock(), stream, logp, targets, out, count, n, c,
+                ignoreIndex, bad);
+    }
+
+    /** NLL loss backward into {@code dlogp} (zeroed first): {@code -g / count} at each kept target. */
+    public void nllLossBackward(long g, long targets, long dlogp, int n, int c, long ignoreIndex, long count) {
+        elementwise(CudaKernelTable.NLL_LOSS_BACKWARD, n, g, targets, dlogp, n, c, ignoreIndex, count);
     }
 
     /** Unloads the module and returns the cuBLAS workspace to the allocator. Closing twice does nothing. */

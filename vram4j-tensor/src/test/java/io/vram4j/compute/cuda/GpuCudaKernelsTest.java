@@ -400,4 +400,147 @@ class GpuCudaKernelsTest {
             assertEquals(1, flag.get(ValueLayout.JAVA_INT, 0));
         }
     }
+
+    private MemorySegment longsOnGpu(long... v) {
+        MemorySegment d = empty(v.length * 2L);
+        gpu.copyFromHost(MemorySegment.ofArray(v), d.address());
+        return d;
+    }
+
+    @Test
+    void fusedOptimizerStepsMatchTheCpuFormulas() {
+        int[] sizes = {1000, 333};
+        float lr = 0.05f;
+        float momentum = 0.9f;
+        float wd = 1e-4f;
+        float[][] p = {values(1000, -1, 1), values(333, -1, 1)};
+        float[][] g = {values(1000, -1, 1), values(333, -1, 1)};
+        float[][] buf = {values(1000, -1, 1), values(333, -1, 1)};
+        MemorySegment[] dp = {onGpu(p[0]), onGpu(p[1])};
+        MemorySegment[] db = {onGpu(buf[0]), onGpu(buf[1])};
+        cuda.sgd(longsOnGpu(dp[0].address(), dp[1].address()).address(),
+                longsOnGpu(onGpu(g[0]).address(), onGpu(g[1]).address()).address(),
+                longsOnGpu(db[0].address(), db[1].address()).address(), longsOnGpu(1000, 333).address(), 2, 1000,
+                lr, momentum, wd, true, false);
+        for (int t = 0; t < 2; t++) {
+            float[] ep = p[t].clone();
+            float[] eb = buf[t].clone();
+            for (int i = 0; i < sizes[t]; i++) {   // optim.SGD's update, nesterov, not the first step
+                float d = g[t][i] + wd * ep[i];
+                eb[i] = momentum * eb[i] + d;
+                ep[i] = ep[i] - lr * (d + momentum * eb[i]);
+            }
+            close(ep, back(dp[t], sizes[t]), "sgd p" + t);
+            close(eb, back(db[t], sizes[t]), "sgd buf" + t);
+        }
+        float beta1 = 0.9f;
+        float beta2 = 0.999f;
+        float eps = 1e-8f;
+        int step = 3;
+        float stepSize = (float) (lr / (1 - Math.pow(beta1, step)));
+        float bc2Sqrt = (float) Math.sqrt(1 - Math.pow(beta2, step));
+        float decay = 1 - lr * 0.01f;
+        float[] m = values(333, -0.1f, 0.1f);
+        float[] v = values(333, 0, 0.01f);
+        float[] pp = p[1];
+        MemorySegment mp = onGpu(pp);
+        MemorySegment mm = onGpu(m);
+        MemorySegment mv = onGpu(v);
+        cuda.adamw(longsOnGpu(mp.address()).address(), longsOnGpu(onGpu(g[1]).address()).address(),
+                longsOnGpu(mm.address()).address(), longsOnGpu(mv.address()).address(), longsOnGpu(333).address(), 1, 333,
+                beta1, beta2, eps, decay, stepSize, bc2Sqrt);
+        float[] ep = pp.clone();
+        for (int i = 0; i < 333; i++) {   // optim.AdamW's update
+            m[i] += (g[1][i] - m[i]) * (1 - beta1);
+            v[i] = beta2 * v[i] + (1 - beta2) * g[1][i] * g[1][i];
+            ep[i] = ep[i] * decay - stepSize * m[i] / ((float) Math.sqrt(v[i]) / bc2Sqrt + eps);
+        }
+        close(ep, back(mp, 333), "adamw p");
+        close(m, back(mm, 333), "adamw m");
+        close(v, back(mv, 333), "adamw v");
+    }
+
+    @Test
+    void nllLossForwardAndBackward() {
+        int n = 300;
+        int c = 10;
+        float[] logp = values(n * c, -5, 0);
+        long[] t = new long[n];
+        double sum = 0;
+        int kept = 0;
+        for (int i = 0; i < n; i++) {
+            t[i] = i % 7 == 0 ? -100 : random.nextInt(c);
+            if (t[i] != -100) {
+                sum += logp[i * c + (int) t[i]];
+                kept++;
+            }
+        }
+        MemorySegment out = empty(1);
+        MemorySegment count = empty(1);
+        MemorySegment bad = empty(1);
+        gpu.fill(bad.address(), 4, (byte) 0);
+        MemorySegment targets = longsOnGpu(t);
+        cuda.nllLoss(onGpu(logp).address(), targets.address(), out.address(), count.address(), n, c, -100, bad.address());
+        close((float) (-sum / kept), back(out, 1)[0], "nll");
+        MemorySegment g = onGpu(new float[] {2f});
+        MemorySegment dl = onGpu(new float[n * c]);
+        cuda.nllLossBackward(g.address(), targets.address(), dl.address(), n, c, -100, count.address());
+        float[] got = back(dl, n * c);
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < c; j++) {
+                assertEquals(t[i] == j ? -2f / kept : 0f, got[i * c + j], 1e-7f, "dlogp[" + i + "][" + j + "]");
+            }
+        }
+    }
+
+    @Test
+    void broadcastGatherAndMask() {
+        float[] a = values(6 * 4, -3, 3);   // [6, 4]
+        float[] b = values(4, 1, 3);        // [4], broadcast over rows
+        MemorySegment out = empty(24);
+        cuda.binaryBroadcast(3, onGpu(a).address(), new long[] {4, 1}, onGpu(b).address(), new long[] {0, 1},
+                out.address(), new int[] {6, 4});
+        float[] got = back(out, 24);
+        for (int i = 0; i < 24; i++) {
+            assertEquals(a[i] / b[i % 4], got[i], "a / b at " + i);
+        }
+        MemorySegment tr = empty(24);
+        cuda.gather(onGpu(a).address(), new long[] {1, 4}, tr.address(), new int[] {4, 6});   // the transpose
+        got = back(tr, 24);
+        for (int i = 0; i < 4; i++) {
+            for (int j = 0; j < 6; j++) {
+                assertEquals(a[j * 4 + i], got[i * 6 + j]);
+            }
+        }
+        float[] x = values(2 * 3 * 3, -1, 1);
+        MemorySegment masked = empty(18);
+        cuda.maskUpper(2, 3, 3, onGpu(x).address(), masked.address(), Float.NEGATIVE_INFINITY);
+        got = back(masked, 18);
+        for (int i = 0; i < 18; i++) {
+            int row = i % 9 / 3;
+            int col = i % 3;
+            assertEquals(col > row ? Float.NEGATIVE_INFINITY : x[i], got[i], "mask at " + i);
+        }
+    }
+
+    @Test
+    void embeddingAndDropoutBackward() {
+        int cols = 8;
+        long[] idx = {2, 0, 2};
+        float[] g = values(3 * cols, -1, 1);
+        MemorySegment dw = onGpu(new float[4 * cols]);
+        cuda.embeddingBackward(3, cols, onGpu(g).address(), longsOnGpu(idx).address(), dw.address());
+        float[] got = back(dw, 4 * cols);
+        for (int j = 0; j < cols; j++) {
+            assertEquals(g[j + cols], got[j], 1e-6f);
+            assertEquals(g[j] + g[2 * cols + j], got[2 * cols + j], 1e-6f);
+            assertEquals(0f, got[cols + j]);
+        }
+        float[] dy = values(5, -1, 1);
+        MemorySegment mask = empty(2);
+        gpu.copyFromHost(MemorySegment.ofArray(new byte[] {1, 0, 1, 1, 0}), mask.address());
+        MemorySegment dx = empty(5);
+        cuda.dropoutBackward(5, onGpu(dy).address(), mask.address(), dx.address(), 2f);
+        assertArrayEquals(new float[] {dy[0] * 2, 0, dy[2] * 2, dy[3] * 2, 0}, back(dx, 5));
+    }
 }
