@@ -5,7 +5,9 @@
 #   2. the GPU test group (JUnit tag gpu, VRAM4J_REQUIRE_GPU=1 so that a missing GPU fails instead of skipping);
 #   3. the differential test against PyTorch: SEEDS sequences of OPS operations under three settings, every
 #      checkpoint's memory_stats and segment layout compared (gpu/differential.py);
-#   4. the GPU benchmarks, vram4j (io.vram4j.bench.gpu.GpuBench) and PyTorch (gpu/bench_pytorch.py) in one run.
+#   4. the GPU benchmarks, vram4j (io.vram4j.bench.gpu.GpuBench) and PyTorch (gpu/bench_pytorch.py) in one run;
+#   5. the main job side by side: ./vram4j train --device cuda (MLP, 3 epochs) and the same MLP in PyTorch
+#      (gpu/train_mlp_pytorch.py), on the Fashion-MNIST subset bundled in the jar (10,000 / 2,000 images).
 # Logs and results go to $OUT (default /tmp/vram4j-gpu-out); a short table is printed last.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -46,6 +48,21 @@ done
 "${JAVA[@]}" -cp "$CP" io.vram4j.bench.gpu.GpuBench cuda > "$OUT/bench-vram4j.txt" 2>&1
 python3 gpu/bench_pytorch.py > "$OUT/bench-pytorch.txt" 2>&1
 
+FMNIST="$B/fashion-mnist"
+mkdir -p "$FMNIST"
+python3 - "$B/lib/vram4j.jar" "$FMNIST" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as jar:
+    for n in jar.namelist():
+        if n.startswith("io/vram4j/data/fashion-mnist/") and n.endswith(".gz"):
+            open(sys.argv[2] + "/" + n.rsplit("/", 1)[1], "wb").write(jar.read(n))
+PY
+"${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --device cuda --epochs 3 --data "$FMNIST" --out "$OUT/train-run" --json \
+  > "$OUT/train-vram4j.json" 2> "$OUT/train-vram4j.txt"
+train_rc=$?
+python3 gpu/train_mlp_pytorch.py --data "$FMNIST" --epochs 3 > "$OUT/train-pytorch.json" 2> "$OUT/train-pytorch.txt"
+train_torch_rc=$?
+
 tar -C "$OUT" -czf "$OUT/differential.tar.gz" $(cd "$OUT" && ls pytorch-* vram4j-* compare-* 2>/dev/null) 2>/dev/null \
   && rm -f "$OUT"/pytorch-*.jsonl "$OUT"/vram4j-*.jsonl
 
@@ -55,6 +72,9 @@ echo "devices:        rc $devices_rc  $(grep '^cuda' "$OUT/devices.txt" | head -
 echo "GPU tests:      rc $tests_rc  $tests_line"
 echo "differential:   $SEEDS seeds x $OPS ops per setting"
 for r in "${rows[@]}"; do echo "  $r"; done
+echo "train, MLP, 3 epochs on the bundled subset:"
+echo "  vram4j  rc $train_rc  $(if (( train_rc == 0 )); then cat "$OUT/train-vram4j.json"; else grep -v -i incubator "$OUT/train-vram4j.txt" | tail -1; fi)"
+echo "  pytorch rc $train_torch_rc  $(if (( train_torch_rc == 0 )); then cat "$OUT/train-pytorch.json"; else tail -1 "$OUT/train-pytorch.txt"; fi)"
 echo
 grep -v -i incubator "$OUT/bench-vram4j.txt"
 cat "$OUT/bench-pytorch.txt"

@@ -10,13 +10,17 @@
  *  - cuMemUnmap must name whole mappings (CUDA_ERROR_INVALID_VALUE otherwise), as the real driver requires;
  *  - events complete only once their stream is synchronized (cuEventQuery says CUDA_ERROR_NOT_READY before),
  *    so "work still in flight" can be tested;
- *  - counters of live objects (fake_cuda_live) let tests check that nothing leaks.
+ *  - counters of live objects (fake_cuda_live) let tests check that nothing leaks;
+ *  - modules keep their PTX text: cuModuleGetFunction finds an entry only if the text declares it, and
+ *    cuLaunchKernel runs nothing but records the launch (function, dimensions, the parameter values read with the
+ *    sizes the entry's .param types give), so tests can check what a launch would pass to a GPU.
  * Test-only: never shipped.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -35,6 +39,7 @@ static size_t context_bytes = 8u << 20; /* what the context itself takes, as a r
 static size_t used_bytes;
 static long live_allocs, live_streams, live_events, live_handles, live_reservations, live_host, ctx_refs;
 static long calls_set_current;
+static long live_modules, launches;
 static fake_stream legacy_stream;
 static fake_mapping mappings[MAX_MAPPINGS];
 static int mapping_count;
@@ -63,6 +68,8 @@ long fake_cuda_live(const char *what) {
     if (!strcmp(what, "mappings")) return mapping_count;
     if (!strcmp(what, "used")) return (long) used_bytes;
     if (!strcmp(what, "set_current")) return calls_set_current;
+    if (!strcmp(what, "modules")) return live_modules;
+    if (!strcmp(what, "launches")) return launches;
     return -1;
 }
 
@@ -87,7 +94,9 @@ CUresult cuInit(unsigned int flags) {
     if (init_result != CUDA_SUCCESS) return init_result;
     return devices == 0 ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
-CUresult cuDriverGetVersion(int *v) { if (!v) return CUDA_ERROR_INVALID_VALUE; *v = CUDA_VERSION; return CUDA_SUCCESS; }
+static int driver_version = CUDA_VERSION;
+void fake_cuda_set_driver_version(int v) { driver_version = v; }
+CUresult cuDriverGetVersion(int *v) { if (!v) return CUDA_ERROR_INVALID_VALUE; *v = driver_version; return CUDA_SUCCESS; }
 CUresult cuDeviceGetCount(int *count) { if (!count) return CUDA_ERROR_INVALID_VALUE; *count = devices; return CUDA_SUCCESS; }
 CUresult cuDeviceGet(CUdevice *d, int ordinal) {
     if (!d || ordinal < 0 || ordinal >= devices) return CUDA_ERROR_INVALID_DEVICE;
@@ -148,6 +157,10 @@ CUresult cuGetErrorName(CUresult e, const char **s) {
         case CUDA_ERROR_INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
         case CUDA_ERROR_NOT_READY: *s = "CUDA_ERROR_NOT_READY"; break;
         case CUDA_ERROR_STUB_LIBRARY: *s = "CUDA_ERROR_STUB_LIBRARY"; break;
+        case CUDA_ERROR_INVALID_IMAGE: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
+        case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; break;
+        case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
+        case CUDA_ERROR_INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; break;
         default: *s = NULL; return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;
@@ -160,6 +173,10 @@ CUresult cuGetErrorString(CUresult e, const char **s) {
         case CUDA_ERROR_INVALID_CONTEXT: *s = "invalid device context"; break;
         case CUDA_ERROR_NOT_READY: *s = "device not ready"; break;
         case CUDA_ERROR_STUB_LIBRARY: *s = "CUDA driver is a stub library"; break;
+        case CUDA_ERROR_INVALID_IMAGE: *s = "device kernel image is invalid"; break;
+        case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: *s = "the provided PTX was compiled with an unsupported toolchain."; break;
+        case CUDA_ERROR_NOT_FOUND: *s = "named symbol not found"; break;
+        case CUDA_ERROR_INVALID_HANDLE: *s = "invalid resource handle"; break;
         default: *s = "unknown error"; break;
     }
     return CUDA_SUCCESS;
@@ -381,5 +398,101 @@ CUresult cuMemUnmap(CUdeviceptr p, size_t size) {
     pthread_mutex_unlock(&lock);
     madvise((void *) p, size, MADV_DONTNEED);
     mprotect((void *) p, size, PROT_NONE);
+    return CUDA_SUCCESS;
+}
+
+/* ---- modules and launches ---- */
+#define MAX_PARAMS 64
+struct CUfunc_st { struct CUfunc_st *next; char name[128]; int nparams; int sizes[MAX_PARAMS]; };
+struct CUmod_st { char *text; struct CUfunc_st *functions; };
+static CUresult module_load_result = CUDA_SUCCESS;
+static char last_name[128];
+static unsigned last_dims[7]; /* grid x y z, block x y z, shared bytes */
+static CUstream last_stream;
+static unsigned long long last_params[MAX_PARAMS];
+static int last_nparams;
+
+void fake_cuda_fail_module_load(int result) { module_load_result = (CUresult) result; }
+
+/* The last launch: copies its function name, dimensions and parameter values (zero-extended); returns the number
+   of parameters, or -1 when nothing was launched yet. */
+int fake_cuda_last_launch(char *name, int cap, unsigned *dims, unsigned long long *params, int max) {
+    pthread_mutex_lock(&lock);
+    int n = launches == 0 ? -1 : last_nparams;
+    if (n >= 0) {
+        strncpy(name, last_name, (size_t) cap - 1);
+        name[cap - 1] = 0;
+        memcpy(dims, last_dims, sizeof last_dims);
+        for (int i = 0; i < n && i < max; i++) params[i] = last_params[i];
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+unsigned long long fake_cuda_last_stream(void) { return (unsigned long long) (uintptr_t) last_stream; }
+
+CUresult cuModuleLoadData(CUmodule *m, const void *image) {
+    NEED_CONTEXT();
+    if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
+    if (module_load_result != CUDA_SUCCESS) return module_load_result;
+    if (!strstr((const char *) image, ".version") || !strstr((const char *) image, ".target")) return CUDA_ERROR_INVALID_IMAGE;
+    struct CUmod_st *mod = calloc(1, sizeof *mod);
+    mod->text = strdup((const char *) image);
+    pthread_mutex_lock(&lock); live_modules++; pthread_mutex_unlock(&lock);
+    *m = mod;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+    NEED_CONTEXT();
+    if (!f || !m || !name || strlen(name) >= sizeof last_name) return CUDA_ERROR_INVALID_VALUE;
+    char pattern[160];
+    snprintf(pattern, sizeof pattern, ".entry %s(", name);
+    const char *at = strstr(m->text, pattern);
+    if (!at) return CUDA_ERROR_NOT_FOUND;
+    struct CUfunc_st *fn = calloc(1, sizeof *fn);
+    strcpy(fn->name, name);
+    const char *end = strchr(at, ')');
+    for (const char *p = strstr(at, ".param"); p && end && p < end && fn->nparams < MAX_PARAMS; p = strstr(p + 6, ".param")) {
+        const char *type = p + 7;
+        fn->sizes[fn->nparams++] = (!strncmp(type, ".u64", 4) || !strncmp(type, ".s64", 4) || !strncmp(type, ".b64", 4)
+                                    || !strncmp(type, ".f64", 4)) ? 8 : 4;
+    }
+    pthread_mutex_lock(&lock);
+    fn->next = m->functions;
+    m->functions = fn;
+    pthread_mutex_unlock(&lock);
+    *f = fn;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleUnload(CUmodule m) {
+    NEED_CONTEXT();
+    if (!m) return CUDA_ERROR_INVALID_VALUE;
+    for (struct CUfunc_st *fn = m->functions; fn;) { struct CUfunc_st *next = fn->next; free(fn); fn = next; }
+    free(m->text);
+    free(m);
+    pthread_mutex_lock(&lock); live_modules--; pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                        unsigned int by, unsigned int bz, unsigned int shared, CUstream st, void **params, void **extra) {
+    NEED_CONTEXT();
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long long) bx * by * bz > 1024 || gy > 65535 || gz > 65535
+        || shared > 48u * 1024 || extra || (f->nparams > 0 && !params)) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    strcpy(last_name, f->name);
+    unsigned dims[7] = {gx, gy, gz, bx, by, bz, shared};
+    memcpy(last_dims, dims, sizeof dims);
+    last_stream = st;
+    last_nparams = f->nparams;
+    for (int i = 0; i < f->nparams; i++) {
+        last_params[i] = 0;
+        memcpy(&last_params[i], params[i], (size_t) f->sizes[i]);
+    }
+    launches++;
+    pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }

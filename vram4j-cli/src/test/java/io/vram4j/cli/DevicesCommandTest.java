@@ -47,7 +47,7 @@ class DevicesCommandTest {
         assertEquals(2, r.exitCode(), r.out() + r.err());
         assertEquals(1, r.err().strip().lines().count(), r.err());
         assertTrue(r.err().contains("no CUDA driver") || r.err().contains("no CUDA device")
-                || r.err().contains("tensors cannot run on cuda:0 yet"), r.err());
+                || r.err().contains("training cannot run on cuda:0 yet"), r.err());
     }
 
     @Test

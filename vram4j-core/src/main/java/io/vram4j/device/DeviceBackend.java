@@ -41,6 +41,15 @@ public interface DeviceBackend extends AutoCloseable {
     boolean hasStorage();
 
     /**
+     * @return true when blocks hold data that the host cannot view ({@code cuda}): it is read and written only
+     *     through {@link #copyFromHost}, {@link #copyToHost}, {@link #fill} and {@link #copyDeviceToDevice}, and
+     *     {@link #segment} throws. False on {@code host} (data the host views) and {@code sim} (no data).
+     */
+    default boolean hasDeviceMemory() {
+        return false;
+    }
+
+    /**
      * Obtains a new segment (as {@code cudaMalloc}).
      *
      * @param size bytes, positive
@@ -120,6 +129,22 @@ public interface DeviceBackend extends AutoCloseable {
      */
     default void fill(long dst, long size, byte value) {
         segment(dst, size).fill(value);
+    }
+
+    /**
+     * Copies device memory to device memory of the same device, synchronously (as {@code cudaMemcpy} device to
+     * device); the ranges may overlap only if they are the same. The default copies through {@link #segment}.
+     *
+     * @param src start of the source range, inside a live segment or mapped range
+     * @param dst start of the destination range, likewise
+     * @param size bytes, not negative
+     * @throws IllegalArgumentException if a range is not inside device memory
+     * @throws UnsupportedOperationException on devices without storage ({@code sim})
+     */
+    default void copyDeviceToDevice(long src, long dst, long size) {
+        if (size > 0) {
+            segment(dst, size).copyFrom(segment(src, size));
+        }
     }
 
     /** @return the default stream (handle 0) */

@@ -99,10 +99,23 @@ public final class Safetensors {
             try (NoGrad ng = NoGrad.enter()) {
                 for (Tensor t : tensors.values()) {
                     try (Tensor c = t.contiguous()) {
-                        writeFully(ch, c.data().asByteBuffer());
+                        writeBytes(ch, c);
                     }
                 }
             }
+        }
+    }
+
+    /** Writes a contiguous tensor's bytes: its memory on {@code host}, a copy to the host from device memory. */
+    private static void writeBytes(FileChannel ch, Tensor c) throws IOException {
+        if (c.device().hostAccessible()) {
+            writeFully(ch, c.data().asByteBuffer());
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment host = arena.allocate(Math.max(1, c.nbytes()));
+            c.copyBytesTo(host);
+            writeFully(ch, host.asSlice(0, c.nbytes()).asByteBuffer());
         }
     }
 
@@ -129,7 +142,7 @@ public final class Safetensors {
                 Tensor t = device.empty(e.dtype, e.shape);
                 out.put(e.name, t);
                 if (device.hasStorage()) {
-                    MemorySegment.copy(data, e.begin, t.data(), 0, e.end - e.begin);
+                    t.copyBytesFrom(data.asSlice(e.begin, e.end - e.begin));
                 }
             }
         }, () -> out.values().forEach(Tensor::close));
@@ -179,7 +192,7 @@ public final class Safetensors {
                     continue;
                 }
                 try (NoGrad ng = NoGrad.enter(); Tensor src = dst.device().empty(e.dtype, e.shape)) {
-                    MemorySegment.copy(data, e.begin, src.data(), 0, e.end - e.begin);
+                    src.copyBytesFrom(data.asSlice(e.begin, e.end - e.begin));
                     dst.copyFrom(src);
                 }
             }

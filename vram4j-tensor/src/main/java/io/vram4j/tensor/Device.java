@@ -28,6 +28,12 @@ import java.util.Objects;
  * no data: ops allocate their outputs exactly as on {@code host} and compute nothing, which predicts memory use
  * without running. Reading values there throws {@link UnsupportedOperationException}.
  *
+ * <p>On a device with memory of its own ({@code cuda}: {@link #hasStorage()} true, {@link #hostAccessible()}
+ * false) tensor bytes are never viewed by the host: {@link Tensor#toFloatArray()}, {@link Tensor#item()},
+ * printing, the factories that take arrays, fills, {@link Tensor#copyFrom}, {@link Tensor#to(Device)} and
+ * safetensors go through the device's copy calls, after synchronizing its stream. The tensor ops have no CUDA
+ * kernels wired in yet: they throw {@link UnsupportedOperationException} there, allocating nothing.
+ *
  * <p>The <em>current device</em> ({@link #current()}) is what calls without a device argument use, such as
  * {@link Memory#track(String)} and {@link Memory#logMemory(String)}: the innermost {@link #use()} scope of the
  * calling thread (as {@code with torch.device(...)}), else the process-wide default set with
@@ -64,7 +70,7 @@ public final class Device implements AutoCloseable {
      * @throws IllegalArgumentException for a malformed spec
      */
     public static Device open(String spec) {
-        DeviceBackend b = requireTensorBackend(Devices.open(spec));
+        DeviceBackend b = Devices.open(spec);
         try {
             return new Device(b, CachingAllocator.create(b), b.defaultStream(), Kernels.best(), true);
         } catch (RuntimeException e) {
@@ -81,27 +87,13 @@ public final class Device implements AutoCloseable {
      * @return the device
      */
     public static Device open(String spec, AllocatorConfig config) {
-        DeviceBackend b = requireTensorBackend(Devices.open(spec));
+        DeviceBackend b = Devices.open(spec);
         try {
             return new Device(b, CachingAllocator.create(b, config), b.defaultStream(), Kernels.best(), true);
         } catch (RuntimeException e) {
             b.close();
             throw e;
         }
-    }
-
-    /**
-     * The tensor runtime computes on {@code host} and dry-runs on {@code sim}; its GPU kernels are not built yet,
-     * so a {@code cuda} backend is refused (and closed) here rather than run as if it were a dry run.
-     */
-    private static DeviceBackend requireTensorBackend(DeviceBackend b) {
-        if ("cuda".equals(b.type())) {
-            b.close();
-            throw new IllegalArgumentException("tensors cannot run on " + b.description() + " yet: the tensor "
-                    + "runtime has no GPU kernels (the caching allocator does run on it); use host, or sim with the "
-                    + "GPU's capacity from 'vram4j devices' for a dry run");
-        }
-        return b;
     }
 
     /**
@@ -219,12 +211,24 @@ public final class Device implements AutoCloseable {
         return kernels;
     }
 
-    /** @return false on {@code sim}: tensors have no data and ops compute nothing */
+    /**
+     * @return false on {@code sim}: tensors have no data and ops compute nothing; true on {@code host} and on
+     *     devices with their own memory ({@code cuda})
+     */
     public boolean hasStorage() {
+        return backend.hasStorage() || backend.hasDeviceMemory();
+    }
+
+    /**
+     * @return true when the host can view tensor memory directly ({@code host}); false on {@code sim} (no data)
+     *     and {@code cuda} (device memory: {@link Tensor#data()} is refused there, values are read and written
+     *     through the device's copy calls, which synchronize the stream first)
+     */
+    public boolean hostAccessible() {
         return backend.hasStorage();
     }
 
-    /** @return {@code "host"} or {@code "sim"} */
+    /** @return {@code "host"}, {@code "sim"} or {@code "cuda"} */
     public String type() {
         return backend.type();
     }

@@ -56,22 +56,44 @@ final class Elements {
 
     /** Writes row-major values into a freshly allocated contiguous tensor. */
     static void write(Tensor t, float[] data) {
-        MemorySegment s = t.storage().segment();
-        long off = t.offsetUnchecked();
-        if (t.dtype() == DType.FLOAT32) {
-            MemorySegment.copy(data, 0, s, F32, off * 4, data.length);
-        } else {
-            for (int i = 0; i < data.length; i++) {
-                setFloat(s, t.dtype(), off + i, data[i]);
+        try (HostAccess h = HostAccess.write(t)) {
+            MemorySegment s = h.seg();
+            if (t.dtype() == DType.FLOAT32) {
+                MemorySegment.copy(data, 0, s, F32, h.off() * 4, data.length);
+            } else {
+                for (int i = 0; i < data.length; i++) {
+                    setFloat(s, t.dtype(), h.off() + i, data[i]);
+                }
             }
+            h.commit();
         }
     }
 
     static void write(Tensor t, int[] data) {
-        MemorySegment.copy(data, 0, t.storage().segment(), I32, t.offsetUnchecked() * 4, data.length);
+        try (HostAccess h = HostAccess.write(t)) {
+            MemorySegment.copy(data, 0, h.seg(), I32, h.off() * 4, data.length);
+            h.commit();
+        }
     }
 
     static void write(Tensor t, long[] data) {
-        MemorySegment.copy(data, 0, t.storage().segment(), I64, t.offsetUnchecked() * 8, data.length);
+        try (HostAccess h = HostAccess.write(t)) {
+            MemorySegment.copy(data, 0, h.seg(), I64, h.off() * 8, data.length);
+            h.commit();
+        }
+    }
+
+    /** @return the element at {@code index} (an element offset into the storage) of {@code t}, as float */
+    static float readFloat(Tensor t, long index) {
+        try (HostAccess h = HostAccess.element(t.storage(), t.dtype(), index)) {
+            return getFloat(h.seg(), t.dtype(), h.off());
+        }
+    }
+
+    /** @return the element at {@code index} of {@code t}, as long (integer types exactly) */
+    static long readLong(Tensor t, long index) {
+        try (HostAccess h = HostAccess.element(t.storage(), t.dtype(), index)) {
+            return getLong(h.seg(), t.dtype(), h.off());
+        }
     }
 }

@@ -4,6 +4,7 @@ import io.vram4j.compute.Half;
 import io.vram4j.compute.Kernels;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 
 import static io.vram4j.tensor.Elements.F32;
 
@@ -111,72 +112,106 @@ final class Host {
     // ------------------------------------------------------------------------------------------------ reads
 
     static float[] toFloatArray(Tensor t) {
-        MemorySegment seg = t.storage.segment();
         float[] r = new float[Math.toIntExact(t.numel())];
-        if (t.dtype == DType.FLOAT32 && t.isContiguous()) {
-            MemorySegment.copy(seg, F32, t.offset * 4, r, 0, r.length);
-            return r;
-        }
-        int[] i = {0};
-        StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {t.offset}, (o, len, str) -> {
-            long si = o[0];
-            for (long j = 0; j < len; j++, si += str[0]) {
-                r[i[0]++] = Elements.getFloat(seg, t.dtype, si);
+        try (HostAccess h = HostAccess.read(t)) {
+            MemorySegment seg = h.seg();
+            if (t.dtype == DType.FLOAT32 && t.isContiguous()) {
+                MemorySegment.copy(seg, F32, h.off() * 4, r, 0, r.length);
+                return r;
             }
-        });
+            int[] i = {0};
+            StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {h.off()}, (o, len, str) -> {
+                long si = o[0];
+                for (long j = 0; j < len; j++, si += str[0]) {
+                    r[i[0]++] = Elements.getFloat(seg, t.dtype, si);
+                }
+            });
+        }
         return r;
     }
 
     static long[] toLongArray(Tensor t) {
-        MemorySegment seg = t.storage.segment();
         long[] r = new long[Math.toIntExact(t.numel())];
-        int[] i = {0};
-        StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {t.offset}, (o, len, str) -> {
-            long si = o[0];
-            for (long j = 0; j < len; j++, si += str[0]) {
-                r[i[0]++] = Elements.getLong(seg, t.dtype, si);
-            }
-        });
+        try (HostAccess h = HostAccess.read(t)) {
+            MemorySegment seg = h.seg();
+            int[] i = {0};
+            StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {h.off()}, (o, len, str) -> {
+                long si = o[0];
+                for (long j = 0; j < len; j++, si += str[0]) {
+                    r[i[0]++] = Elements.getLong(seg, t.dtype, si);
+                }
+            });
+        }
         return r;
     }
 
     // ------------------------------------------------------------------------------------------------ in place
 
     static void fill(Tensor t, float v) {
-        if (!t.device.hasStorage()) {
+        if (!t.device.hasStorage() || t.numel() == 0) {
             return;
         }
-        MemorySegment seg = t.storage.segment();
-        Kernels k = t.device.kernels();
-        StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {t.offset}, (o, len, str) -> {
-            if (t.dtype == DType.FLOAT32 && str[0] == 1) {
-                k.fill(len, v, seg, o[0]);
-            } else {
-                long si = o[0];
-                for (long j = 0; j < len; j++, si += str[0]) {
-                    Elements.setFloat(seg, t.dtype, si, v);
+        if (v == 0 && t.storage.deviceMemory() && t.isContiguous()) {
+            int es = t.dtype.byteSize();   // 0.0 is all zero bytes in every dtype
+            HostAccess.zero(t.storage, t.offset * es, t.numel() * es);
+            return;
+        }
+        Kernels k = Kernels.scalar();      // host memory or a staging copy, never a device's kernels
+        try (HostAccess h = HostAccess.write(t)) {
+            MemorySegment seg = h.seg();
+            StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {h.off()}, (o, len, str) -> {
+                if (t.dtype == DType.FLOAT32 && str[0] == 1) {
+                    k.fill(len, v, seg, o[0]);
+                } else {
+                    long si = o[0];
+                    for (long j = 0; j < len; j++, si += str[0]) {
+                        Elements.setFloat(seg, t.dtype, si, v);
+                    }
                 }
-            }
-        });
+            });
+            h.commit();
+        }
     }
 
     static void fillRandom(Tensor t, Generator gen, boolean normal, double a, double b) {
         if (!t.device.hasStorage()) {
             return;
         }
-        MemorySegment seg = t.storage.segment();
-        StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {t.offset}, (o, len, str) -> {
-            long si = o[0];
-            for (long j = 0; j < len; j++, si += str[0]) {
-                double r = normal ? a + b * gen.nextGaussian() : a + b * gen.nextDouble();
-                Elements.setFloat(seg, t.dtype, si, (float) r);
-            }
-        });
+        try (HostAccess h = HostAccess.write(t)) {
+            MemorySegment seg = h.seg();
+            StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {h.off()}, (o, len, str) -> {
+                long si = o[0];
+                for (long j = 0; j < len; j++, si += str[0]) {
+                    double r = normal ? a + b * gen.nextGaussian() : a + b * gen.nextDouble();
+                    Elements.setFloat(seg, t.dtype, si, (float) r);
+                }
+            });
+            h.commit();
+        }
     }
 
+    /**
+     * Copies {@code src} (broadcast) into {@code dst}, converting dtypes, across devices too (as
+     * {@code Tensor.copy_}): device memory is copied on the device when nothing needs converting or gathering,
+     * else staged through host memory.
+     */
     static void copyInto(Tensor src, Tensor dst) {
         long[] ss = Shapes.broadcastStrides(src.shape, src.strides, dst.shape);
         if (!dst.device.hasStorage() || !src.device.hasStorage()) {
+            return;
+        }
+        if (src.storage.deviceMemory() || dst.storage.deviceMemory()) {
+            int es = dst.dtype.byteSize();
+            if (src.storage.deviceMemory() && src.device.allocator() == dst.device.allocator()
+                    && src.dtype == dst.dtype && src.isContiguous() && dst.isContiguous()
+                    && Arrays.equals(src.shape, dst.shape)) {
+                HostAccess.copyWithin(src.storage, src.offset * es, dst.storage, dst.offset * es, dst.numel() * es);
+                return;
+            }
+            try (HostAccess s = HostAccess.read(src); HostAccess d = HostAccess.write(dst)) {
+                copy(Kernels.scalar(), dst.shape, s.seg(), src.dtype, s.off(), ss, d.seg(), dst.dtype, d.off(), dst.strides);
+                d.commit();
+            }
             return;
         }
         copy(dst.device.kernels(), dst.shape, src.storage.segment(), src.dtype, src.offset, ss,

@@ -16,6 +16,7 @@ public final class Storage {
     private final long address;
     private final long bytes;
     private final MemorySegment segment;
+    private final boolean deviceMemory;
     private final AtomicInteger refs = new AtomicInteger(1);
     private final LeakDetector.Tracker tracker;
     /** What the memory holds, for the live-tensor registry (which keeps it without keeping the storage). */
@@ -25,8 +26,9 @@ public final class Storage {
         this.device = device;
         this.address = address;
         this.bytes = bytes;
+        this.deviceMemory = device.backend().hasDeviceMemory();
         this.segment = address == 0 ? MemorySegment.NULL
-                : device.hasStorage() ? device.allocator().segment(address) : null;
+                : device.hostAccessible() ? device.allocator().segment(address) : null;
         this.tracker = address == 0 ? null : LeakDetector.track(this, device.description(), address, bytes);
         this.info = new StorageInfo(device, address, bytes);
     }
@@ -88,13 +90,29 @@ public final class Storage {
         }
     }
 
-    /** The bytes, host device only. */
+    /**
+     * The bytes, for devices whose memory the host views ({@code host}). Device memory ({@code cuda}) is never
+     * handed out as a host view: Java code reaches it through {@link HostAccess} only.
+     *
+     * @throws UnsupportedOperationException on {@code sim} (no data) and on device memory
+     */
     MemorySegment segment() {
         if (segment == null) {
+            if (deviceMemory) {
+                throw new UnsupportedOperationException("this operation has no kernel for tensors on "
+                        + device.description() + " yet (the CUDA kernels are not wired into the tensor ops): "
+                        + "cuda tensors can be created, filled, read (toFloatArray, item), saved, loaded and "
+                        + "copied with to(device) or copyFrom");
+            }
             throw new UnsupportedOperationException("device " + device.description()
                     + " has no storage (sim): tensors there have shapes and memory but no data");
         }
         return segment;
+    }
+
+    /** @return true when the bytes are device memory the host cannot view ({@code cuda}) */
+    boolean deviceMemory() {
+        return deviceMemory;
     }
 
     /** @return the device the memory belongs to */

@@ -332,9 +332,10 @@ public class Tensor implements AutoCloseable {
 
     /**
      * A view of the bytes of a contiguous tensor ({@code host} only), {@link #nbytes()} long, native byte order.
-     * Valid until the tensor is closed; writing it bypasses autograd.
+     * Valid until the tensor is closed; writing it bypasses autograd. On {@code cuda} use
+     * {@link #copyBytesTo} and {@link #copyBytesFrom}, which work on every device with data.
      *
-     * @throws UnsupportedOperationException on a device without storage
+     * @throws UnsupportedOperationException on a device without storage, and on device memory ({@code cuda})
      * @throws IllegalStateException when the tensor is not contiguous or closed
      */
     public MemorySegment data() {
@@ -342,7 +343,59 @@ public class Tensor implements AutoCloseable {
         if (!isContiguous()) {
             throw new IllegalStateException("data() needs a contiguous tensor; call contiguous() first");
         }
+        if (storage.deviceMemory()) {
+            throw new UnsupportedOperationException("data() views host memory, and this tensor is in the memory of "
+                    + device.description() + ": use copyBytesTo, copyBytesFrom, toFloatArray or to(device)");
+        }
         return storage.segment().asSlice(offset * dtype.byteSize(), nbytes());
+    }
+
+    /**
+     * Copies the bytes of a contiguous tensor into host memory ({@link #nbytes()} of them, native byte order);
+     * on {@code cuda} the device's stream is synchronized first and the bytes come by {@code cuMemcpyDtoH}.
+     *
+     * @param dst host memory of at least {@link #nbytes()} bytes; its first {@link #nbytes()} bytes are written
+     * @throws UnsupportedOperationException on a device without data ({@code sim})
+     * @throws IllegalStateException when the tensor is not contiguous or closed
+     * @throws IndexOutOfBoundsException when {@code dst} is too small (nothing is copied)
+     */
+    public void copyBytesTo(MemorySegment dst) {
+        checkBytes(dst);
+        try (HostAccess h = HostAccess.read(this)) {
+            MemorySegment.copy(h.seg(), h.off() * dtype.byteSize(), dst, 0, nbytes());
+        }
+    }
+
+    /**
+     * Replaces the bytes of a contiguous tensor by {@link #nbytes()} bytes of host memory (native byte order);
+     * bypasses autograd. On {@code cuda} the bytes go by {@code cuMemcpyHtoD}.
+     *
+     * @param src host memory of at least {@link #nbytes()} bytes
+     * @throws UnsupportedOperationException on a device without data ({@code sim})
+     * @throws IllegalStateException when the tensor is not contiguous or closed
+     * @throws IndexOutOfBoundsException when {@code src} is too small (nothing is copied)
+     */
+    public void copyBytesFrom(MemorySegment src) {
+        checkBytes(src);
+        try (HostAccess h = HostAccess.write(this)) {
+            MemorySegment.copy(src, 0, h.seg(), h.off() * dtype.byteSize(), nbytes());
+            h.commit();
+        }
+    }
+
+    private void checkBytes(MemorySegment host) {
+        ensureOpen();
+        if (!isContiguous()) {
+            throw new IllegalStateException("byte copies need a contiguous tensor; call contiguous() first");
+        }
+        if (!device.hasStorage()) {
+            throw new UnsupportedOperationException("device " + device.description()
+                    + " has no storage (sim): tensors there have shapes and memory but no data");
+        }
+        if (host.byteSize() < nbytes()) {
+            throw new IndexOutOfBoundsException("host memory of " + host.byteSize() + " bytes for a tensor of "
+                    + nbytes() + " bytes");
+        }
     }
 
     /** @return the single value of a one-element tensor, as float */
@@ -351,17 +404,17 @@ public class Tensor implements AutoCloseable {
         if (numel() != 1) {
             throw new IllegalStateException("item() needs a tensor with one element, not shape " + Shapes.str(shape));
         }
-        return Elements.getFloat(storage.segment(), dtype, offset);
+        return Elements.readFloat(this, offset);
     }
 
     /** @return the value at an index (one per dimension), as float */
     public float getFloat(int... index) {
-        return Elements.getFloat(storage().segment(), dtype, elementOffset(index));
+        return Elements.readFloat(this, elementOffset(index));
     }
 
     /** @return the value at an index, as long (integer types read exactly) */
     public long getLong(int... index) {
-        return Elements.getLong(storage().segment(), dtype, elementOffset(index));
+        return Elements.readLong(this, elementOffset(index));
     }
 
     private long elementOffset(int[] index) {
@@ -682,6 +735,30 @@ public class Tensor implements AutoCloseable {
     /** @return a contiguous copy (new storage) */
     public Tensor copy() {
         return Ops.copy(this);
+    }
+
+    /**
+     * Moves a tensor across devices, explicitly (as {@code tensor.to(device)}): a new contiguous tensor of the same
+     * dtype and values in {@code target}'s memory, copied through the devices' copy calls ({@code cuMemcpyHtoD}
+     * / {@code cuMemcpyDtoH}, synchronizing first). The copy is not recorded by autograd.
+     *
+     * @param target the device to copy to
+     * @return a new handle over the same storage when the tensor already is on {@code target} (the same allocator),
+     *     else the copy; values are unspecified when either device has no data ({@code sim})
+     */
+    public Tensor to(Device target) {
+        ensureOpen();
+        if (target.allocator() == device.allocator()) {
+            return view(shape);
+        }
+        Tensor out = target.empty(dtype, shape);
+        try {
+            Host.copyInto(this, out);
+        } catch (RuntimeException | Error e) {
+            out.close();
+            throw e;
+        }
+        return out;
     }
 
     /** @return this tensor converted to {@code target} (a new handle over the same storage when already of that type) */

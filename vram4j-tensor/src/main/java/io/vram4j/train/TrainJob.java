@@ -135,11 +135,19 @@ public final class TrainJob {
     }
 
     static DeviceBackend openDevice(String spec) {
+        DeviceBackend b;
         try {
-            return Devices.open(spec);
+            b = Devices.open(spec);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--device: " + e.getMessage(), e);
         }
+        if (b.hasDeviceMemory()) {
+            b.close();
+            throw new IllegalArgumentException("--device: training cannot run on " + b.description() + " yet: the "
+                    + "tensor ops have no CUDA kernels wired in (the caching allocator and tensor copies do run on it); "
+                    + "use host, or sim with the GPU's capacity from 'vram4j devices' for a dry run");
+        }
+        return b;
     }
 
     /** Searches the batch sizes and returns the options with the largest batch that fits for them. */

@@ -6,6 +6,7 @@ import io.vram4j.device.Devices;
 import io.vram4j.device.MemInfo;
 import io.vram4j.device.Stream;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -137,6 +138,12 @@ public final class CudaDevice extends AbstractDevice {
         return false;
     }
 
+    /** @return true: blocks are GPU memory, reached only through the copy calls */
+    @Override
+    public boolean hasDeviceMemory() {
+        return true;
+    }
+
     /**
      * Always fails: GPU memory is not host memory.
      *
@@ -198,6 +205,7 @@ public final class CudaDevice extends AbstractDevice {
      * @param size bytes, not negative
      * @throws IllegalArgumentException if a range is not inside device memory of this device
      */
+    @Override
     public void copyDeviceToDevice(long src, long dst, long size) {
         checkRange(src, size);
         checkRange(dst, size);
@@ -451,6 +459,37 @@ public final class CudaDevice extends AbstractDevice {
 
     private void checkRange(long address, long size) {
         resolve(address, size, (base, inReservation) -> null);
+    }
+
+    /** @return the GPU's compute capability as {major, minor}, e.g. {9, 0} for an H100 ({@code cuDeviceGetAttribute}) */
+    public int[] computeCapability() {
+        checkOpen();
+        CudaDriver d = context.current();
+        return new int[] {d.attribute(CudaDriver.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, context.device()),
+                d.attribute(CudaDriver.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, context.device())};
+    }
+
+    /**
+     * Loads a module of kernels into this device's primary context ({@code cuModuleLoadData}).
+     *
+     * @param image PTX text (the driver JIT-compiles it for this GPU) or a cubin
+     * @return the module; close it to unload it
+     * @throws io.vram4j.device.DeviceUnavailableException in one line naming the driver version when the driver is
+     *     too old for the PTX ({@code CUDA_ERROR_UNSUPPORTED_PTX_VERSION})
+     * @throws CudaException for other driver errors
+     */
+    public CudaModule loadModule(byte[] image) {
+        checkOpen();
+        return CudaModule.load(this, context, image);
+    }
+
+    /** {@code cuLaunchKernel} on a stream of this device. */
+    void launch(long function, int gridX, int gridY, int blockX, int sharedBytes, Stream stream, KernelArgs args) {
+        checkOpen();
+        long s = handleOf(stream);
+        try (Arena a = Arena.ofConfined()) {
+            context.current().launchKernel(function, gridX, gridY, blockX, sharedBytes, s, args.marshal(a));
+        }
     }
 
     private long handleOf(Stream stream) {

@@ -40,6 +40,9 @@ final class CudaDriver {
     static final int CUDA_SUCCESS = 0;
     static final int CUDA_ERROR_OUT_OF_MEMORY = 2;
     static final int CUDA_ERROR_NO_DEVICE = 100;
+    static final int CUDA_ERROR_INVALID_IMAGE = 200;
+    static final int CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
+    static final int CUDA_ERROR_NOT_FOUND = 500;
     static final int CUDA_ERROR_NOT_READY = 600;
 
     static final int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
@@ -148,6 +151,10 @@ final class CudaDriver {
     private final MethodHandle cuMemMap;
     private final MethodHandle cuMemUnmap;
     private final MethodHandle cuMemSetAccess;
+    private final MethodHandle cuModuleLoadData;
+    private final MethodHandle cuModuleGetFunction;
+    private final MethodHandle cuModuleUnload;
+    private final MethodHandle cuLaunchKernel;
 
     private CudaDriver(String library, SymbolLookup lookup) {
         this.library = library;
@@ -204,6 +211,11 @@ final class CudaDriver {
         cuMemUnmap = b.bind("cuMemUnmap", I_LL);
         cuMemSetAccess = b.bind("cuMemSetAccess",
                 FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG));
+        cuModuleLoadData = b.bind("cuModuleLoadData", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        cuModuleGetFunction = b.bind("cuModuleGetFunction", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
+        cuModuleUnload = b.bind("cuModuleUnload", I_L);
+        cuLaunchKernel = b.bind("cuLaunchKernel", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_INT,
+                JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS));
         try {
             initResult = (int) cuInit.invokeExact(0);
         } catch (Throwable t) {
@@ -547,6 +559,61 @@ final class CudaDriver {
         try {
             check((int) cuMemsetD8Async.invokeExact(dst, value, count, stream),
                     "cuMemsetD8Async(" + hex(dst) + ", " + value + ", " + count + ", " + hex(stream) + ")");
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    // ---- modules and launches ----------------------------------------------------------------------------
+
+    /**
+     * {@code cuModuleLoadData}: loads PTX (JIT-compiled by the driver for the current device) or a cubin.
+     *
+     * @param image the image; PTX must end with a NUL byte
+     * @return the {@code CUmodule}
+     */
+    long moduleLoadData(MemorySegment image) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ADDRESS);
+            check((int) cuModuleLoadData.invokeExact(out, image), "cuModuleLoadData(" + image.byteSize() + " bytes)");
+            return out.get(ADDRESS, 0).address();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** @return the {@code CUfunction} of a kernel entry of a module ({@code cuModuleGetFunction}) */
+    long moduleGetFunction(long module, String name) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ADDRESS);
+            check((int) cuModuleGetFunction.invokeExact(out, module, a.allocateFrom(name)),
+                    "cuModuleGetFunction(" + hex(module) + ", \"" + name + "\")");
+            return out.get(ADDRESS, 0).address();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code cuModuleUnload}. */
+    void moduleUnload(long module) {
+        try {
+            check((int) cuModuleUnload.invokeExact(module), "cuModuleUnload(" + hex(module) + ")");
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code cuLaunchKernel} with a 2-D grid and a 1-D block; the driver copies the parameter values at the call.
+     *
+     * @param params {@code void* kernelParams[]}: one pointer per kernel parameter to its value
+     */
+    void launchKernel(long function, int gridX, int gridY, int blockX, int sharedBytes, long stream,
+                      MemorySegment params) {
+        try {
+            check((int) cuLaunchKernel.invokeExact(function, gridX, gridY, 1, blockX, 1, 1, sharedBytes, stream, params,
+                    MemorySegment.NULL), "cuLaunchKernel(" + hex(function) + ", grid " + gridX + "x" + gridY + ", block "
+                    + blockX + ", shared " + sharedBytes + ", stream " + hex(stream) + ")");
         } catch (Throwable t) {
             throw rethrow(t);
         }

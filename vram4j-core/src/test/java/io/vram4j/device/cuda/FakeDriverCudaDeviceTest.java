@@ -14,7 +14,6 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -35,18 +34,11 @@ class FakeDriverCudaDeviceTest extends CudaDeviceContract {
     private static final long TOTAL = 1L << 30;
     private static CudaDriver driver;
     private static MethodHandle configure;
-    private static MethodHandle live;
 
     @BeforeAll
     static void load() {
-        String path = NativeTestBuild.fakeDriver().toString();
-        driver = CudaDriver.load(path);
-        SymbolLookup lookup = SymbolLookup.libraryLookup(path, Arena.global());
-        Linker linker = Linker.nativeLinker();
-        configure = linker.downcallHandle(lookup.find("fake_cuda_configure").orElseThrow(),
-                FunctionDescriptor.ofVoid(JAVA_INT, JAVA_LONG));
-        live = linker.downcallHandle(lookup.find("fake_cuda_live").orElseThrow(),
-                FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+        driver = CudaDriver.load(NativeTestBuild.fakeDriver().toString());
+        configure = NativeTestBuild.fakeDriverHook("fake_cuda_configure", FunctionDescriptor.ofVoid(JAVA_INT, JAVA_LONG));
     }
 
     @BeforeEach
@@ -66,11 +58,7 @@ class FakeDriverCudaDeviceTest extends CudaDeviceContract {
     }
 
     static long live(String what) {
-        try (Arena a = Arena.ofConfined()) {
-            return (long) live.invokeExact(a.allocateFrom(what));
-        } catch (Throwable t) {
-            throw new AssertionError(t);
-        }
+        return NativeTestBuild.fakeDriverLive(what);
     }
 
     @Test

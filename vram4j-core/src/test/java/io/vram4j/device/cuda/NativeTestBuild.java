@@ -2,6 +2,12 @@ package io.vram4j.device.cuda;
 
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -15,6 +21,7 @@ import java.util.concurrent.TimeUnit;
  * the headers are missing the calling test is skipped with the reason, except under {@code CI=true}, where they
  * are part of the machine and their absence fails the test.
  */
+@SuppressWarnings("restricted")
 final class NativeTestBuild {
     private static final Path OUT = Path.of("target", "native-test");
 
@@ -24,6 +31,29 @@ final class NativeTestBuild {
     /** @return the fake driver library ({@code fake_libcuda.c}), built once per run */
     static synchronized Path fakeDriver() {
         return build("fake_libcuda.c", "libcuda-fake.so", true);
+    }
+
+    /**
+     * @param name a test hook of the fake driver (not CUDA API), e.g. {@code "fake_cuda_live"}
+     * @return a downcall handle to it
+     */
+    static MethodHandle fakeDriverHook(String name, FunctionDescriptor descriptor) {
+        SymbolLookup lookup = SymbolLookup.libraryLookup(fakeDriver(), Arena.global());
+        return Linker.nativeLinker().downcallHandle(lookup.find(name).orElseThrow(), descriptor);
+    }
+
+    /** @return the fake driver's count of live objects of a kind ({@code fake_cuda_live}), e.g. "modules" */
+    static long fakeDriverLive(String what) {
+        try (Arena a = Arena.ofConfined()) {
+            return (long) LiveHook.LIVE.invokeExact(a.allocateFrom(what));
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    private static final class LiveHook {
+        static final MethodHandle LIVE = fakeDriverHook("fake_cuda_live",
+                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
     }
 
     /** @return the layout printer ({@code cuda_layout.c}), built once per run */

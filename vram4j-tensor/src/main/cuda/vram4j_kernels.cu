@@ -1,0 +1,568 @@
+// vram4j's CUDA kernels: the device side of io.vram4j.compute.Kernels and of the tensor ops that have no
+// Kernels method yet (broadcasting, strided gathers, embedding, dropout, casts, optimizer updates, NLL loss).
+//
+// Compiled to PTX for a virtual architecture, which the driver JIT-compiles for the GPU at hand:
+//   nvcc -ptx -arch=compute_80 -O3 -fmad=false -std=c++17 (build-ptx.sh beside this file runs it)
+// (vram4j-tensor/src/main/cuda/README.md says how the committed PTX is kept in step with this file).
+//
+// Conventions, shared with the Java launch descriptors (io.vram4j.compute.cuda.CudaKernelTable):
+//  - every function is extern "C" (unmangled PTX entry names) and starts with v4j_;
+//  - pointers arrive already offset to their first element; element counts are unsigned 64-bit (n);
+//    row counts, column counts and extents are 32-bit;
+//  - element-wise kernels use grid-stride loops, so any grid covers any n;
+//  - row kernels run one block per row (blockDim.x a power of two, at most 1024) and reduce in shared memory
+//    in a fixed order, so repeating a launch gives the same bits;
+//  - -fmad=false: a * b + c is not contracted into an FMA, as Java does not contract it either; the float32
+//    results agree with the scalar CPU kernels (which compute some functions in double) within 1e-5 relative.
+//  - no argument range checks here: the Java checking layer validates sizes and offsets before a launch.
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <math_constants.h>
+
+typedef unsigned long long u64;
+typedef long long s64;
+
+#define GRID_STRIDE(i, n) \
+    for (u64 i = (u64) blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (u64) blockDim.x * gridDim.x)
+
+// ------------------------------------------------------------------------------------------------ binary
+
+// op: 0 add, 1 sub, 2 mul, 3 div (as Ops.Bin)
+__device__ __forceinline__ float binop(int op, float x, float y) {
+    switch (op) {
+        case 0: return x + y;
+        case 1: return x - y;
+        case 2: return x * y;
+        default: return x / y;
+    }
+}
+
+extern "C" __global__ void v4j_add_f32(const float* a, const float* b, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = a[i] + b[i]; }
+}
+
+extern "C" __global__ void v4j_sub_f32(const float* a, const float* b, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = a[i] - b[i]; }
+}
+
+extern "C" __global__ void v4j_mul_f32(const float* a, const float* b, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = a[i] * b[i]; }
+}
+
+extern "C" __global__ void v4j_div_f32(const float* a, const float* b, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = a[i] / b[i]; }
+}
+
+// Broadcasting binary op into a contiguous output of up to 4 dimensions (extents d0..d3, outermost first;
+// unused leading dimensions have extent 1). a and b are read with their own element strides, 0 where they
+// are broadcast.
+extern "C" __global__ void v4j_binary_bcast4_f32(int op, const float* a, const float* b, float* out, u64 n,
+                                                 int d0, int d1, int d2, int d3,
+                                                 s64 as0, s64 as1, s64 as2, s64 as3,
+                                                 s64 bs0, s64 bs1, s64 bs2, s64 bs3) {
+    GRID_STRIDE(i, n) {
+        u64 r = i;
+        s64 i3 = r % d3; r /= d3;
+        s64 i2 = r % d2; r /= d2;
+        s64 i1 = r % d1; r /= d1;
+        s64 i0 = r;
+        (void) d0;
+        float x = a[i0 * as0 + i1 * as1 + i2 * as2 + i3 * as3];
+        float y = b[i0 * bs0 + i1 * bs1 + i2 * bs2 + i3 * bs3];
+        out[i] = binop(op, x, y);
+    }
+}
+
+// Gathers a strided float32 view of up to 4 dimensions into contiguous memory (contiguous(), expand()).
+extern "C" __global__ void v4j_gather4_f32(const float* src, float* dst, u64 n, int d0, int d1, int d2, int d3,
+                                           s64 s0, s64 s1, s64 s2, s64 s3) {
+    GRID_STRIDE(i, n) {
+        u64 r = i;
+        s64 i3 = r % d3; r /= d3;
+        s64 i2 = r % d2; r /= d2;
+        s64 i1 = r % d1; r /= d1;
+        (void) d0;
+        dst[i] = src[(s64) r * s0 + i1 * s1 + i2 * s2 + i3 * s3];
+    }
+}
+
+// ------------------------------------------------------------------------------------------------ with a scalar
+
+extern "C" __global__ void v4j_axpy_f32(float alpha, const float* x, float* y, u64 n) {
+    GRID_STRIDE(i, n) { y[i] += alpha * x[i]; }
+}
+
+extern "C" __global__ void v4j_scale_f32(float s, const float* x, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = s * x[i]; }
+}
+
+extern "C" __global__ void v4j_add_scalar_f32(float s, const float* x, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = x[i] + s; }
+}
+
+extern "C" __global__ void v4j_fill_f32(float v, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = v; }
+}
+
+// ------------------------------------------------------------------------------------------------ unary
+
+extern "C" __global__ void v4j_neg_f32(const float* x, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = -x[i]; }
+}
+
+extern "C" __global__ void v4j_exp_f32(const float* x, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = expf(x[i]); }
+}
+
+extern "C" __global__ void v4j_log_f32(const float* x, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = logf(x[i]); }
+}
+
+extern "C" __global__ void v4j_sqrt_f32(const float* x, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = sqrtf(x[i]); }
+}
+
+extern "C" __global__ void v4j_tanh_f32(const float* x, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = tanhf(x[i]); }
+}
+
+extern "C" __global__ void v4j_sigmoid_f32(const float* x, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = 1.0f / (1.0f + expf(-x[i])); }
+}
+
+// max(x, 0) with NaN kept, as PyTorch's relu
+extern "C" __global__ void v4j_relu_f32(const float* x, float* out, u64 n) {
+    GRID_STRIDE(i, n) {
+        float v = x[i];
+        out[i] = v > 0.0f || v != v ? v : 0.0f;
+    }
+}
+
+extern "C" __global__ void v4j_relu_backward_f32(const float* dy, const float* x, float* dx, u64 n) {
+    GRID_STRIDE(i, n) { dx[i] = x[i] > 0.0f ? dy[i] : 0.0f; }
+}
+
+#define GELU_C 0.7978845608028654f
+#define GELU_K 0.044715f
+
+// tanh-approximation GELU in the form x / (1 + exp(-2u)) that the CPU kernels use (no cancellation near -1)
+extern "C" __global__ void v4j_gelu_f32(const float* x, float* out, u64 n) {
+    GRID_STRIDE(i, n) {
+        float v = x[i];
+        float u = GELU_C * (v + GELU_K * v * v * v);
+        out[i] = v / (1.0f + expf(-2.0f * u));
+    }
+}
+
+extern "C" __global__ void v4j_gelu_backward_f32(const float* dy, const float* x, float* dx, u64 n) {
+    GRID_STRIDE(i, n) {
+        float v = x[i];
+        float v2 = v * v;
+        float e = expf(-2.0f * GELU_C * (v + GELU_K * v2 * v));
+        float d;
+        if (isinf(e)) {
+            d = 0.0f;
+        } else {
+            float s = 1.0f / (1.0f + e);
+            d = s + 2.0f * v * (e * s * s) * GELU_C * (1.0f + 3.0f * GELU_K * v2);
+        }
+        dx[i] = dy[i] * d;
+    }
+}
+
+// ------------------------------------------------------------------------------------------------ reductions
+
+// Block-wide reduction in shared memory, fixed order (blockDim.x a power of two).
+// op: 0 sum, 1 max (NaN wins).
+__device__ float block_reduce(float v, int op, float* sh) {
+    unsigned t = threadIdx.x;
+    sh[t] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (t < s) {
+            float o = sh[t + s];
+            float m = sh[t];
+            sh[t] = op == 0 ? m + o : (m != m || o != o ? CUDART_NAN_F : fmaxf(m, o));
+        }
+        __syncthreads();
+    }
+    float r = sh[0];
+    __syncthreads();
+    return r;
+}
+
+// One partial result per block over x[0..n): op 0 sum, 1 max, 2 sum of squares, 3 dot with y,
+// 4 count of non-finite values (as a float). A second launch with one block and op 0 (1 for max) over the
+// partials gives the total; Kernels.sum/max/sumOfSquares/dot/anyNonFinite are these two launches.
+extern "C" __global__ void v4j_reduce_partial_f32(int op, const float* x, const float* y, float* partial, u64 n) {
+    extern __shared__ float sh[];
+    float acc = op == 1 ? -CUDART_INF_F : 0.0f;
+    GRID_STRIDE(i, n) {
+        float v = x[i];
+        switch (op) {
+            case 0: acc += v; break;
+            case 1: acc = (acc != acc || v != v) ? CUDART_NAN_F : fmaxf(acc, v); break;
+            case 2: acc += v * v; break;
+            case 3: acc += v * y[i]; break;
+            default: acc += isfinite(v) ? 0.0f : 1.0f; break;
+        }
+    }
+    float r = block_reduce(acc, op == 1 ? 1 : 0, sh);
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = r;
+    }
+}
+
+// ------------------------------------------------------------------------------------------------ rows
+
+// The maximum of a row (NaN if any value is NaN) and the sum of exp(x - max) over it, reduced over the block.
+__device__ void row_max_sum_exp(const float* xr, int cols, float* sh, float* maxOut, float* sumOut) {
+    float m = -CUDART_INF_F;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        float v = xr[j];
+        m = (m != m || v != v) ? CUDART_NAN_F : fmaxf(m, v);
+    }
+    m = block_reduce(m, 1, sh);
+    float s = 0.0f;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        s += expf(xr[j] - m);
+    }
+    *maxOut = m;
+    *sumOut = block_reduce(s, 0, sh);
+}
+
+extern "C" __global__ void v4j_softmax_rows_f32(const float* x, float* out, int rows, int cols) {
+    extern __shared__ float sh[];
+    const float* xr = x + (s64) blockIdx.x * cols;
+    float* orow = out + (s64) blockIdx.x * cols;
+    float m, s;
+    row_max_sum_exp(xr, cols, sh, &m, &s);
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        orow[j] = expf(xr[j] - m) / s;
+    }
+    (void) rows;
+}
+
+extern "C" __global__ void v4j_log_softmax_rows_f32(const float* x, float* out, int rows, int cols) {
+    extern __shared__ float sh[];
+    const float* xr = x + (s64) blockIdx.x * cols;
+    float* orow = out + (s64) blockIdx.x * cols;
+    float m, s;
+    row_max_sum_exp(xr, cols, sh, &m, &s);
+    float lse = m + logf(s);
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        orow[j] = xr[j] - lse;
+    }
+    (void) rows;
+}
+
+// dx = y * (dy - sum(dy * y))
+extern "C" __global__ void v4j_softmax_backward_rows_f32(const float* y, const float* dy, float* dx, int rows, int cols) {
+    extern __shared__ float sh[];
+    s64 base = (s64) blockIdx.x * cols;
+    float s = 0.0f;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        s += dy[base + j] * y[base + j];
+    }
+    s = block_reduce(s, 0, sh);
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        dx[base + j] = y[base + j] * (dy[base + j] - s);
+    }
+    (void) rows;
+}
+
+// dx = dy - exp(y) * sum(dy)
+extern "C" __global__ void v4j_log_softmax_backward_rows_f32(const float* y, const float* dy, float* dx, int rows, int cols) {
+    extern __shared__ float sh[];
+    s64 base = (s64) blockIdx.x * cols;
+    float s = 0.0f;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        s += dy[base + j];
+    }
+    s = block_reduce(s, 0, sh);
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        dx[base + j] = dy[base + j] - expf(y[base + j]) * s;
+    }
+    (void) rows;
+}
+
+// out = (x - mean) * rstd * gamma + beta over each row, biased variance; gamma, beta, mean, rstd may be null
+extern "C" __global__ void v4j_layer_norm_rows_f32(const float* x, const float* gamma, const float* beta, float eps,
+                                                   float* out, float* mean, float* rstd, int rows, int cols) {
+    extern __shared__ float sh[];
+    s64 base = (s64) blockIdx.x * cols;
+    float s = 0.0f;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        s += x[base + j];
+    }
+    float mu = block_reduce(s, 0, sh) / cols;
+    float q = 0.0f;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        float d = x[base + j] - mu;
+        q += d * d;
+    }
+    float r = 1.0f / sqrtf(block_reduce(q, 0, sh) / cols + eps);
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        float v = (x[base + j] - mu) * r;
+        if (gamma != nullptr) {
+            v *= gamma[j];
+        }
+        if (beta != nullptr) {
+            v += beta[j];
+        }
+        out[base + j] = v;
+    }
+    if (threadIdx.x == 0) {
+        if (mean != nullptr) {
+            mean[blockIdx.x] = mu;
+        }
+        if (rstd != nullptr) {
+            rstd[blockIdx.x] = r;
+        }
+    }
+    (void) rows;
+}
+
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma, one block per row
+extern "C" __global__ void v4j_layer_norm_backward_rows_f32(const float* dy, const float* x, const float* mean,
+                                                            const float* rstd, const float* gamma, float* dx,
+                                                            int rows, int cols) {
+    extern __shared__ float sh[];
+    s64 base = (s64) blockIdx.x * cols;
+    float mu = mean[blockIdx.x];
+    float r = rstd[blockIdx.x];
+    float sg = 0.0f;
+    float sgx = 0.0f;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        float g = dy[base + j] * (gamma != nullptr ? gamma[j] : 1.0f);
+        sg += g;
+        sgx += g * (x[base + j] - mu) * r;
+    }
+    float mg = block_reduce(sg, 0, sh) / cols;
+    float mgx = block_reduce(sgx, 0, sh) / cols;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        float g = dy[base + j] * (gamma != nullptr ? gamma[j] : 1.0f);
+        float xh = (x[base + j] - mu) * r;
+        dx[base + j] = r * (g - mg - xh * mgx);
+    }
+    (void) rows;
+}
+
+// dgamma[j] = sum_r dy * xhat, dbeta[j] = sum_r dy; one thread per column, rows summed in order (overwritten)
+extern "C" __global__ void v4j_layer_norm_param_grads_f32(const float* dy, const float* x, const float* mean,
+                                                          const float* rstd, float* dgamma, float* dbeta,
+                                                          int rows, int cols) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= cols) {
+        return;
+    }
+    float sg = 0.0f;
+    float sb = 0.0f;
+    for (int r = 0; r < rows; r++) {
+        s64 k = (s64) r * cols + j;
+        sg += dy[k] * (x[k] - mean[r]) * rstd[r];
+        sb += dy[k];
+    }
+    if (dgamma != nullptr) {
+        dgamma[j] = sg;
+    }
+    if (dbeta != nullptr) {
+        dbeta[j] = sb;
+    }
+}
+
+// Copies x to out over mats matrices of t x s, writing fill where column > row (causal mask; fill -inf
+// forward, 0 backward).
+extern "C" __global__ void v4j_mask_upper_f32(const float* x, float* out, u64 n, int t, int s, float fill) {
+    GRID_STRIDE(i, n) {
+        u64 inMat = i % ((u64) t * s);
+        int row = (int) (inMat / s);
+        int col = (int) (inMat % s);
+        out[i] = col > row ? fill : x[i];
+    }
+}
+
+// ------------------------------------------------------------------------------------------------ embedding
+
+// out[i, :] = weight[idx[i], :]; an index outside [0, rows) leaves its row unwritten and sets *bad to 1
+// (the caller reports it as the CPU op does).
+extern "C" __global__ void v4j_embedding_f32(const float* weight, const s64* idx, float* out, u64 count, int cols,
+                                             s64 rows, int* bad) {
+    u64 n = count * (u64) cols;
+    GRID_STRIDE(i, n) {
+        u64 k = i / cols;
+        s64 row = idx[k];
+        if (row < 0 || row >= rows) {
+            *bad = 1;
+        } else {
+            out[i] = weight[row * cols + (s64) (i % cols)];
+        }
+    }
+}
+
+// dweight[idx[i], :] += g[i, :] (dweight zeroed first). atomicAdd: the order of additions into one row
+// varies between runs when an index repeats, as in PyTorch's non-deterministic embedding backward.
+extern "C" __global__ void v4j_embedding_backward_f32(const float* g, const s64* idx, float* dweight, u64 count,
+                                                      int cols) {
+    u64 n = count * (u64) cols;
+    GRID_STRIDE(i, n) {
+        atomicAdd(&dweight[idx[i / cols] * cols + (s64) (i % cols)], g[i]);
+    }
+}
+
+// ------------------------------------------------------------------------------------------------ dropout
+
+// SplitMix64's finalizer, as io.vram4j.tensor.Generator.mix
+__device__ __forceinline__ u64 mix64(u64 z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+// The counter-based uniform [0, 1) of element i for a seed, bit for bit as Ops.uniform on the CPU, so a mask
+// drawn on the GPU equals the CPU's and checkpoint recomputation reproduces it.
+__device__ __forceinline__ float uniform01(u64 seed, u64 i) {
+    return (float) (mix64(seed + i * 0x9E3779B97F4A7C15ULL) >> 40) * 0x1.0p-24f;
+}
+
+extern "C" __global__ void v4j_dropout_f32(const float* x, float* out, unsigned char* mask, u64 n, float p,
+                                           float scale, u64 seed) {
+    GRID_STRIDE(i, n) {
+        bool keep = uniform01(seed, i) >= p;
+        mask[i] = keep ? 1 : 0;
+        out[i] = keep ? x[i] * scale : 0.0f;
+    }
+}
+
+extern "C" __global__ void v4j_dropout_backward_f32(const float* dy, const unsigned char* mask, float* dx, u64 n,
+                                                    float scale) {
+    GRID_STRIDE(i, n) { dx[i] = mask[i] != 0 ? dy[i] * scale : 0.0f; }
+}
+
+// ------------------------------------------------------------------------------------------------ casts
+
+// round to nearest even, as Float.floatToFloat16
+extern "C" __global__ void v4j_f32_to_f16(const float* src, __half* dst, u64 n) {
+    GRID_STRIDE(i, n) { dst[i] = __float2half_rn(src[i]); }
+}
+
+extern "C" __global__ void v4j_f16_to_f32(const __half* src, float* dst, u64 n) {
+    GRID_STRIDE(i, n) { dst[i] = __half2float(src[i]); }
+}
+
+// round to nearest even; any NaN becomes the quiet NaN 0x7FC0 with its sign, as Half.floatToBf16
+extern "C" __global__ void v4j_f32_to_bf16(const float* src, unsigned short* dst, u64 n) {
+    GRID_STRIDE(i, n) {
+        unsigned bits = __float_as_uint(src[i]);
+        if ((bits & 0x7FFFFFFFu) > 0x7F800000u) {
+            dst[i] = (unsigned short) (((bits >> 16) & 0x8000u) | 0x7FC0u);
+        } else {
+            unsigned lsb = (bits >> 16) & 1u;
+            dst[i] = (unsigned short) ((bits + 0x7FFFu + lsb) >> 16);
+        }
+    }
+}
+
+extern "C" __global__ void v4j_bf16_to_f32(const unsigned short* src, float* dst, u64 n) {
+    GRID_STRIDE(i, n) { dst[i] = __uint_as_float(((unsigned) src[i]) << 16); }
+}
+
+// ------------------------------------------------------------------------------------------------ optimizers
+
+// One launch per parameter group: blockIdx.y picks the tensor; params, grads, bufs and sizes are device arrays
+// of count entries (pointers as u64). SGD with momentum as optim.SGD (PyTorch's torch.optim.SGD without
+// dampening): d = g + wd * p; buf = first ? d : momentum * buf + d; d = nesterov ? d + momentum * buf : buf;
+// p -= lr * d. With momentum 0, bufs may be null.
+extern "C" __global__ void v4j_sgd_multi_f32(const u64* params, const u64* grads, const u64* bufs, const u64* sizes,
+                                             int count, float lr, float momentum, float wd, int nesterov, int first) {
+    int t = blockIdx.y;
+    if (t >= count) {
+        return;
+    }
+    float* p = (float*) params[t];
+    const float* g = (const float*) grads[t];
+    float* buf = bufs == nullptr ? nullptr : (float*) bufs[t];
+    u64 n = sizes[t];
+    GRID_STRIDE(i, n) {
+        float pv = p[i];
+        float d = g[i];
+        if (wd != 0.0f) {
+            d += wd * pv;
+        }
+        if (buf != nullptr) {
+            float b = first ? d : momentum * buf[i] + d;
+            buf[i] = b;
+            d = nesterov ? d + momentum * b : b;
+        }
+        p[i] = pv - lr * d;
+    }
+}
+
+// AdamW as optim.AdamW (PyTorch's torch.optim.AdamW): m += (g - m) * (1 - beta1); v = beta2 v + (1 - beta2) g^2;
+// p = p * decay - stepSize * m / (sqrt(v) / bc2Sqrt + eps), with decay = 1 - lr * wd, stepSize = lr / (1 - beta1^t),
+// bc2Sqrt = sqrt(1 - beta2^t) computed on the host for the step.
+extern "C" __global__ void v4j_adamw_multi_f32(const u64* params, const u64* grads, const u64* ms, const u64* vs,
+                                               const u64* sizes, int count, float beta1, float beta2, float eps,
+                                               float decay, float stepSize, float bc2Sqrt) {
+    int t = blockIdx.y;
+    if (t >= count) {
+        return;
+    }
+    float* p = (float*) params[t];
+    const float* g = (const float*) grads[t];
+    float* m = (float*) ms[t];
+    float* v = (float*) vs[t];
+    u64 n = sizes[t];
+    GRID_STRIDE(i, n) {
+        float gv = g[i];
+        float mv = m[i];
+        mv += (gv - mv) * (1.0f - beta1);
+        float vv = beta2 * v[i] + (1.0f - beta2) * gv * gv;
+        m[i] = mv;
+        v[i] = vv;
+        float denom = sqrtf(vv) / bc2Sqrt + eps;
+        p[i] = p[i] * decay - stepSize * mv / denom;
+    }
+}
+
+// ------------------------------------------------------------------------------------------------ loss
+
+// NLL loss over log-probabilities [n, c] (cross-entropy is log_softmax then this): out = -sum(logp[i, t_i]) /
+// count over targets != ignoreIndex, count written to *count. One block, fixed summation order. A target
+// outside [0, c) (and not ignored) sets *bad to 1.
+extern "C" __global__ void v4j_nll_loss_f32(const float* logp, const s64* targets, float* out, int* count,
+                                            int n, int c, s64 ignoreIndex, int* bad) {
+    extern __shared__ float sh[];
+    float s = 0.0f;
+    float k = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        s64 t = targets[i];
+        if (t == ignoreIndex) {
+            continue;
+        }
+        if (t < 0 || t >= c) {
+            *bad = 1;
+            continue;
+        }
+        s += logp[(s64) i * c + t];
+        k += 1.0f;
+    }
+    float total = block_reduce(s, 0, sh);
+    float cnt = block_reduce(k, 0, sh);
+    if (threadIdx.x == 0) {
+        *out = -total / cnt;
+        *count = (int) cnt;
+    }
+}
+
+// dlogp (zeroed first) gets -g / count at each target class; g is the loss gradient, a scalar in device memory.
+extern "C" __global__ void v4j_nll_loss_backward_f32(const float* g, const s64* targets, float* dlogp, int n, int c,
+                                                     s64 ignoreIndex, const int* count) {
+    GRID_STRIDE(i, (u64) n) {
+        s64 t = targets[i];
+        if (t != ignoreIndex) {
+            dlogp[(s64) i * c + t] = -*g / (float) *count;
+        }
+    }
+}

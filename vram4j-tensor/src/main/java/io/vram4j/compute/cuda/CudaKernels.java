@@ -1,0 +1,515 @@
+package io.vram4j.compute.cuda;
+
+import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.compute.Kernels;
+import io.vram4j.device.Stream;
+import io.vram4j.device.cuda.CudaDevice;
+import io.vram4j.device.cuda.CudaModule;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.Map;
+
+/**
+ * {@link Kernels} on a CUDA GPU: each call queues the kernel of {@code vram4j_kernels.cu} (or a cuBLAS GEMM) on
+ * one stream and returns; only the reductions, which return a value to Java, wait for the stream.
+ *
+ * <p>The segments it takes are device memory: {@code MemorySegment.ofAddress(ptr).reinterpret(bytes)} over
+ * blocks of the device's caching allocator, which Java code never dereferences; element offsets count floats as
+ * in every {@link Kernels}. Argument checks (ranges, sizes) are the checking layer's, wrapped around every
+ * implementation; here are none. Temporaries (reduction partials, the cuBLAS workspace) come from the caching
+ * allocator on the stream, as PyTorch's do.
+ *
+ * <p>Beyond {@link Kernels}, for the tensor ops that have no {@link Kernels} method (addresses are device
+ * addresses, counts are elements): float16/bfloat16 casts, broadcasting binary ops and strided gathers of up to 4
+ * dimensions, the causal mask, embedding gather and backward, dropout with the CPU runtime's counter-based mask and
+ * its backward, multi-tensor SGD and AdamW steps (one launch per parameter group), NLL loss and its backward.
+ *
+ * <p>Thread-safe for launches (the driver is); cuBLAS calls are serialized on this object. {@link #close()}
+ * unloads the module and gives the workspace back.
+ *
+ * <p>Status: compiled and checked against the PTX without a GPU; not run on a GPU yet.
+ */
+public final class CudaKernels implements Kernels, AutoCloseable {
+    private final CachingAllocator allocator;
+    private final Stream stream;
+    private final CudaModule module;
+    private final CudaLauncher launcher;
+    private final Map<String, String> env;
+    private final int ccMajor;
+    private final int ccMinor;
+    private Cublas cublas;
+    private long cublasHandle;
+    private long workspace;
+
+    private CudaKernels(CachingAllocator allocator, Stream stream, CudaModule module, Map<String, String> env,
+                        int ccMajor, int ccMinor) {
+        this.allocator = allocator;
+        this.stream = stream;
+        this.module = module;
+        this.launcher = new CudaLauncher(module);
+        this.env = env;
+        this.ccMajor = ccMajor;
+        this.ccMinor = ccMinor;
+    }
+
+    /**
+     * Loads the kernels into the allocator's device (the PTX resource, JIT-compiled by the driver).
+     *
+     * @param allocator the caching allocator of a {@code cuda} device
+     * @param stream the stream every launch goes to
+     * @return the kernels; cuBLAS is loaded at the first matrix product
+     * @throws IllegalArgumentException when the allocator's device is not {@code cuda}
+     * @throws io.vram4j.device.DeviceUnavailableException when the driver cannot load the PTX (one line)
+     */
+    public static CudaKernels create(CachingAllocator allocator, Stream stream) {
+        if (!(allocator.device() instanceof CudaDevice d)) {
+            throw new IllegalArgumentException("CUDA kernels need a cuda device, not " + allocator.device().description());
+        }
+        int[] cc = d.computeCapability();
+        return new CudaKernels(allocator, stream, d.loadModule(CudaKernelTable.ptx()), System.getenv(), cc[0], cc[1]);
+    }
+
+    @Override
+    public String name() {
+        return "cuda";
+    }
+
+    @Override
+    public int threads() {
+        return 1;
+    }
+
+    @Override
+    public Kernels withThreads(int threads) {
+        if (threads < 1) {
+            throw new IllegalArgumentException("threads must be at least 1, got " + threads);
+        }
+        return this;
+    }
+
+    /** Nothing to warm up on the host: the driver compiled the PTX when the module was loaded. @return 0 */
+    @Override
+    public long warmUp() {
+        return 0;
+    }
+
+    private static long ptr(MemorySegment seg, long off) {
+        return seg.address() + off * Float.BYTES;
+    }
+
+    private static long ptrOrNull(MemorySegment seg, long off) {
+        return seg == null ? 0L : ptr(seg, off);
+    }
+
+    private void elementwise(CudaKernel k, long n, Object... args) {
+        launcher.launch(k, LaunchConfig.elementwise(n), stream, args);
+    }
+
+    // ------------------------------------------------------------------------------------------------ gemm
+
+    private synchronized long cublasHandle() {
+        if (cublas == null) {
+            Cublas c = Cublas.load(env);
+            long h = c.create();
+            long ws = 0;
+            try {
+                c.setStream(h, stream.handle());
+                long size = CublasWorkspace.size(env.get("CUBLAS_WORKSPACE_CONFIG"), ccMajor, ccMinor);
+                if (size > 0) {
+                    ws = allocator.malloc(size, stream);
+                    c.setWorkspace(h, ws, size);
+                }
+            } catch (RuntimeException e) {
+                if (ws != 0) {
+                    allocator.free(ws);
+                }
+                c.destroy(h);
+                throw e;
+            }
+            cublas = c;
+            cublasHandle = h;
+            workspace = ws;
+        }
+        return cublasHandle;
+    }
+
+    @Override
+    public void sgemm(boolean transA, boolean transB, int m, int n, int k, float alpha, MemorySegment a, long aOff,
+                      int lda, MemorySegment b, long bOff, int ldb, float beta, MemorySegment c, long cOff, int ldc) {
+        if (m == 0 || n == 0) {
+            return;
+        }
+        long h = cublasHandle();
+        synchronized (this) {
+            cublas.gemm(h, ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha, ptr(a, aOff),
+                    ptr(b, bOff), beta, ptr(c, cOff), Cublas.CUDA_R_32F, Cublas.CUBLAS_COMPUTE_32F);
+        }
+    }
+
+    @Override
+    public void sgemmBatched(int batch, boolean transA, boolean transB, int m, int n, int k, float alpha,
+                             MemorySegment a, long aOff, int lda, long strideA, MemorySegment b, long bOff, int ldb,
+                             long strideB, float beta, MemorySegment c, long cOff, int ldc, long strideC) {
+        if (batch == 0 || m == 0 || n == 0) {
+            return;
+        }
+        long h = cublasHandle();
+        synchronized (this) {
+            cublas.gemmBatched(h, ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha,
+                    ptr(a, aOff), strideA, ptr(b, bOff), strideB, beta, ptr(c, cOff), strideC, batch,
+                    Cublas.CUDA_R_32F, Cublas.CUBLAS_COMPUTE_32F);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ element-wise
+
+    @Override
+    public void add(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.ADD, n, ptr(a, aOff), ptr(b, bOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void sub(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.SUB, n, ptr(a, aOff), ptr(b, bOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void mul(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.MUL, n, ptr(a, aOff), ptr(b, bOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void div(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.DIV, n, ptr(a, aOff), ptr(b, bOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void axpy(long n, float alpha, MemorySegment x, long xOff, MemorySegment y, long yOff) {
+        elementwise(CudaKernelTable.AXPY, n, alpha, ptr(x, xOff), ptr(y, yOff), n);
+    }
+
+    @Override
+    public void scale(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.SCALE, n, s, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void addScalar(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.ADD_SCALAR, n, s, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void fill(long n, float v, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.FILL, n, v, ptr(out, outOff), n);
+    }
+
+    /** Device-to-device on the stream; partially overlapping ranges go through a temporary block (memmove). */
+    @Override
+    public void copy(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
+        long bytes = n * Float.BYTES;
+        long s = ptr(src, srcOff);
+        long d = ptr(dst, dstOff);
+        if (bytes == 0 || s == d) {
+            return;
+        }
+        CudaDevice dev = (CudaDevice) allocator.device();
+        if (s + bytes <= d || d + bytes <= s) {
+            dev.copyDeviceToDeviceAsync(s, d, bytes, stream);
+            return;
+        }
+        long tmp = allocator.malloc(bytes, stream);
+        try {
+            dev.copyDeviceToDeviceAsync(s, tmp, bytes, stream);
+            dev.copyDeviceToDeviceAsync(tmp, d, bytes, stream);
+        } finally {
+            allocator.free(tmp);
+        }
+    }
+
+    @Override
+    public void neg(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.NEG, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void exp(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.EXP, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void log(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.LOG, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void sqrt(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.SQRT, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void tanh(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.TANH, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void sigmoid(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.SIGMOID, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void relu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.RELU, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void reluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff, MemorySegment dx, long dxOff) {
+        elementwise(CudaKernelTable.RELU_BACKWARD, n, ptr(dy, dyOff), ptr(x, xOff), ptr(dx, dxOff), n);
+    }
+
+    @Override
+    public void gelu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.GELU, n, ptr(x, xOff), ptr(out, outOff), n);
+    }
+
+    @Override
+    public void geluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff, MemorySegment dx, long dxOff) {
+        elementwise(CudaKernelTable.GELU_BACKWARD, n, ptr(dy, dyOff), ptr(x, xOff), ptr(dx, dxOff), n);
+    }
+
+    // ------------------------------------------------------------------------------------------------ reductions
+
+    /** Two launches (partials, then their total), then the one float copied back after the stream is done. */
+    private float reduce(int op, long n, long x, long y) {
+        if (n == 0) {
+            return op == 1 ? Float.NEGATIVE_INFINITY : 0f;
+        }
+        LaunchConfig first = LaunchConfig.reductionPartial(n);
+        long buf = allocator.malloc((first.gridX() + 1L) * Float.BYTES, stream);
+        try (Arena a = Arena.ofConfined()) {
+            long result = buf + (long) first.gridX() * Float.BYTES;
+            launcher.launch(CudaKernelTable.REDUCE_PARTIAL, first, stream, op, x, y, buf, n);
+            launcher.launch(CudaKernelTable.REDUCE_PARTIAL, LaunchConfig.reductionFinal(), stream, op == 1 ? 1 : 0,
+                    buf, 0L, result, (long) first.gridX());
+            MemorySegment host = a.allocate(ValueLayout.JAVA_FLOAT);
+            stream.synchronize();
+            allocator.device().copyToHost(result, host);
+            return host.get(ValueLayout.JAVA_FLOAT, 0);
+        } finally {
+            allocator.free(buf);
+        }
+    }
+
+    @Override
+    public float sum(long n, MemorySegment x, long xOff) {
+        return reduce(0, n, ptr(x, xOff), 0L);
+    }
+
+    @Override
+    public float max(long n, MemorySegment x, long xOff) {
+        return reduce(1, n, ptr(x, xOff), 0L);
+    }
+
+    @Override
+    public float sumOfSquares(long n, MemorySegment x, long xOff) {
+        return reduce(2, n, ptr(x, xOff), 0L);
+    }
+
+    @Override
+    public float dot(long n, MemorySegment x, long xOff, MemorySegment y, long yOff) {
+        return reduce(3, n, ptr(x, xOff), ptr(y, yOff));
+    }
+
+    @Override
+    public boolean anyNonFinite(long n, MemorySegment x, long xOff) {
+        return reduce(4, n, ptr(x, xOff), 0L) > 0;
+    }
+
+    // ------------------------------------------------------------------------------------------------ rows
+
+    /** One block per row: {@code (in, out, rows, cols)} or, backward, {@code (y, dy, dx, rows, cols)}. */
+    private void rowKernel(CudaKernel k, int rows, int cols, Object... ptrs) {
+        Object[] args = Arrays.copyOf(ptrs, ptrs.length + 2);
+        args[ptrs.length] = rows;
+        args[ptrs.length + 1] = cols;
+        launcher.launch(k, LaunchConfig.rows(rows, cols), stream, args);
+    }
+
+    @Override
+    public void softmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        rowKernel(CudaKernelTable.SOFTMAX_ROWS, rows, cols, ptr(x, xOff), ptr(out, outOff));
+    }
+
+    @Override
+    public void logSoftmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        rowKernel(CudaKernelTable.LOG_SOFTMAX_ROWS, rows, cols, ptr(x, xOff), ptr(out, outOff));
+    }
+
+    @Override
+    public void softmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
+                                    MemorySegment dx, long dxOff) {
+        rowKernel(CudaKernelTable.SOFTMAX_BACKWARD_ROWS, rows, cols, ptr(y, yOff), ptr(dy, dyOff), ptr(dx, dxOff));
+    }
+
+    @Override
+    public void logSoftmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
+                                       MemorySegment dx, long dxOff) {
+        rowKernel(CudaKernelTable.LOG_SOFTMAX_BACKWARD_ROWS, rows, cols, ptr(y, yOff), ptr(dy, dyOff), ptr(dx, dxOff));
+    }
+
+    @Override
+    public void layerNormRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment gamma, long gammaOff,
+                              MemorySegment beta, long betaOff, float eps, MemorySegment out, long outOff,
+                              MemorySegment mean, long meanOff, MemorySegment rstd, long rstdOff) {
+        launcher.launch(CudaKernelTable.LAYER_NORM_ROWS, LaunchConfig.rows(rows, cols), stream, ptr(x, xOff),
+                ptrOrNull(gamma, gammaOff), ptrOrNull(beta, betaOff), eps, ptr(out, outOff), ptrOrNull(mean, meanOff),
+                ptrOrNull(rstd, rstdOff), rows, cols);
+    }
+
+    @Override
+    public void layerNormBackwardRows(int rows, int cols, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
+                                      MemorySegment mean, long meanOff, MemorySegment rstd, long rstdOff,
+                                      MemorySegment gamma, long gammaOff, MemorySegment dx, long dxOff,
+                                      MemorySegment dgamma, long dgammaOff, MemorySegment dbeta, long dbetaOff) {
+        if (dx != null) {
+            launcher.launch(CudaKernelTable.LAYER_NORM_BACKWARD_ROWS, LaunchConfig.rows(rows, cols), stream,
+                    ptr(dy, dyOff), ptr(x, xOff), ptr(mean, meanOff), ptr(rstd, rstdOff), ptrOrNull(gamma, gammaOff),
+                    ptr(dx, dxOff), rows, cols);
+        }
+        if (dgamma != null || dbeta != null) {
+            launcher.launch(CudaKernelTable.LAYER_NORM_PARAM_GRADS, LaunchConfig.columns(cols), stream, ptr(dy, dyOff),
+                    ptr(x, xOff), ptr(mean, meanOff), ptr(rstd, rstdOff), ptrOrNull(dgamma, dgammaOff),
+                    ptrOrNull(dbeta, dbetaOff), rows, cols);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ beyond Kernels
+
+    /**
+     * Converts {@code n} floats to 16-bit values (round to nearest even, as {@code io.vram4j.compute.Half}).
+     *
+     * @param src device address of the floats
+     * @param dst device address of the 16-bit values
+     * @param bf16 true for bfloat16, false for float16
+     */
+    public void floatTo16(long n, long src, long dst, boolean bf16) {
+        elementwise(bf16 ? CudaKernelTable.F32_TO_BF16 : CudaKernelTable.F32_TO_F16, n, src, dst, n);
+    }
+
+    /** Converts {@code n} 16-bit values (bfloat16 when {@code bf16}) at device address {@code src} to floats at {@code dst}. */
+    public void floatFrom16(long n, long src, long dst, boolean bf16) {
+        elementwise(bf16 ? CudaKernelTable.BF16_TO_F32 : CudaKernelTable.F16_TO_F32, n, src, dst, n);
+    }
+
+    /**
+     * Dropout with the mask the CPU runtime draws for the same seed (element {@code i} kept when its counter-based
+     * uniform is at least {@code p}): {@code out = keep ? x * scale : 0}, {@code mask} one byte per element.
+     */
+    public void dropout(long n, long x, long out, long mask, float p, float scale, long seed) {
+        elementwise(CudaKernelTable.DROPOUT, n, x, out, mask, n, p, scale, seed);
+    }
+
+    /**
+     * Embedding gather: row {@code idx[i]} of a {@code rows x cols} float table for each of {@code count} int64
+     * indices. An index out of range leaves its row unwritten and sets the int at {@code bad} to 1.
+     */
+    public void embedding(long count, int cols, long rows, long weight, long idx, long out, long bad) {
+        elementwise(CudaKernelTable.EMBEDDING, count * cols, weight, idx, out, count, cols, rows, bad);
+    }
+
+    /** Embedding backward: adds row {@code i} of {@code g} into row {@code idx[i]} of {@code dweight} (zeroed first). */
+    public void embeddingBackward(long count, int cols, long g, long idx, long dweight) {
+        elementwise(CudaKernelTable.EMBEDDING_BACKWARD, count * cols, g, idx, dweight, count, cols);
+    }
+
+    /** Dropout backward: {@code dx = mask ? dy * scale : 0} over {@code n} elements. */
+    public void dropoutBackward(long n, long dy, long mask, long dx, float scale) {
+        elementwise(CudaKernelTable.DROPOUT_BACKWARD, n, dy, mask, dx, n, scale);
+    }
+
+    /**
+     * {@code out = a op b} for a contiguous output of up to 4 dimensions, {@code a} and {@code b} read with their own
+     * element strides (0 where broadcast).
+     *
+     * @param op 0 add, 1 sub, 2 mul, 3 div
+     * @param shape the output's extents, at most 4
+     * @param aStrides {@code a}'s strides for the output's shape, in elements
+     * @param bStrides {@code b}'s likewise
+     */
+    public void binaryBroadcast(int op, long a, long[] aStrides, long b, long[] bStrides, long out, int[] shape) {
+        Dims4 d = Dims4.of(shape, aStrides, bStrides);
+        elementwise(CudaKernelTable.BINARY_BCAST4, d.numel(), op, a, b, out, d.numel(), d.extent(0), d.extent(1),
+                d.extent(2), d.extent(3), d.stride(0, 0), d.stride(0, 1), d.stride(0, 2), d.stride(0, 3),
+                d.stride(1, 0), d.stride(1, 1), d.stride(1, 2), d.stride(1, 3));
+    }
+
+    /** Gathers a strided float view of up to 4 dimensions at {@code src} into contiguous memory at {@code dst}. */
+    public void gather(long src, long[] strides, long dst, int[] shape) {
+        Dims4 d = Dims4.of(shape, strides);
+        elementwise(CudaKernelTable.GATHER4, d.numel(), src, dst, d.numel(), d.extent(0), d.extent(1), d.extent(2),
+                d.extent(3), d.stride(0, 0), d.stride(0, 1), d.stride(0, 2), d.stride(0, 3));
+    }
+
+    /** Copies {@code mats} matrices of {@code t x s} floats, writing {@code fill} where column &gt; row. */
+    public void maskUpper(long mats, int t, int s, long x, long out, float fill) {
+        long n = mats * t * s;
+        elementwise(CudaKernelTable.MASK_UPPER, n, x, out, n, t, s, fill);
+    }
+
+    /**
+     * One SGD step for a parameter group in one launch (as {@code optim.SGD}): {@code params}, {@code grads},
+     * {@code bufs} and {@code sizes} are device arrays of {@code count} 64-bit entries (pointers and element counts).
+     *
+     * @param bufs the momentum buffers, or 0 when {@code momentum == 0}
+     * @param largest the largest element count of the group (sizes the grid)
+     * @param first whether the buffers are initialized by this step
+     */
+    public void sgd(long params, long grads, long bufs, long sizes, int count, long largest, float lr, float momentum,
+                    float weightDecay, boolean nesterov, boolean first) {
+        launcher.launch(CudaKernelTable.SGD_MULTI, LaunchConfig.perTensor(largest, count), stream, params, grads, bufs,
+                sizes, count, lr, momentum, weightDecay, nesterov ? 1 : 0, first ? 1 : 0);
+    }
+
+    /**
+     * One AdamW step for a parameter group in one launch (as {@code optim.AdamW}), arrays as {@link #sgd}.
+     *
+     * @param decay {@code 1 - lr * weightDecay}
+     * @param stepSize {@code lr / (1 - beta1^t)}
+     * @param bc2Sqrt {@code sqrt(1 - beta2^t)}
+     */
+    public void adamw(long params, long grads, long ms, long vs, long sizes, int count, long largest, float beta1,
+                      float beta2, float eps, float decay, float stepSize, float bc2Sqrt) {
+        launcher.launch(CudaKernelTable.ADAMW_MULTI, LaunchConfig.perTensor(largest, count), stream, params, grads, ms,
+                vs, sizes, count, beta1, beta2, eps, decay, stepSize, bc2Sqrt);
+    }
+
+    /**
+     * NLL loss over {@code n x c} log-probabilities and int64 targets: the mean over targets other than
+     * {@code ignoreIndex} into the float at {@code out}, their number into the int at {@code count}; a target out
+     * of range sets the int at {@code bad} to 1.
+     */
+    public void nllLoss(long logp, long targets, long out, long count, int n, int c, long ignoreIndex, long bad) {
+        launcher.launch(CudaKernelTable.NLL_LOSS, LaunchConfig.singleBlock(), stream, logp, targets, out, count, n, c,
+                ignoreIndex, bad);
+    }
+
+    /** NLL loss backward into {@code dlogp} (zeroed first): {@code -g / count} at each kept target. */
+    public void nllLossBackward(long g, long targets, long dlogp, int n, int c, long ignoreIndex, long count) {
+        elementwise(CudaKernelTable.NLL_LOSS_BACKWARD, n, g, targets, dlogp, n, c, ignoreIndex, count);
+    }
+
+    /** Unloads the module and returns the cuBLAS workspace to the allocator. Closing twice does nothing. */
+    @Override
+    public synchronized void close() {
+        if (cublas != null) {
+            cublas.destroy(cublasHandle);
+            if (workspace != 0) {
+                allocator.free(workspace);
+            }
+            cublas = null;
+        }
+        module.close();
+    }
+}

@@ -1,0 +1,546 @@
+package io.vram4j.compute.cuda;
+
+import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.compute.Half;
+import io.vram4j.compute.Kernels;
+import io.vram4j.device.DeviceUnavailableException;
+import io.vram4j.device.cuda.CudaDevice;
+import io.vram4j.tensor.Device;
+import io.vram4j.tensor.Functional;
+import io.vram4j.tensor.Tensor;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * Every CUDA kernel against the scalar CPU kernels on the same inputs: float32 within 1e-5 relative (plus a small
+ * absolute floor near zero), 16-bit casts and dropout masks bit for bit. Tagged {@code gpu}: skipped with the
+ * reason where no GPU opens, failed instead with {@code VRAM4J_REQUIRE_GPU=1} (gpu/run.sh sets it).
+ */
+@Tag("gpu")
+class GpuCudaKernelsTest {
+    private static final Kernels CPU = Kernels.scalar();
+    private static CudaDevice gpu;
+    private static CachingAllocator alloc;
+    private static CudaKernels cuda;
+    private final List<Long> blocks = new ArrayList<>();
+    private final Random random = new Random(12345);
+
+    private static String unavailable;
+
+    @BeforeAll
+    static void open() {
+        try {
+            gpu = CudaDevice.open(0);
+        } catch (DeviceUnavailableException e) {
+            unavailable = e.getMessage();
+            return;
+        }
+        alloc = CachingAllocator.create(gpu);
+        cuda = CudaKernels.create(alloc, gpu.defaultStream());
+    }
+
+    /** Skips each test with the reason where no GPU opens (fails instead with {@code VRAM4J_REQUIRE_GPU=1}). */
+    @BeforeEach
+    void requireGpu() {
+        if (unavailable != null && "1".equals(System.getenv("VRAM4J_REQUIRE_GPU"))) {
+            throw new AssertionError(unavailable + " (VRAM4J_REQUIRE_GPU=1)");
+        }
+        Assumptions.assumeTrue(unavailable == null, unavailable);
+    }
+
+    @AfterEach
+    void freeBlocks() {
+        blocks.forEach(p -> alloc.free(p));
+        blocks.clear();
+    }
+
+    @AfterAll
+    static void close() {
+        if (cuda != null) {
+            cuda.close();
+            alloc.close();
+            gpu.close();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ helpers
+
+    private float[] values(int n, float lo, float hi) {
+        float[] v = new float[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = lo + (hi - lo) * random.nextFloat();
+        }
+        return v;
+    }
+
+    /** @return device memory holding {@code v}, as the pointer segment the tensor runtime hands to kernels */
+    private MemorySegment onGpu(float[] v) {
+        MemorySegment d = empty(v.length);
+        gpu.copyFromHost(MemorySegment.ofArray(v), d.address());
+        return d;
+    }
+
+    private MemorySegment empty(long floats) {
+        long bytes = Math.max(1, floats) * Float.BYTES;
+        long p = alloc.malloc(bytes);
+        blocks.add(p);
+        return MemorySegment.ofAddress(p).reinterpret(bytes);
+    }
+
+    private float[] back(MemorySegment d, int n) {
+        float[] v = new float[n];
+        gpu.synchronize();
+        gpu.copyToHost(d.address(), MemorySegment.ofArray(v));
+        return v;
+    }
+
+    private static void close(float[] expected, float[] actual, String what) {
+        assertEquals(expected.length, actual.length, what);
+        for (int i = 0; i < expected.length; i++) {
+            close(expected[i], actual[i], what + "[" + i + "]");
+        }
+    }
+
+    private static void close(float expected, float actual, String what) {
+        if (Float.isNaN(expected) || Float.isInfinite(expected)) {
+            assertEquals(expected, actual, what);
+            return;
+        }
+        float tol = 1e-5f * Math.max(Math.abs(expected), Math.abs(actual)) + 1e-6f;
+        if (!(Math.abs(expected - actual) <= tol)) {
+            fail(what + ": expected " + expected + ", got " + actual + " (tolerance " + tol + ")");
+        }
+    }
+
+    private interface Unary {
+        void run(Kernels k, long n, MemorySegment x, long xOff, MemorySegment out, long outOff);
+    }
+
+    private interface Binary {
+        void run(Kernels k, long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff);
+    }
+
+    private void unary(String name, Unary op, float lo, float hi) {
+        int n = 100_003;
+        float[] x = values(n, lo, hi);
+        float[] expected = new float[n];
+        op.run(CPU, n, MemorySegment.ofArray(x), 0, MemorySegment.ofArray(expected), 0);
+        MemorySegment out = empty(n);
+        op.run(cuda, n, onGpu(x), 0, out, 0);
+        close(expected, back(out, n), name);
+    }
+
+    private void binary(String name, Binary op, float lo, float hi) {
+        int n = 65_537;
+        float[] a = values(n, lo, hi);
+        float[] b = values(n, lo, hi);
+        float[] expected = new float[n];
+        op.run(CPU, n - 3, MemorySegment.ofArray(a), 1, MemorySegment.ofArray(b), 2, MemorySegment.ofArray(expected), 3);
+        MemorySegment out = empty(n);
+        op.run(cuda, n - 3, onGpu(a), 1, onGpu(b), 2, out, 3);
+        float[] got = back(out, n);
+        close(java.util.Arrays.copyOfRange(expected, 3, n), java.util.Arrays.copyOfRange(got, 3, n), name);
+    }
+
+    // ------------------------------------------------------------------------------------------------ tests
+
+    @Test
+    void elementwise() {
+        binary("add", Kernels::add, -10, 10);
+        binary("sub", Kernels::sub, -10, 10);
+        binary("mul", Kernels::mul, -10, 10);
+        binary("div", Kernels::div, 0.5f, 10);
+        binary("reluBackward", Kernels::reluBackward, -5, 5);
+        binary("geluBackward", Kernels::geluBackward, -6, 6);
+        unary("neg", Kernels::neg, -5, 5);
+        unary("exp", Kernels::exp, -20, 20);
+        unary("log", Kernels::log, 1e-3f, 100);
+        unary("sqrt", Kernels::sqrt, 0, 100);
+        unary("tanh", Kernels::tanh, -8, 8);
+        unary("sigmoid", Kernels::sigmoid, -20, 20);
+        unary("relu", Kernels::relu, -5, 5);
+        unary("gelu", Kernels::gelu, -8, 8);
+        unary("scale", (k, n, x, xo, o, oo) -> k.scale(n, -1.75f, x, xo, o, oo), -5, 5);
+        unary("addScalar", (k, n, x, xo, o, oo) -> k.addScalar(n, 3.25f, x, xo, o, oo), -5, 5);
+        unary("axpy", (k, n, x, xo, o, oo) -> {
+            k.fill(n, 1f, o, oo);
+            k.axpy(n, 0.5f, x, xo, o, oo);
+        }, -5, 5);
+    }
+
+    @Test
+    void copiesIncludingOverlappingRanges() {
+        float[] v = values(1000, -1, 1);
+        MemorySegment d = onGpu(v);
+        cuda.copy(900, d, 0, d, 50);   // overlapping forwards: memmove semantics
+        float[] expected = v.clone();
+        System.arraycopy(v, 0, expected, 50, 900);
+        assertArrayEquals(expected, back(d, 1000));
+    }
+
+    @Test
+    void reductions() {
+        int n = 1_000_003;
+        float[] x = values(n, 0.5f, 1.5f);
+        float[] y = values(n, 0.5f, 1.5f);
+        MemorySegment dx = onGpu(x);
+        MemorySegment dy = onGpu(y);
+        MemorySegment hx = MemorySegment.ofArray(x);
+        close(CPU.sum(n, hx, 0), cuda.sum(n, dx, 0), "sum");
+        close(CPU.max(n, hx, 0), cuda.max(n, dx, 0), "max");
+        close(CPU.sumOfSquares(n, hx, 0), cuda.sumOfSquares(n, dx, 0), "sumOfSquares");
+        close(CPU.dot(n, hx, 0, MemorySegment.ofArray(y), 0), cuda.dot(n, dx, 0, dy, 0), "dot");
+        assertEquals(0f, cuda.sum(0, dx, 0));
+        assertEquals(Float.NEGATIVE_INFINITY, cuda.max(0, dx, 0));
+        assertFalse(cuda.anyNonFinite(n, dx, 0));
+        x[n / 2] = Float.NaN;
+        assertTrue(cuda.anyNonFinite(n, onGpu(x), 0));
+        assertTrue(Float.isNaN(cuda.max(n, onGpu(x), 0)));
+    }
+
+    @Test
+    void rows() {
+        for (int cols : new int[] {1, 10, 33, 768, 5000}) {
+            int rows = 37;
+            int n = rows * cols;
+            float[] x = values(n, -4, 4);
+            float[] dyv = values(n, -1, 1);
+            MemorySegment hx = MemorySegment.ofArray(x);
+            MemorySegment dx = onGpu(x);
+            float[] e = new float[n];
+            MemorySegment out = empty(n);
+            CPU.softmaxRows(rows, cols, hx, 0, MemorySegment.ofArray(e), 0);
+            cuda.softmaxRows(rows, cols, dx, 0, out, 0);
+            float[] y = back(out, n);
+            close(e, y, "softmax " + cols);
+            float[] eb = new float[n];
+            CPU.softmaxBackwardRows(rows, cols, MemorySegment.ofArray(e), 0, MemorySegment.ofArray(dyv), 0,
+                    MemorySegment.ofArray(eb), 0);
+            MemorySegment g = empty(n);
+            cuda.softmaxBackwardRows(rows, cols, out, 0, onGpu(dyv), 0, g, 0);
+            close(eb, back(g, n), "softmaxBackward " + cols);
+            CPU.logSoftmaxRows(rows, cols, hx, 0, MemorySegment.ofArray(e), 0);
+            cuda.logSoftmaxRows(rows, cols, dx, 0, out, 0);
+            close(e, back(out, n), "logSoftmax " + cols);
+            CPU.logSoftmaxBackwardRows(rows, cols, MemorySegment.ofArray(e), 0, MemorySegment.ofArray(dyv), 0,
+                    MemorySegment.ofArray(eb), 0);
+            cuda.logSoftmaxBackwardRows(rows, cols, out, 0, onGpu(dyv), 0, g, 0);
+            close(eb, back(g, n), "logSoftmaxBackward " + cols);
+            layerNorm(rows, cols, x, dyv);
+        }
+    }
+
+    private void layerNorm(int rows, int cols, float[] x, float[] dyv) {
+        int n = rows * cols;
+        float[] gamma = values(cols, 0.5f, 1.5f);
+        float[] beta = values(cols, -1, 1);
+        float[] e = new float[n];
+        float[] mean = new float[rows];
+        float[] rstd = new float[rows];
+        CPU.layerNormRows(rows, cols, MemorySegment.ofArray(x), 0, MemorySegment.ofArray(gamma), 0,
+                MemorySegment.ofArray(beta), 0, 1e-5f, MemorySegment.ofArray(e), 0, MemorySegment.ofArray(mean), 0,
+                MemorySegment.ofArray(rstd), 0);
+        MemorySegment out = empty(n);
+        MemorySegment dm = empty(rows);
+        MemorySegment dr = empty(rows);
+        MemorySegment dg = onGpu(gamma);
+        cuda.layerNormRows(rows, cols, onGpu(x), 0, dg, 0, onGpu(beta), 0, 1e-5f, out, 0, dm, 0, dr, 0);
+        close(e, back(out, n), "layerNorm " + cols);
+        close(mean, back(dm, rows), "layerNorm mean " + cols);
+        close(rstd, back(dr, rows), "layerNorm rstd " + cols);
+        float[] edx = new float[n];
+        float[] edg = new float[cols];
+        float[] edb = new float[cols];
+        CPU.layerNormBackwardRows(rows, cols, MemorySegment.ofArray(dyv), 0, MemorySegment.ofArray(x), 0,
+                MemorySegment.ofArray(mean), 0, MemorySegment.ofArray(rstd), 0, MemorySegment.ofArray(gamma), 0,
+                MemorySegment.ofArray(edx), 0, MemorySegment.ofArray(edg), 0, MemorySegment.ofArray(edb), 0);
+        MemorySegment gx = empty(n);
+        MemorySegment gg = empty(cols);
+        MemorySegment gb = empty(cols);
+        cuda.layerNormBackwardRows(rows, cols, onGpu(dyv), 0, onGpu(x), 0, dm, 0, dr, 0, dg, 0, gx, 0, gg, 0, gb, 0);
+        close(edx, back(gx, n), "layerNormBackward dx " + cols);
+        close(edg, back(gg, cols), "layerNormBackward dgamma " + cols);
+        close(edb, back(gb, cols), "layerNormBackward dbeta " + cols);
+    }
+
+    @Test
+    void matrixProductsThroughCublas() {
+        int m = 67;
+        int n = 45;
+        int k = 129;
+        for (boolean ta : new boolean[] {false, true}) {
+            for (boolean tb : new boolean[] {false, true}) {
+                int lda = ta ? m : k;
+                int ldb = tb ? k : n;
+                float[] a = values(m * k, -1, 1);
+                float[] b = values(k * n, -1, 1);
+                float[] c0 = values(m * n, -1, 1);
+                float[] e = c0.clone();
+                CPU.sgemm(ta, tb, m, n, k, 0.75f, MemorySegment.ofArray(a), 0, lda, MemorySegment.ofArray(b), 0, ldb,
+                        0.5f, MemorySegment.ofArray(e), 0, n);
+                MemorySegment c = onGpu(c0);
+                cuda.sgemm(ta, tb, m, n, k, 0.75f, onGpu(a), 0, lda, onGpu(b), 0, ldb, 0.5f, c, 0, n);
+                closeSums(e, back(c, m * n), k, "sgemm " + ta + " " + tb);
+            }
+        }
+        int batch = 3;
+        float[] a = values(batch * m * k, -1, 1);
+        float[] b = values(batch * k * n, -1, 1);
+        float[] e = new float[batch * m * n];
+        CPU.sgemmBatched(batch, false, true, m, n, k, 1f, MemorySegment.ofArray(a), 0, k, (long) m * k,
+                MemorySegment.ofArray(b), 0, k, (long) k * n, 0f, MemorySegment.ofArray(e), 0, n, (long) m * n);
+        MemorySegment c = empty(batch * m * n);
+        cuda.sgemmBatched(batch, false, true, m, n, k, 1f, onGpu(a), 0, k, (long) m * k, onGpu(b), 0, k, (long) k * n,
+                0f, c, 0, n, (long) m * n);
+        closeSums(e, back(c, batch * m * n), k, "sgemmBatched");
+    }
+
+    /** Sums of k products of values in [-1, 1): the order of additions differs, so the floor scales with k. */
+    private static void closeSums(float[] expected, float[] actual, int k, String what) {
+        for (int i = 0; i < expected.length; i++) {
+            float tol = 1e-5f * Math.abs(expected[i]) + 1e-6f * k;
+            if (!(Math.abs(expected[i] - actual[i]) <= tol)) {
+                fail(what + "[" + i + "]: expected " + expected[i] + ", got " + actual[i]);
+            }
+        }
+    }
+
+    @Test
+    void castsAreBitExact() {
+        int n = 70_000;
+        float[] v = values(n, -70_000, 70_000);
+        v[0] = Float.NaN;
+        v[1] = -0f;
+        v[2] = 1e-8f;
+        v[3] = Float.POSITIVE_INFINITY;
+        MemorySegment src = onGpu(v);
+        for (boolean bf16 : new boolean[] {false, true}) {
+            MemorySegment half = empty((n + 1) / 2);
+            cuda.floatTo16(n, src.address(), half.address(), bf16);
+            gpu.synchronize();
+            short[] bits = new short[n];
+            gpu.copyToHost(half.address(), MemorySegment.ofArray(bits));
+            for (int i = 0; i < n; i++) {
+                short expected = bf16 ? Half.floatToBf16(v[i]) : Half.floatToFp16(v[i]);
+                if (!(bf16 ? expected == bits[i] : Float.isNaN(v[i]) ? (bits[i] & 0x7C00) == 0x7C00 && (bits[i] & 0x3FF) != 0
+                        : expected == bits[i])) {
+                    fail((bf16 ? "bf16" : "fp16") + "[" + i + "] of " + v[i] + ": expected 0x"
+                            + Integer.toHexString(expected & 0xFFFF) + ", got 0x" + Integer.toHexString(bits[i] & 0xFFFF));
+                }
+            }
+            MemorySegment f = empty(n);
+            cuda.floatFrom16(n, half.address(), f.address(), bf16);
+            float[] round = back(f, n);
+            for (int i = 4; i < n; i++) {
+                float expected = bf16 ? Half.bf16ToFloat(bits[i]) : Half.fp16ToFloat(bits[i]);
+                assertEquals(Float.floatToIntBits(expected), Float.floatToIntBits(round[i]), "back from 16 bits [" + i + "]");
+            }
+        }
+    }
+
+    @Test
+    void dropoutDrawsTheCpuMask() {
+        int n = 10_007;
+        float[] x = values(n, -1, 1);
+        long seed = 0x1234_5678_9ABCL;
+        float[] expected;
+        try (Device host = Device.open("host:64MiB"); Tensor t = host.tensor(x); Tensor d = Functional.dropout(t, 0.3f, seed)) {
+            expected = d.toFloatArray();
+        }
+        MemorySegment out = empty(n);
+        MemorySegment mask = empty((n + 3) / 4);
+        cuda.dropout(n, onGpu(x).address(), out.address(), mask.address(), 0.3f, 1f / 0.7f, seed);
+        assertArrayEquals(expected, back(out, n));
+    }
+
+    @Test
+    void embeddingGathersRowsAndFlagsBadIndices() {
+        int rows = 50;
+        int cols = 24;
+        float[] w = values(rows * cols, -1, 1);
+        long[] idx = {3, 49, 0, 3, 17};
+        MemorySegment ids = empty(idx.length * 2L);
+        gpu.copyFromHost(MemorySegment.ofArray(idx), ids.address());
+        MemorySegment bad = empty(1);
+        gpu.fill(bad.address(), 4, (byte) 0);
+        MemorySegment out = empty(idx.length * cols);
+        cuda.embedding(idx.length, cols, rows, onGpu(w).address(), ids.address(), out.address(), bad.address());
+        float[] got = back(out, idx.length * cols);
+        for (int i = 0; i < idx.length; i++) {
+            for (int j = 0; j < cols; j++) {
+                assertEquals(w[(int) idx[i] * cols + j], got[i * cols + j]);
+            }
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment flag = a.allocate(4);
+            gpu.copyToHost(bad.address(), flag);
+            assertEquals(0, flag.get(ValueLayout.JAVA_INT, 0));
+            gpu.copyFromHost(MemorySegment.ofArray(new long[] {50}), ids.address());
+            cuda.embedding(1, cols, rows, onGpu(w).address(), ids.address(), out.address(), bad.address());
+            gpu.synchronize();
+            gpu.copyToHost(bad.address(), flag);
+            assertEquals(1, flag.get(ValueLayout.JAVA_INT, 0));
+        }
+    }
+
+    private MemorySegment longsOnGpu(long... v) {
+        MemorySegment d = empty(v.length * 2L);
+        gpu.copyFromHost(MemorySegment.ofArray(v), d.address());
+        return d;
+    }
+
+    @Test
+    void fusedOptimizerStepsMatchTheCpuFormulas() {
+        int[] sizes = {1000, 333};
+        float lr = 0.05f;
+        float momentum = 0.9f;
+        float wd = 1e-4f;
+        float[][] p = {values(1000, -1, 1), values(333, -1, 1)};
+        float[][] g = {values(1000, -1, 1), values(333, -1, 1)};
+        float[][] buf = {values(1000, -1, 1), values(333, -1, 1)};
+        MemorySegment[] dp = {onGpu(p[0]), onGpu(p[1])};
+        MemorySegment[] db = {onGpu(buf[0]), onGpu(buf[1])};
+        cuda.sgd(longsOnGpu(dp[0].address(), dp[1].address()).address(),
+                longsOnGpu(onGpu(g[0]).address(), onGpu(g[1]).address()).address(),
+                longsOnGpu(db[0].address(), db[1].address()).address(), longsOnGpu(1000, 333).address(), 2, 1000,
+                lr, momentum, wd, true, false);
+        for (int t = 0; t < 2; t++) {
+            float[] ep = p[t].clone();
+            float[] eb = buf[t].clone();
+            for (int i = 0; i < sizes[t]; i++) {   // optim.SGD's update, nesterov, not the first step
+                float d = g[t][i] + wd * ep[i];
+                eb[i] = momentum * eb[i] + d;
+                ep[i] = ep[i] - lr * (d + momentum * eb[i]);
+            }
+            close(ep, back(dp[t], sizes[t]), "sgd p" + t);
+            close(eb, back(db[t], sizes[t]), "sgd buf" + t);
+        }
+        float beta1 = 0.9f;
+        float beta2 = 0.999f;
+        float eps = 1e-8f;
+        int step = 3;
+        float stepSize = (float) (lr / (1 - Math.pow(beta1, step)));
+        float bc2Sqrt = (float) Math.sqrt(1 - Math.pow(beta2, step));
+        float decay = 1 - lr * 0.01f;
+        float[] m = values(333, -0.1f, 0.1f);
+        float[] v = values(333, 0, 0.01f);
+        float[] pp = p[1];
+        MemorySegment mp = onGpu(pp);
+        MemorySegment mm = onGpu(m);
+        MemorySegment mv = onGpu(v);
+        cuda.adamw(longsOnGpu(mp.address()).address(), longsOnGpu(onGpu(g[1]).address()).address(),
+                longsOnGpu(mm.address()).address(), longsOnGpu(mv.address()).address(), longsOnGpu(333).address(), 1, 333,
+                beta1, beta2, eps, decay, stepSize, bc2Sqrt);
+        float[] ep = pp.clone();
+        for (int i = 0; i < 333; i++) {   // optim.AdamW's update
+            m[i] += (g[1][i] - m[i]) * (1 - beta1);
+            v[i] = beta2 * v[i] + (1 - beta2) * g[1][i] * g[1][i];
+            ep[i] = ep[i] * decay - stepSize * m[i] / ((float) Math.sqrt(v[i]) / bc2Sqrt + eps);
+        }
+        close(ep, back(mp, 333), "adamw p");
+        close(m, back(mm, 333), "adamw m");
+        close(v, back(mv, 333), "adamw v");
+    }
+
+    @Test
+    void nllLossForwardAndBackward() {
+        int n = 300;
+        int c = 10;
+        float[] logp = values(n * c, -5, 0);
+        long[] t = new long[n];
+        double sum = 0;
+        int kept = 0;
+        for (int i = 0; i < n; i++) {
+            t[i] = i % 7 == 0 ? -100 : random.nextInt(c);
+            if (t[i] != -100) {
+                sum += logp[i * c + (int) t[i]];
+                kept++;
+            }
+        }
+        MemorySegment out = empty(1);
+        MemorySegment count = empty(1);
+        MemorySegment bad = empty(1);
+        gpu.fill(bad.address(), 4, (byte) 0);
+        MemorySegment targets = longsOnGpu(t);
+        cuda.nllLoss(onGpu(logp).address(), targets.address(), out.address(), count.address(), n, c, -100, bad.address());
+        close((float) (-sum / kept), back(out, 1)[0], "nll");
+        MemorySegment g = onGpu(new float[] {2f});
+        MemorySegment dl = onGpu(new float[n * c]);
+        cuda.nllLossBackward(g.address(), targets.address(), dl.address(), n, c, -100, count.address());
+        float[] got = back(dl, n * c);
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < c; j++) {
+                assertEquals(t[i] == j ? -2f / kept : 0f, got[i * c + j], 1e-7f, "dlogp[" + i + "][" + j + "]");
+            }
+        }
+    }
+
+    @Test
+    void broadcastGatherAndMask() {
+        float[] a = values(6 * 4, -3, 3);   // [6, 4]
+        float[] b = values(4, 1, 3);        // [4], broadcast over rows
+        MemorySegment out = empty(24);
+        cuda.binaryBroadcast(3, onGpu(a).address(), new long[] {4, 1}, onGpu(b).address(), new long[] {0, 1},
+                out.address(), new int[] {6, 4});
+        float[] got = back(out, 24);
+        for (int i = 0; i < 24; i++) {
+            assertEquals(a[i] / b[i % 4], got[i], "a / b at " + i);
+        }
+        MemorySegment tr = empty(24);
+        cuda.gather(onGpu(a).address(), new long[] {1, 4}, tr.address(), new int[] {4, 6});   // the transpose
+        got = back(tr, 24);
+        for (int i = 0; i < 4; i++) {
+            for (int j = 0; j < 6; j++) {
+                assertEquals(a[j * 4 + i], got[i * 6 + j]);
+            }
+        }
+        float[] x = values(2 * 3 * 3, -1, 1);
+        MemorySegment masked = empty(18);
+        cuda.maskUpper(2, 3, 3, onGpu(x).address(), masked.address(), Float.NEGATIVE_INFINITY);
+        got = back(masked, 18);
+        for (int i = 0; i < 18; i++) {
+            int row = i % 9 / 3;
+            int col = i % 3;
+            assertEquals(col > row ? Float.NEGATIVE_INFINITY : x[i], got[i], "mask at " + i);
+        }
+    }
+
+    @Test
+    void embeddingAndDropoutBackward() {
+        int cols = 8;
+        long[] idx = {2, 0, 2};
+        float[] g = values(3 * cols, -1, 1);
+        MemorySegment dw = onGpu(new float[4 * cols]);
+        cuda.embeddingBackward(3, cols, onGpu(g).address(), longsOnGpu(idx).address(), dw.address());
+        float[] got = back(dw, 4 * cols);
+        for (int j = 0; j < cols; j++) {
+            assertEquals(g[j + cols], got[j], 1e-6f);
+            assertEquals(g[j] + g[2 * cols + j], got[2 * cols + j], 1e-6f);
+            assertEquals(0f, got[cols + j]);
+        }
+        float[] dy = values(5, -1, 1);
+        MemorySegment mask = empty(2);
+        gpu.copyFromHost(MemorySegment.ofArray(new byte[] {1, 0, 1, 1, 0}), mask.address());
+        MemorySegment dx = empty(5);
+        cuda.dropoutBackward(5, onGpu(dy).address(), mask.address(), dx.address(), 2f);
+        assertArrayEquals(new float[] {dy[0] * 2, 0, dy[2] * 2, dy[3] * 2, 0}, back(dx, 5));
+    }
+}
