@@ -4,11 +4,14 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * The reference kernels: one plain loop per kernel, written to be obviously correct rather than fast.
+ * The reference kernels: plain loops, written to be obviously correct rather than fast.
  * Sums and transcendental functions are evaluated in double and rounded once to float, so these results
  * are at least as accurate as any other implementation's; the tests compare every other implementation
- * against them. Also the fallback when {@code jdk.incubator.vector} is not available. Arguments are not checked
- * here: {@link CheckedKernels}, in front of every implementation, has checked them before a kernel runs.
+ * against them. Also the fallback when {@code jdk.incubator.vector} is not available.
+ *
+ * <p>The element-wise kernels share one loop per family ({@code map} over one or two inputs); each kernel gives
+ * only the math of one element. Arguments are not checked here: {@link CheckedKernels}, in front of every
+ * implementation, has checked them before a kernel runs.
  */
 final class ScalarKernels implements Kernels {
 
@@ -95,57 +98,72 @@ final class ScalarKernels implements Kernels {
         }
     }
 
+    // ------------------------------------------------------------------------------------------------ element-wise
+
+    /** The math of one element of a unary element-wise kernel. */
+    @FunctionalInterface
+    private interface Unary {
+        float apply(float x);
+    }
+
+    /** The math of one element of a binary element-wise kernel (or of a backward one: {@code a} is dy). */
+    @FunctionalInterface
+    private interface Binary {
+        float apply(float a, float b);
+    }
+
+    /** The loop of every unary element-wise kernel: {@code out[i] = f(x[i])}. */
+    private static void map(long n, MemorySegment x, long xOff, MemorySegment out, long outOff, Unary f) {
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, f.apply(get(x, xOff + i)));
+        }
+    }
+
+    /** The loop of every binary element-wise kernel: {@code out[i] = f(a[i], b[i])}. */
+    private static void map(long n, MemorySegment a, long aOff, MemorySegment b, long bOff,
+                            MemorySegment out, long outOff, Binary f) {
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, f.apply(get(a, aOff + i), get(b, bOff + i)));
+        }
+    }
+
     // ------------------------------------------------------------------------------------------------ binary
 
     @Override
     public void add(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, get(a, aOff + i) + get(b, bOff + i));
-        }
+        map(n, a, aOff, b, bOff, out, outOff, (u, v) -> u + v);
     }
 
     @Override
     public void sub(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, get(a, aOff + i) - get(b, bOff + i));
-        }
+        map(n, a, aOff, b, bOff, out, outOff, (u, v) -> u - v);
     }
 
     @Override
     public void mul(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, get(a, aOff + i) * get(b, bOff + i));
-        }
+        map(n, a, aOff, b, bOff, out, outOff, (u, v) -> u * v);
     }
 
     @Override
     public void div(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, get(a, aOff + i) / get(b, bOff + i));
-        }
+        map(n, a, aOff, b, bOff, out, outOff, (u, v) -> u / v);
     }
 
     // ------------------------------------------------------------------------------------------------ with a scalar
 
     @Override
     public void axpy(long n, float alpha, MemorySegment x, long xOff, MemorySegment y, long yOff) {
-        for (long i = 0; i < n; i++) {
-            set(y, yOff + i, get(y, yOff + i) + alpha * get(x, xOff + i));
-        }
+        map(n, y, yOff, x, xOff, y, yOff, (yv, xv) -> yv + alpha * xv);
     }
 
     @Override
     public void scale(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, s * get(x, xOff + i));
-        }
+        map(n, x, xOff, out, outOff, v -> s * v);
     }
 
     @Override
     public void addScalar(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, get(x, xOff + i) + s);
-        }
+        map(n, x, xOff, out, outOff, v -> v + s);
     }
 
     @Override
@@ -164,59 +182,43 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void neg(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, -get(x, xOff + i));
-        }
+        map(n, x, xOff, out, outOff, v -> -v);
     }
 
     @Override
     public void exp(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, (float) Math.exp(get(x, xOff + i)));
-        }
+        map(n, x, xOff, out, outOff, v -> (float) Math.exp(v));
     }
 
     @Override
     public void log(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, (float) Math.log(get(x, xOff + i)));
-        }
+        map(n, x, xOff, out, outOff, v -> (float) Math.log(v));
     }
 
     @Override
     public void sqrt(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, (float) Math.sqrt(get(x, xOff + i)));
-        }
+        map(n, x, xOff, out, outOff, v -> (float) Math.sqrt(v));
     }
 
     @Override
     public void tanh(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, (float) Math.tanh(get(x, xOff + i)));
-        }
+        map(n, x, xOff, out, outOff, v -> (float) Math.tanh(v));
     }
 
     @Override
     public void sigmoid(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, (float) (1.0 / (1.0 + Math.exp(-(double) get(x, xOff + i)))));
-        }
+        map(n, x, xOff, out, outOff, v -> (float) (1.0 / (1.0 + Math.exp(-(double) v))));
     }
 
     @Override
     public void relu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, Math.max(get(x, xOff + i), 0f));
-        }
+        map(n, x, xOff, out, outOff, v -> Math.max(v, 0f));
     }
 
     @Override
     public void reluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
                              MemorySegment dx, long dxOff) {
-        for (long i = 0; i < n; i++) {
-            set(dx, dxOff + i, get(x, xOff + i) > 0f ? get(dy, dyOff + i) : 0f);
-        }
+        map(n, dy, dyOff, x, xOff, dx, dxOff, (d, v) -> v > 0f ? d : 0f);
     }
 
     /**
@@ -245,17 +247,13 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void gelu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, (float) gelu(get(x, xOff + i)));
-        }
+        map(n, x, xOff, out, outOff, v -> (float) gelu(v));
     }
 
     @Override
     public void geluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
                              MemorySegment dx, long dxOff) {
-        for (long i = 0; i < n; i++) {
-            set(dx, dxOff + i, (float) (get(dy, dyOff + i) * geluDerivative(get(x, xOff + i))));
-        }
+        map(n, dy, dyOff, x, xOff, dx, dxOff, (d, v) -> (float) (d * geluDerivative(v)));
     }
 
     // ------------------------------------------------------------------------------------------------ reductions

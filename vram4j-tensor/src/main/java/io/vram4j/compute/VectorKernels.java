@@ -14,14 +14,23 @@ import jdk.incubator.vector.VectorSpecies;
  * that nothing else needs the incubator module to load.
  *
  * <p>Range kernels run a main loop over whole vectors of the preferred species and finish with one masked
- * vector for the tail, so every element goes through the same operations wherever it lies. Transcendental
- * functions use the Vector API's {@code EXP}, {@code LOG} and {@code TANH} (SVML intrinsics on x86-64,
- * within about one ulp). {@link #sum}, {@link #sumOfSquares} and {@link #dot} accumulate in double lanes;
- * row kernels accumulate in float lanes. sgemm is {@link VectorGemm}, split over threads by
+ * vector for the tail, so every element goes through the same operations wherever it lies. {@code exp} (and
+ * sigmoid, GELU, softmax, log-softmax backward, built on it) is {@link VectorExp}: adds, multiplies and FMAs,
+ * so the same bits interpreted and compiled; {@link #tanh} and {@link #log} are the scalar kernels
+ * ({@link Math} element by element), as the Vector API's {@code TANH} and {@code LOG} can differ in the last
+ * bit between the interpreter and C2. {@link #sum}, {@link #sumOfSquares} and {@link #dot} accumulate in
+ * double lanes; row kernels accumulate in float lanes. sgemm is {@link VectorGemm}, split over threads by
  * {@link ComputePool} when the problem is large and every segment may be accessed from other threads
  * (segments of a confined arena are processed on the calling thread only). All other kernels run on the
  * calling thread. Arguments are not checked here: {@link CheckedKernels}, in front of every implementation,
  * has checked them before a kernel runs.
+ *
+ * <p>Each element-wise kernel keeps its own loop, unlike the scalar kernels' one loop per family: the Vector
+ * API is fast only when the operation on a vector is inlined into the loop, and a loop shared by several
+ * kernels does not get that. Shared with an enum and a switch on it in the loop (tried), the kernels ran 1.3
+ * to 41 times slower per call in {@code ElementwiseBenchmark} (BENCHMARKS.md, "Element-wise kernels"). Shared
+ * with a lambda, the loop's one call site would see a lambda class per kernel, more than C2 inlines at one
+ * site, and vectors passed through a call that is not inlined are boxed.
  */
 final class VectorKernels implements Kernels {
 

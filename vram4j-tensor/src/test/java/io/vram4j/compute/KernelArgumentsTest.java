@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -189,7 +190,7 @@ class KernelArgumentsTest {
         for (Method kernel : kernels()) {
             List<Param> ps = params(kernel);
             try (Arena arena = Arena.ofConfined()) {
-                assertEquals(null, call(k, kernel, validArgs(ps, arena)), kernel.getName() + " with valid arguments");
+                assertNull(call(k, kernel, validArgs(ps, arena)), kernel.getName() + " with valid arguments");
                 for (Bad bad : spoilers(ps, arena)) {
                     Object[] args = validArgs(ps, arena);
                     args[bad.index()] = bad.value();
@@ -197,7 +198,7 @@ class KernelArgumentsTest {
                     RuntimeException thrown = call(k, kernel, args);
                     String where = k.name() + "." + kernel.getName() + " with " + bad.what();
                     if (bad.expected() == null) {
-                        assertEquals(null, thrown, where + " is allowed");
+                        assertNull(thrown, where + " is allowed");
                         continue;
                     }
                     assertInstanceOf(bad.expected(), thrown, where);
@@ -269,7 +270,7 @@ class KernelArgumentsTest {
         for (Method kernel : kernels()) {
             List<Param> ps = params(kernel);
             try (Arena arena = Arena.ofConfined()) {
-                assertEquals(null, call(checked, kernel, validArgs(ps, arena)));
+                assertNull(call(checked, kernel, validArgs(ps, arena)));
                 assertEquals(1, calls.getAndSet(0), kernel.getName() + ": a valid call reaches the implementation");
                 for (Bad bad : spoilers(ps, arena)) {
                     Object[] args = validArgs(ps, arena);
@@ -277,7 +278,7 @@ class KernelArgumentsTest {
                     RuntimeException thrown = call(checked, kernel, args);
                     String where = kernel.getName() + " with " + bad.what();
                     if (bad.expected() == null) {
-                        assertEquals(null, thrown, where);
+                        assertNull(thrown, where);
                         assertEquals(1, calls.getAndSet(0), where + " reaches the implementation");
                     } else {
                         assertInstanceOf(bad.expected(), thrown, where);
