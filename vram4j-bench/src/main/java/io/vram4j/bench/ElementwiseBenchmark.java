@@ -27,9 +27,12 @@ import java.util.concurrent.TimeUnit;
  * (average time); {@code n / score} is elements per nanosecond. {@code impl} picks {@link Kernels#vector()}
  * or {@link Kernels#scalar()}; {@code n} = 16,384 keeps the three operands (192 KiB) in L2, so the
  * kernels' loops rather than memory bandwidth are measured. Inputs are random in [-4, 4) (positive for
- * {@code sqrt}), in native memory, 64-byte aligned. The setup runs {@link Kernels#warmUp()} first, as
- * {@code train} does: every kernel has then been called, so a loop shared by several kernels is measured
- * with the mixed profile it has in real use, not one JMH's fork would give it with a single kernel.
+ * {@code sqrt}), in native memory (a shared arena, as the {@code host} device's memory), 64-byte aligned.
+ *
+ * <p>With {@code warmUp=true} the setup first runs {@link Kernels#warmUp()}, as {@code train} does: every
+ * kernel has then been called, so a loop shared by several kernels is measured with the mixed profile it has
+ * in real use, not the single-kernel profile of a JMH fork. Its inputs live in a confined arena, so the
+ * compiled kernels then also meet a second kind of segment; figures with it vary much more from fork to fork.
  *
  * <pre>
  *   ./mvnw -B -q -pl vram4j-bench -am package -DskipTests
@@ -51,6 +54,9 @@ public class ElementwiseBenchmark {
     @Param({"16384"})
     public int n;
 
+    @Param({"false"})
+    public boolean warmUp;
+
     private Arena arena;
     private Kernels k;
     private MemorySegment a;
@@ -65,7 +71,9 @@ public class ElementwiseBenchmark {
             case "scalar" -> Kernels.scalar();
             default -> throw new IllegalArgumentException("impl must be vector or scalar, not " + impl);
         };
-        k.warmUp();
+        if (warmUp) {
+            k.warmUp();
+        }
         arena = Arena.ofShared();
         SplittableRandom rnd = new SplittableRandom(7);
         a = random(rnd, -4, 8);
