@@ -8,7 +8,8 @@ import java.lang.invoke.MethodType;
  * Picks the kernel implementation, once, at first use. The Vector API implementation is only ever reached
  * through reflection, so this class (and {@link Kernels}, {@link ScalarKernels}) load in a JVM started
  * without {@code --add-modules jdk.incubator.vector}; there, initialising {@code VectorKernels} fails with
- * a {@link LinkageError}, which is caught and turns into "vector unavailable".
+ * a {@link LinkageError}, which is caught and turns into "vector unavailable". Every implementation it hands
+ * out is wrapped in {@link CheckedKernels}, the one place kernel arguments are checked.
  *
  * <p>System properties, read once:
  * <ul>
@@ -39,7 +40,7 @@ final class KernelSelector {
                         KernelSelector.class.getClassLoader());
                 MethodHandle create = MethodHandles.lookup().findStatic(cls, "create",
                         MethodType.methodType(Kernels.class, int.class));
-                k = (Kernels) create.invoke(defaultThreads());
+                k = CheckedKernels.of((Kernels) create.invoke(defaultThreads()));
             } catch (LinkageError | ReflectiveOperationException | RuntimeException e) {
                 failure = e;
             } catch (Throwable t) {
@@ -52,6 +53,9 @@ final class KernelSelector {
             }
         }
     }
+
+    /** The scalar kernels behind the argument checks, the one instance {@link Kernels#scalar()} returns. */
+    static final Kernels SCALAR = CheckedKernels.of(ScalarKernels.INSTANCE);
 
     private static final class BestHolder {
         static final Kernels BEST = choose(System.getProperty(PROPERTY, ""));
@@ -94,12 +98,12 @@ final class KernelSelector {
         String want = property == null ? "" : property.trim();
         Kernels chosen;
         if (want.equalsIgnoreCase("scalar")) {
-            chosen = ScalarKernels.INSTANCE;
+            chosen = SCALAR;
         } else {
             if (!want.isEmpty() && !want.equalsIgnoreCase("vector")) {
                 LOG.log(System.Logger.Level.WARNING, "unknown " + PROPERTY + "=" + want + "; choosing automatically");
             }
-            chosen = vectorAvailable() ? VectorHolder.VECTOR : ScalarKernels.INSTANCE;
+            chosen = vectorAvailable() ? VectorHolder.VECTOR : SCALAR;
             if (want.equalsIgnoreCase("vector") && !vectorAvailable()) {
                 LOG.log(System.Logger.Level.WARNING, PROPERTY + "=vector but the Vector API is unavailable ("
                         + VectorHolder.FAILURE + "); using scalar kernels");

@@ -39,7 +39,9 @@ import java.lang.foreign.MemorySegment;
  * {@link IllegalArgumentException} for negative sizes or bad leading dimensions, and (as FFM throws it)
  * when an output segment is read-only; {@link IndexOutOfBoundsException} when a range does not fit its
  * segment; {@link NullPointerException} for a null segment that is not optional. These are checked before
- * anything is written. Segment access may also throw {@link IllegalStateException} (its arena is closed)
+ * anything is written, by one checking layer that {@link #scalar()}, {@link #vector()}, {@link #best()} and
+ * {@link #withThreads} put in front of the implementation, so every implementation throws them alike, each
+ * with a message that names the argument. Segment access may also throw {@link IllegalStateException} (its arena is closed)
  * or {@link WrongThreadException} (it is confined to another thread).
  */
 public interface Kernels {
@@ -80,7 +82,7 @@ public interface Kernels {
 
     /** @return the scalar reference kernels (always available) */
     static Kernels scalar() {
-        return ScalarKernels.INSTANCE;
+        return KernelSelector.SCALAR;
     }
 
     /**

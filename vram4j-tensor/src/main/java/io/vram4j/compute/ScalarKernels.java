@@ -4,10 +4,14 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * The reference kernels: one plain loop per kernel, written to be obviously correct rather than fast.
+ * The reference kernels: plain loops, written to be obviously correct rather than fast.
  * Sums and transcendental functions are evaluated in double and rounded once to float, so these results
  * are at least as accurate as any other implementation's; the tests compare every other implementation
  * against them. Also the fallback when {@code jdk.incubator.vector} is not available.
+ *
+ * <p>The element-wise kernels share one loop per family ({@code map} over one or two inputs); each kernel gives
+ * only the math of one element. Arguments are not checked here: {@link CheckedKernels}, in front of every
+ * implementation, has checked them before a kernel runs.
  */
 final class ScalarKernels implements Kernels {
 
@@ -42,9 +46,6 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public Kernels withThreads(int threads) {
-        if (threads < 1) {
-            throw new IllegalArgumentException("threads must be >= 1, got " + threads);
-        }
         return this;
     }
 
@@ -59,7 +60,6 @@ final class ScalarKernels implements Kernels {
     public void sgemm(boolean transA, boolean transB, int m, int n, int k, float alpha,
                       MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
                       float beta, MemorySegment c, long cOff, int ldc) {
-        Checks.gemm(transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, c, cOff, ldc);
         gemm(transA, transB, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc);
     }
 
@@ -92,11 +92,38 @@ final class ScalarKernels implements Kernels {
                              MemorySegment a, long aOff, int lda, long strideA,
                              MemorySegment b, long bOff, int ldb, long strideB,
                              float beta, MemorySegment c, long cOff, int ldc, long strideC) {
-        Checks.gemmBatched(batch, transA, transB, m, n, k, a, aOff, lda, strideA, b, bOff, ldb, strideB,
-                c, cOff, ldc, strideC);
         for (int i = 0; i < batch; i++) {
             gemm(transA, transB, m, n, k, alpha, a, aOff + i * strideA, lda, b, bOff + i * strideB, ldb,
                     beta, c, cOff + i * strideC, ldc);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ element-wise
+
+    /** The math of one element of a unary element-wise kernel. */
+    @FunctionalInterface
+    private interface Unary {
+        float apply(float x);
+    }
+
+    /** The math of one element of a binary element-wise kernel (or of a backward one: {@code a} is dy). */
+    @FunctionalInterface
+    private interface Binary {
+        float apply(float a, float b);
+    }
+
+    /** The loop of every unary element-wise kernel: {@code out[i] = f(x[i])}. */
+    private static void map(long n, MemorySegment x, long xOff, MemorySegment out, long outOff, Unary f) {
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, f.apply(get(x, xOff + i)));
+        }
+    }
+
+    /** The loop of every binary element-wise kernel: {@code out[i] = f(a[i], b[i])}. */
+    private static void map(long n, MemorySegment a, long aOff, MemorySegment b, long bOff,
+                            MemorySegment out, long outOff, Binary f) {
+        for (long i = 0; i < n; i++) {
+            set(out, outOff + i, f.apply(get(a, aOff + i), get(b, bOff + i)));
         }
     }
 
@@ -104,66 +131,43 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void add(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        Checks.range3(n, a, aOff, "a", b, bOff, "b", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, get(a, aOff + i) + get(b, bOff + i));
-        }
+        map(n, a, aOff, b, bOff, out, outOff, (u, v) -> u + v);
     }
 
     @Override
     public void sub(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        Checks.range3(n, a, aOff, "a", b, bOff, "b", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, get(a, aOff + i) - get(b, bOff + i));
-        }
+        map(n, a, aOff, b, bOff, out, outOff, (u, v) -> u - v);
     }
 
     @Override
     public void mul(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        Checks.range3(n, a, aOff, "a", b, bOff, "b", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, get(a, aOff + i) * get(b, bOff + i));
-        }
+        map(n, a, aOff, b, bOff, out, outOff, (u, v) -> u * v);
     }
 
     @Override
     public void div(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        Checks.range3(n, a, aOff, "a", b, bOff, "b", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, get(a, aOff + i) / get(b, bOff + i));
-        }
+        map(n, a, aOff, b, bOff, out, outOff, (u, v) -> u / v);
     }
 
     // ------------------------------------------------------------------------------------------------ with a scalar
 
     @Override
     public void axpy(long n, float alpha, MemorySegment x, long xOff, MemorySegment y, long yOff) {
-        Checks.range2(n, x, xOff, "x", y, yOff, "y");
-        for (long i = 0; i < n; i++) {
-            set(y, yOff + i, get(y, yOff + i) + alpha * get(x, xOff + i));
-        }
+        map(n, y, yOff, x, xOff, y, yOff, (yv, xv) -> yv + alpha * xv);
     }
 
     @Override
     public void scale(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, s * get(x, xOff + i));
-        }
+        map(n, x, xOff, out, outOff, v -> s * v);
     }
 
     @Override
     public void addScalar(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, get(x, xOff + i) + s);
-        }
+        map(n, x, xOff, out, outOff, v -> v + s);
     }
 
     @Override
     public void fill(long n, float v, MemorySegment out, long outOff) {
-        Checks.range1(n, out, outOff, "out");
-        Checks.writable(out, "out");
         for (long i = 0; i < n; i++) {
             set(out, outOff + i, v);
         }
@@ -171,7 +175,6 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void copy(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
-        Checks.range2(n, src, srcOff, "src", dst, dstOff, "dst");
         MemorySegment.copy(src, srcOff * Float.BYTES, dst, dstOff * Float.BYTES, n * Float.BYTES);
     }
 
@@ -179,67 +182,43 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void neg(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, -get(x, xOff + i));
-        }
+        map(n, x, xOff, out, outOff, v -> -v);
     }
 
     @Override
     public void exp(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, (float) Math.exp(get(x, xOff + i)));
-        }
+        map(n, x, xOff, out, outOff, v -> (float) Math.exp(v));
     }
 
     @Override
     public void log(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, (float) Math.log(get(x, xOff + i)));
-        }
+        map(n, x, xOff, out, outOff, v -> (float) Math.log(v));
     }
 
     @Override
     public void sqrt(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, (float) Math.sqrt(get(x, xOff + i)));
-        }
+        map(n, x, xOff, out, outOff, v -> (float) Math.sqrt(v));
     }
 
     @Override
     public void tanh(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, (float) Math.tanh(get(x, xOff + i)));
-        }
+        map(n, x, xOff, out, outOff, v -> (float) Math.tanh(v));
     }
 
     @Override
     public void sigmoid(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, (float) (1.0 / (1.0 + Math.exp(-(double) get(x, xOff + i)))));
-        }
+        map(n, x, xOff, out, outOff, v -> (float) (1.0 / (1.0 + Math.exp(-(double) v))));
     }
 
     @Override
     public void relu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, Math.max(get(x, xOff + i), 0f));
-        }
+        map(n, x, xOff, out, outOff, v -> Math.max(v, 0f));
     }
 
     @Override
     public void reluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
                              MemorySegment dx, long dxOff) {
-        Checks.range3(n, dy, dyOff, "dy", x, xOff, "x", dx, dxOff, "dx");
-        for (long i = 0; i < n; i++) {
-            set(dx, dxOff + i, get(x, xOff + i) > 0f ? get(dy, dyOff + i) : 0f);
-        }
+        map(n, dy, dyOff, x, xOff, dx, dxOff, (d, v) -> v > 0f ? d : 0f);
     }
 
     /**
@@ -268,26 +247,19 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void gelu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
-        for (long i = 0; i < n; i++) {
-            set(out, outOff + i, (float) gelu(get(x, xOff + i)));
-        }
+        map(n, x, xOff, out, outOff, v -> (float) gelu(v));
     }
 
     @Override
     public void geluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
                              MemorySegment dx, long dxOff) {
-        Checks.range3(n, dy, dyOff, "dy", x, xOff, "x", dx, dxOff, "dx");
-        for (long i = 0; i < n; i++) {
-            set(dx, dxOff + i, (float) (get(dy, dyOff + i) * geluDerivative(get(x, xOff + i))));
-        }
+        map(n, dy, dyOff, x, xOff, dx, dxOff, (d, v) -> (float) (d * geluDerivative(v)));
     }
 
     // ------------------------------------------------------------------------------------------------ reductions
 
     @Override
     public float sum(long n, MemorySegment x, long xOff) {
-        Checks.range1(n, x, xOff, "x");
         double s = 0;
         for (long i = 0; i < n; i++) {
             s += get(x, xOff + i);
@@ -297,7 +269,6 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public float max(long n, MemorySegment x, long xOff) {
-        Checks.range1(n, x, xOff, "x");
         float m = Float.NEGATIVE_INFINITY;
         for (long i = 0; i < n; i++) {
             m = Math.max(m, get(x, xOff + i));
@@ -307,7 +278,6 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public float sumOfSquares(long n, MemorySegment x, long xOff) {
-        Checks.range1(n, x, xOff, "x");
         double s = 0;
         for (long i = 0; i < n; i++) {
             double v = get(x, xOff + i);
@@ -318,8 +288,6 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public float dot(long n, MemorySegment x, long xOff, MemorySegment y, long yOff) {
-        Checks.range1(n, x, xOff, "x");
-        Checks.range(y, yOff, n, "y");
         double s = 0;
         for (long i = 0; i < n; i++) {
             s += (double) get(x, xOff + i) * get(y, yOff + i);
@@ -329,7 +297,6 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public boolean anyNonFinite(long n, MemorySegment x, long xOff) {
-        Checks.range1(n, x, xOff, "x");
         for (long i = 0; i < n; i++) {
             if (!Float.isFinite(get(x, xOff + i))) {
                 return true;
@@ -342,8 +309,6 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void softmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
-        Checks.writable(out, "out");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -363,8 +328,6 @@ final class ScalarKernels implements Kernels {
 
     @Override
     public void logSoftmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
-        Checks.writable(out, "out");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -386,9 +349,6 @@ final class ScalarKernels implements Kernels {
     @Override
     public void softmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
                                     MemorySegment dx, long dxOff) {
-        Checks.rows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
-        Checks.range(dx, dxOff, (long) rows * cols, "dx");
-        Checks.writable(dx, "dx");
         for (int r = 0; r < rows; r++) {
             long base = (long) r * cols;
             double dot = 0;
@@ -405,9 +365,6 @@ final class ScalarKernels implements Kernels {
     @Override
     public void logSoftmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
                                        MemorySegment dx, long dxOff) {
-        Checks.rows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
-        Checks.range(dx, dxOff, (long) rows * cols, "dx");
-        Checks.writable(dx, "dx");
         for (int r = 0; r < rows; r++) {
             long base = (long) r * cols;
             double sum = 0;
@@ -426,14 +383,6 @@ final class ScalarKernels implements Kernels {
                               MemorySegment gamma, long gammaOff, MemorySegment beta, long betaOff, float eps,
                               MemorySegment out, long outOff, MemorySegment mean, long meanOff,
                               MemorySegment rstd, long rstdOff) {
-        Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
-        Checks.writable(out, "out");
-        Checks.optionalRange(gamma, gammaOff, cols, "gamma");
-        Checks.optionalRange(beta, betaOff, cols, "beta");
-        Checks.optionalRange(mean, meanOff, rows, "mean");
-        Checks.optionalRange(rstd, rstdOff, rows, "rstd");
-        Checks.writable(mean, "mean");
-        Checks.writable(rstd, "rstd");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -474,16 +423,6 @@ final class ScalarKernels implements Kernels {
                                       MemorySegment gamma, long gammaOff,
                                       MemorySegment dx, long dxOff, MemorySegment dgamma, long dgammaOff,
                                       MemorySegment dbeta, long dbetaOff) {
-        Checks.rows(rows, cols, dy, dyOff, "dy", x, xOff, "x");
-        Checks.range(mean, meanOff, rows, "mean");
-        Checks.range(rstd, rstdOff, rows, "rstd");
-        Checks.optionalRange(gamma, gammaOff, cols, "gamma");
-        Checks.optionalRange(dx, dxOff, (long) rows * cols, "dx");
-        Checks.optionalRange(dgamma, dgammaOff, cols, "dgamma");
-        Checks.optionalRange(dbeta, dbetaOff, cols, "dbeta");
-        Checks.writable(dx, "dx");
-        Checks.writable(dgamma, "dgamma");
-        Checks.writable(dbeta, "dbeta");
         double[] dg = new double[cols];
         double[] db = new double[cols];
         for (int r = 0; r < rows; r++) {

@@ -14,13 +14,23 @@ import jdk.incubator.vector.VectorSpecies;
  * that nothing else needs the incubator module to load.
  *
  * <p>Range kernels run a main loop over whole vectors of the preferred species and finish with one masked
- * vector for the tail, so every element goes through the same operations wherever it lies. Transcendental
- * functions use the Vector API's {@code EXP}, {@code LOG} and {@code TANH} (SVML intrinsics on x86-64,
- * within about one ulp). {@link #sum}, {@link #sumOfSquares} and {@link #dot} accumulate in double lanes;
- * row kernels accumulate in float lanes. sgemm is {@link VectorGemm}, split over threads by
+ * vector for the tail, so every element goes through the same operations wherever it lies. {@code exp} (and
+ * sigmoid, GELU, softmax, log-softmax backward, built on it) is {@link VectorExp}: adds, multiplies and FMAs,
+ * so the same bits interpreted and compiled; {@link #tanh} and {@link #log} are the scalar kernels
+ * ({@link Math} element by element), as the Vector API's {@code TANH} and {@code LOG} can differ in the last
+ * bit between the interpreter and C2. {@link #sum}, {@link #sumOfSquares} and {@link #dot} accumulate in
+ * double lanes; row kernels accumulate in float lanes. sgemm is {@link VectorGemm}, split over threads by
  * {@link ComputePool} when the problem is large and every segment may be accessed from other threads
  * (segments of a confined arena are processed on the calling thread only). All other kernels run on the
- * calling thread.
+ * calling thread. Arguments are not checked here: {@link CheckedKernels}, in front of every implementation,
+ * has checked them before a kernel runs.
+ *
+ * <p>Each element-wise kernel keeps its own loop, unlike the scalar kernels' one loop per family: the Vector
+ * API is fast only when the operation on a vector is inlined into the loop, and a loop shared by several
+ * kernels does not get that. Shared with an enum and a switch on it in the loop (tried), the kernels ran 1.3
+ * to 41 times slower per call in {@code ElementwiseBenchmark} (BENCHMARKS.md, "Element-wise kernels"). Shared
+ * with a lambda, the loop's one call site would see a lambda class per kernel, more than C2 inlines at one
+ * site, and vectors passed through a call that is not inlined are boxed.
  */
 final class VectorKernels implements Kernels {
 
@@ -53,9 +63,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public Kernels withThreads(int threads) {
-        if (threads < 1) {
-            throw new IllegalArgumentException("threads must be >= 1, got " + threads);
-        }
         return threads == this.threads ? this : new VectorKernels(threads);
     }
 
@@ -70,7 +77,6 @@ final class VectorKernels implements Kernels {
     public void sgemm(boolean transA, boolean transB, int m, int n, int k, float alpha,
                       MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
                       float beta, MemorySegment c, long cOff, int ldc) {
-        Checks.gemm(transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, c, cOff, ldc);
         gemm(threads, transA, transB, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc);
     }
 
@@ -79,8 +85,6 @@ final class VectorKernels implements Kernels {
                              MemorySegment a, long aOff, int lda, long strideA,
                              MemorySegment b, long bOff, int ldb, long strideB,
                              float beta, MemorySegment c, long cOff, int ldc, long strideC) {
-        Checks.gemmBatched(batch, transA, transB, m, n, k, a, aOff, lda, strideA, b, bOff, ldb, strideB,
-                c, cOff, ldc, strideC);
         long macs = (long) m * n * k;
         boolean shareable = shareable(a) && shareable(b) && shareable(c);
         if (shareable && threads > 1 && (batch >= 2 * threads || (batch > 1 && macs < VectorGemm.PARALLEL_MIN_MACS))) {
@@ -165,7 +169,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void add(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        Checks.range3(n, a, aOff, "a", b, bOff, "b", out, outOff, "out");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
             store(load(a, aOff + i).add(load(b, bOff + i)), out, outOff + i);
@@ -178,7 +181,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void sub(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        Checks.range3(n, a, aOff, "a", b, bOff, "b", out, outOff, "out");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
             store(load(a, aOff + i).sub(load(b, bOff + i)), out, outOff + i);
@@ -191,7 +193,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void mul(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        Checks.range3(n, a, aOff, "a", b, bOff, "b", out, outOff, "out");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
             store(load(a, aOff + i).mul(load(b, bOff + i)), out, outOff + i);
@@ -204,7 +205,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void div(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        Checks.range3(n, a, aOff, "a", b, bOff, "b", out, outOff, "out");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
             store(load(a, aOff + i).div(load(b, bOff + i)), out, outOff + i);
@@ -219,7 +219,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void axpy(long n, float alpha, MemorySegment x, long xOff, MemorySegment y, long yOff) {
-        Checks.range2(n, x, xOff, "x", y, yOff, "y");
         FloatVector av = FloatVector.broadcast(SP, alpha);
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
@@ -233,7 +232,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void scale(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
             store(load(x, xOff + i).mul(s), out, outOff + i);
@@ -246,7 +244,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void addScalar(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
             store(load(x, xOff + i).add(s), out, outOff + i);
@@ -259,8 +256,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void fill(long n, float v, MemorySegment out, long outOff) {
-        Checks.range1(n, out, outOff, "out");
-        Checks.writable(out, "out");
         if (Float.floatToRawIntBits(v) == 0) {
             out.asSlice(outOff * Float.BYTES, n * Float.BYTES).fill((byte) 0);
             return;
@@ -277,7 +272,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void copy(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
-        Checks.range2(n, src, srcOff, "src", dst, dstOff, "dst");
         MemorySegment.copy(src, srcOff * Float.BYTES, dst, dstOff * Float.BYTES, n * Float.BYTES);
     }
 
@@ -285,7 +279,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void neg(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
             store(load(x, xOff + i).neg(), out, outOff + i);
@@ -298,7 +291,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void exp(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
             store(VectorExp.exp(load(x, xOff + i)), out, outOff + i);
@@ -318,7 +310,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void sqrt(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
             store(load(x, xOff + i).lanewise(VectorOperators.SQRT), out, outOff + i);
@@ -348,7 +339,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void sigmoid(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
             store(sigmoid(load(x, xOff + i)), out, outOff + i);
@@ -361,7 +351,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void relu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
             store(load(x, xOff + i).max(0f), out, outOff + i);
@@ -375,7 +364,6 @@ final class VectorKernels implements Kernels {
     @Override
     public void reluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
                              MemorySegment dx, long dxOff) {
-        Checks.range3(n, dy, dyOff, "dy", x, xOff, "x", dx, dxOff, "dx");
         FloatVector zero = FloatVector.zero(SP);
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
@@ -410,7 +398,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void gelu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.range2(n, x, xOff, "x", out, outOff, "out");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
             store(gelu(load(x, xOff + i)), out, outOff + i);
@@ -424,7 +411,6 @@ final class VectorKernels implements Kernels {
     @Override
     public void geluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
                              MemorySegment dx, long dxOff) {
-        Checks.range3(n, dy, dyOff, "dy", x, xOff, "x", dx, dxOff, "dx");
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
             store(geluDerivative(load(x, xOff + i)).mul(load(dy, dyOff + i)), dx, dxOff + i);
@@ -447,7 +433,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public float sum(long n, MemorySegment x, long xOff) {
-        Checks.range1(n, x, xOff, "x");
         DoubleVector s0 = DoubleVector.zero(DS);
         DoubleVector s1 = DoubleVector.zero(DS);
         long i = 0;
@@ -466,7 +451,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public float max(long n, MemorySegment x, long xOff) {
-        Checks.range1(n, x, xOff, "x");
         FloatVector mx = FloatVector.broadcast(SP, Float.NEGATIVE_INFINITY);
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
@@ -481,7 +465,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public float sumOfSquares(long n, MemorySegment x, long xOff) {
-        Checks.range1(n, x, xOff, "x");
         DoubleVector s0 = DoubleVector.zero(DS);
         DoubleVector s1 = DoubleVector.zero(DS);
         long i = 0;
@@ -504,8 +487,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public float dot(long n, MemorySegment x, long xOff, MemorySegment y, long yOff) {
-        Checks.range1(n, x, xOff, "x");
-        Checks.range(y, yOff, n, "y");
         DoubleVector s0 = DoubleVector.zero(DS);
         DoubleVector s1 = DoubleVector.zero(DS);
         long i = 0;
@@ -527,7 +508,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public boolean anyNonFinite(long n, MemorySegment x, long xOff) {
-        Checks.range1(n, x, xOff, "x");
         // x * 0 is (signed) zero for every finite x and NaN for infinities and NaN; NaN then sticks in acc
         FloatVector zero = FloatVector.zero(SP);
         FloatVector acc = zero;
@@ -589,8 +569,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void softmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
-        Checks.writable(out, "out");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -623,8 +601,6 @@ final class VectorKernels implements Kernels {
 
     @Override
     public void logSoftmaxRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
-        Checks.writable(out, "out");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -654,9 +630,6 @@ final class VectorKernels implements Kernels {
     @Override
     public void softmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
                                     MemorySegment dx, long dxOff) {
-        Checks.rows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
-        Checks.range(dx, dxOff, (long) rows * cols, "dx");
-        Checks.writable(dx, "dx");
         for (int r = 0; r < rows; r++) {
             long base = (long) r * cols;
             float dot = rowDot(dy, dyOff + base, y, yOff + base, cols);
@@ -674,9 +647,6 @@ final class VectorKernels implements Kernels {
     @Override
     public void logSoftmaxBackwardRows(int rows, int cols, MemorySegment y, long yOff, MemorySegment dy, long dyOff,
                                        MemorySegment dx, long dxOff) {
-        Checks.rows(rows, cols, y, yOff, "y", dy, dyOff, "dy");
-        Checks.range(dx, dxOff, (long) rows * cols, "dx");
-        Checks.writable(dx, "dx");
         for (int r = 0; r < rows; r++) {
             long base = (long) r * cols;
             FloatVector negSum = FloatVector.broadcast(SP, -rowSum(dy, dyOff + base, cols));
@@ -698,14 +668,6 @@ final class VectorKernels implements Kernels {
                               MemorySegment gamma, long gammaOff, MemorySegment beta, long betaOff, float eps,
                               MemorySegment out, long outOff, MemorySegment mean, long meanOff,
                               MemorySegment rstd, long rstdOff) {
-        Checks.rows(rows, cols, x, xOff, "x", out, outOff, "out");
-        Checks.writable(out, "out");
-        Checks.optionalRange(gamma, gammaOff, cols, "gamma");
-        Checks.optionalRange(beta, betaOff, cols, "beta");
-        Checks.optionalRange(mean, meanOff, rows, "mean");
-        Checks.optionalRange(rstd, rstdOff, rows, "rstd");
-        Checks.writable(mean, "mean");
-        Checks.writable(rstd, "rstd");
         for (int r = 0; r < rows; r++) {
             long xr = xOff + (long) r * cols;
             long or = outOff + (long) r * cols;
@@ -761,16 +723,6 @@ final class VectorKernels implements Kernels {
                                       MemorySegment gamma, long gammaOff,
                                       MemorySegment dx, long dxOff, MemorySegment dgamma, long dgammaOff,
                                       MemorySegment dbeta, long dbetaOff) {
-        Checks.rows(rows, cols, dy, dyOff, "dy", x, xOff, "x");
-        Checks.range(mean, meanOff, rows, "mean");
-        Checks.range(rstd, rstdOff, rows, "rstd");
-        Checks.optionalRange(gamma, gammaOff, cols, "gamma");
-        Checks.optionalRange(dx, dxOff, (long) rows * cols, "dx");
-        Checks.optionalRange(dgamma, dgammaOff, cols, "dgamma");
-        Checks.optionalRange(dbeta, dbetaOff, cols, "dbeta");
-        Checks.writable(dx, "dx");
-        Checks.writable(dgamma, "dgamma");
-        Checks.writable(dbeta, "dbeta");
         if (dgamma != null) {
             fill(cols, 0f, dgamma, dgammaOff);
         }

@@ -1,0 +1,308 @@
+package io.vram4j.compute;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.lang.reflect.Proxy;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Every kernel of {@link Kernels}, called with one bad argument at a time, against every implementation
+ * through the public entry points: the exception {@link Kernels} documents (naming the argument), thrown before
+ * anything is written. And the completeness check, by reflection over {@link Kernels}' methods: every kernel is
+ * in this test's table and is checked by {@link CheckedKernels} before the implementation behind it is reached.
+ *
+ * <p>A call is built from the table below: the parameter names of each kernel, in order, as its Javadoc gives
+ * them; a segment marked {@code *} is written by the kernel, one marked {@code ?} may be null. The valid call
+ * uses 3 for every int (sizes, leading dimensions), 9 for every other long (counts, batch strides), offset 1
+ * for every segment and segments of 64 floats.
+ */
+class KernelArgumentsTest {
+
+    private static final Map<String, String> SIGNATURES = Map.ofEntries(
+            Map.entry("sgemm", "transA transB m n k alpha A aOff lda B bOff ldb beta C* cOff ldc"),
+            Map.entry("sgemmBatched", "batch transA transB m n k alpha A aOff lda strideA B bOff ldb strideB "
+                    + "beta C* cOff ldc strideC"),
+            Map.entry("add", "n a aOff b bOff out* outOff"),
+            Map.entry("sub", "n a aOff b bOff out* outOff"),
+            Map.entry("mul", "n a aOff b bOff out* outOff"),
+            Map.entry("div", "n a aOff b bOff out* outOff"),
+            Map.entry("axpy", "n alpha x xOff y* yOff"),
+            Map.entry("scale", "n s x xOff out* outOff"),
+            Map.entry("addScalar", "n s x xOff out* outOff"),
+            Map.entry("fill", "n v out* outOff"),
+            Map.entry("copy", "n src srcOff dst* dstOff"),
+            Map.entry("neg", "n x xOff out* outOff"),
+            Map.entry("exp", "n x xOff out* outOff"),
+            Map.entry("log", "n x xOff out* outOff"),
+            Map.entry("sqrt", "n x xOff out* outOff"),
+            Map.entry("tanh", "n x xOff out* outOff"),
+            Map.entry("sigmoid", "n x xOff out* outOff"),
+            Map.entry("relu", "n x xOff out* outOff"),
+            Map.entry("reluBackward", "n dy dyOff x xOff dx* dxOff"),
+            Map.entry("gelu", "n x xOff out* outOff"),
+            Map.entry("geluBackward", "n dy dyOff x xOff dx* dxOff"),
+            Map.entry("sum", "n x xOff"),
+            Map.entry("max", "n x xOff"),
+            Map.entry("sumOfSquares", "n x xOff"),
+            Map.entry("dot", "n x xOff y yOff"),
+            Map.entry("anyNonFinite", "n x xOff"),
+            Map.entry("softmaxRows", "rows cols x xOff out* outOff"),
+            Map.entry("logSoftmaxRows", "rows cols x xOff out* outOff"),
+            Map.entry("softmaxBackwardRows", "rows cols y yOff dy dyOff dx* dxOff"),
+            Map.entry("logSoftmaxBackwardRows", "rows cols y yOff dy dyOff dx* dxOff"),
+            Map.entry("layerNormRows", "rows cols x xOff gamma? gammaOff beta? betaOff eps out* outOff "
+                    + "mean?* meanOff rstd?* rstdOff"),
+            Map.entry("layerNormBackwardRows", "rows cols dy dyOff x xOff mean meanOff rstd rstdOff gamma? gammaOff "
+                    + "dx?* dxOff dgamma?* dgammaOff dbeta?* dbetaOff"));
+
+    private static final int SEGMENT_FLOATS = 64;
+
+    /** One parameter of a kernel, as the table names it. */
+    record Param(String name, Class<?> type, boolean output, boolean optional, boolean offset) {
+    }
+
+    /** How a call is spoiled: the argument it changes, the value it gets, what the kernel must do. */
+    record Bad(int index, String what, Object value, Class<? extends RuntimeException> expected) {
+    }
+
+    /** The kernels of the interface: its abstract methods that take memory (name, threads, withThreads do not). */
+    static List<Method> kernels() {
+        return Arrays.stream(Kernels.class.getMethods())
+                .filter(m -> Modifier.isAbstract(m.getModifiers()))
+                .filter(m -> Arrays.asList(m.getParameterTypes()).contains(MemorySegment.class))
+                .sorted((a, b) -> a.getName().compareTo(b.getName()))
+                .toList();
+    }
+
+    static List<Param> params(Method kernel) {
+        String sig = SIGNATURES.get(kernel.getName());
+        assertNotNull(sig, kernel.getName() + " is a kernel of Kernels but not in this test's table");
+        String[] names = sig.split(" ");
+        Class<?>[] types = kernel.getParameterTypes();
+        assertEquals(types.length, names.length, kernel.getName() + ": parameters in the table");
+        List<Param> ps = new ArrayList<>();
+        for (int i = 0; i < types.length; i++) {
+            String name = names[i].replace("*", "").replace("?", "");
+            boolean offset = types[i] == long.class && i > 0 && types[i - 1] == MemorySegment.class;
+            ps.add(new Param(name, types[i], names[i].contains("*"), names[i].contains("?"), offset));
+        }
+        return ps;
+    }
+
+    /** Every way to spoil one argument of {@code kernel}, one at a time. */
+    static List<Bad> spoilers(List<Param> ps, Arena arena) {
+        List<Bad> bad = new ArrayList<>();
+        for (int i = 0; i < ps.size(); i++) {
+            Param p = ps.get(i);
+            if (p.type() == MemorySegment.class) {
+                bad.add(new Bad(i, p.name() + " = null", null, p.optional() ? null : NullPointerException.class));
+                bad.add(new Bad(i, p.name() + " of 2 floats", arena.allocate(2 * Float.BYTES),
+                        IndexOutOfBoundsException.class));
+                bad.add(new Bad(i, p.name() + " read-only", segment(arena, i).asReadOnly(),
+                        p.output() ? IllegalArgumentException.class : null));
+            } else if (p.offset()) {
+                bad.add(new Bad(i, p.name() + " = -1", -1L, IndexOutOfBoundsException.class));
+                bad.add(new Bad(i, p.name() + " = 2^62", 1L << 62, IndexOutOfBoundsException.class));
+            } else if (p.type() == int.class || p.type() == long.class) {
+                bad.add(new Bad(i, p.name() + " = -1", p.type() == int.class ? (Object) (-1) : (Object) (-1L),
+                        IllegalArgumentException.class));
+                if (p.name().startsWith("ld")) {
+                    bad.add(new Bad(i, p.name() + " = 2 (< 3 columns)", 2, IllegalArgumentException.class));
+                }
+            }
+        }
+        return bad;
+    }
+
+    /** The arguments of a call that every implementation accepts. */
+    static Object[] validArgs(List<Param> ps, Arena arena) {
+        Object[] args = new Object[ps.size()];
+        for (int i = 0; i < args.length; i++) {
+            Param p = ps.get(i);
+            args[i] = p.type() == MemorySegment.class ? segment(arena, i)
+                    : p.offset() ? 1L
+                    : p.type() == long.class ? 9L
+                    : p.type() == int.class ? 3
+                    : p.type() == float.class ? 0.5f
+                    : false;
+        }
+        return args;
+    }
+
+    /** 64 random floats in [-1, 1), different for each argument position. */
+    static MemorySegment segment(Arena arena, int seed) {
+        MemorySegment s = arena.allocate((long) SEGMENT_FLOATS * Float.BYTES, 64);
+        SplittableRandom rnd = new SplittableRandom(seed);
+        for (int i = 0; i < SEGMENT_FLOATS; i++) {
+            s.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) (rnd.nextDouble() * 2 - 1));
+        }
+        return s;
+    }
+
+    static Stream<Kernels> implementations() {
+        assertTrue(Kernels.vectorAvailable(), "the tests run with --add-modules jdk.incubator.vector (pom.xml)");
+        return Stream.of(Kernels.scalar(), Kernels.vector(), Kernels.vector().withThreads(2));
+    }
+
+    /** Calls {@code kernel} on {@code k}; returns what it threw, or null. */
+    static RuntimeException call(Kernels k, Method kernel, Object[] args) {
+        try {
+            kernel.invoke(k, args);
+            return null;
+        } catch (InvocationTargetException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                return r;
+            }
+            throw new AssertionError(kernel.getName() + " threw " + e.getCause(), e.getCause());
+        } catch (IllegalAccessException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void everyKernelRefusesEveryBadArgumentBeforeWriting(Kernels k) {
+        int refused = 0;
+        for (Method kernel : kernels()) {
+            List<Param> ps = params(kernel);
+            try (Arena arena = Arena.ofConfined()) {
+                assertNull(call(k, kernel, validArgs(ps, arena)), kernel.getName() + " with valid arguments");
+                for (Bad bad : spoilers(ps, arena)) {
+                    Object[] args = validArgs(ps, arena);
+                    args[bad.index()] = bad.value();
+                    List<byte[]> before = contents(args);
+                    RuntimeException thrown = call(k, kernel, args);
+                    String where = k.name() + "." + kernel.getName() + " with " + bad.what();
+                    if (bad.expected() == null) {
+                        assertNull(thrown, where + " is allowed");
+                        continue;
+                    }
+                    assertInstanceOf(bad.expected(), thrown, where);
+                    assertTrue(names(thrown.getMessage(), blamed(ps, bad.index())),
+                            where + ": the message names the argument: " + thrown.getMessage());
+                    List<byte[]> after = contents(args);
+                    for (int i = 0; i < before.size(); i++) {
+                        assertArrayEquals(before.get(i), after.get(i), where + ": a segment was written");
+                    }
+                    refused++;
+                }
+            }
+        }
+        // 32 kernels, 3 ways to spoil each segment and 2 each offset: a guard against an empty table
+        assertTrue(refused > 300, "refused calls: " + refused);
+    }
+
+    /** The argument a message must name: the segment for its offset, else the argument itself. */
+    private static String blamed(List<Param> ps, int index) {
+        return ps.get(index).offset() ? ps.get(index - 1).name() : ps.get(index).name();
+    }
+
+    /** Whether {@code message} begins with {@code name} as a word: "x", "x: ...", "x must ...", "lda = ...". */
+    private static boolean names(String message, String name) {
+        return message != null && (message.equals(name) || message.startsWith(name + ":")
+                || message.startsWith(name + " "));
+    }
+
+    private static List<byte[]> contents(Object[] args) {
+        List<byte[]> c = new ArrayList<>();
+        for (Object a : args) {
+            if (a instanceof MemorySegment s) {
+                c.add(s.toArray(ValueLayout.JAVA_BYTE));
+            }
+        }
+        return c;
+    }
+
+    // ------------------------------------------------------------------------------------------------ completeness
+
+    @Test
+    void everyKernelOfTheInterfaceIsInTheTableAndNothingElse() {
+        TreeSet<String> names = new TreeSet<>();
+        for (Method kernel : kernels()) {
+            params(kernel);
+            names.add(kernel.getName());
+        }
+        assertEquals(new TreeSet<>(SIGNATURES.keySet()), names);
+    }
+
+    /** An implementation that only counts the calls that reach it. */
+    private static Kernels counting(AtomicInteger calls) {
+        return (Kernels) Proxy.newProxyInstance(Kernels.class.getClassLoader(), new Class<?>[] {Kernels.class},
+                (proxy, method, args) -> {
+                    if (method.getDeclaringClass() == Object.class) {
+                        return method.getName().equals("toString") ? "counting" : method.invoke(calls, args);
+                    }
+                    calls.incrementAndGet();
+                    Class<?> r = method.getReturnType();
+                    return r == float.class ? 0f : r == boolean.class ? false : r == int.class ? 1
+                            : r == Kernels.class ? proxy : r == String.class ? "counting" : null;
+                });
+    }
+
+    @Test
+    void theCheckingLayerChecksEveryKernelBeforeTheImplementationRunsIt() {
+        AtomicInteger calls = new AtomicInteger();
+        Kernels checked = CheckedKernels.of(counting(calls));
+        for (Method kernel : kernels()) {
+            List<Param> ps = params(kernel);
+            try (Arena arena = Arena.ofConfined()) {
+                assertNull(call(checked, kernel, validArgs(ps, arena)));
+                assertEquals(1, calls.getAndSet(0), kernel.getName() + ": a valid call reaches the implementation");
+                for (Bad bad : spoilers(ps, arena)) {
+                    Object[] args = validArgs(ps, arena);
+                    args[bad.index()] = bad.value();
+                    RuntimeException thrown = call(checked, kernel, args);
+                    String where = kernel.getName() + " with " + bad.what();
+                    if (bad.expected() == null) {
+                        assertNull(thrown, where);
+                        assertEquals(1, calls.getAndSet(0), where + " reaches the implementation");
+                    } else {
+                        assertInstanceOf(bad.expected(), thrown, where);
+                        assertEquals(0, calls.get(), where + " reached the implementation");
+                    }
+                }
+            }
+        }
+        assertThrows(IllegalArgumentException.class, () -> checked.withThreads(0));
+        assertEquals(0, calls.get(), "withThreads(0) reached the implementation");
+    }
+
+    @Test
+    void thePublicEntryPointsHandOutCheckedKernels() {
+        assertInstanceOf(CheckedKernels.class, Kernels.scalar());
+        assertInstanceOf(CheckedKernels.class, Kernels.best());
+        assertInstanceOf(CheckedKernels.class, Kernels.vector());
+        assertInstanceOf(CheckedKernels.class, Kernels.vector().withThreads(Kernels.vector().threads() + 1));
+        assertInstanceOf(CheckedKernels.class, Kernels.scalar().withThreads(4));
+        assertSame(Kernels.vector(), Kernels.vector().withThreads(Kernels.vector().threads()));
+        Kernels k = Kernels.vector();
+        assertSame(k, CheckedKernels.of(k), "wrapping twice checks twice");
+        if (!(k instanceof CheckedKernels c) || c.unchecked() instanceof CheckedKernels) {
+            fail("the vector kernels are wrapped once: " + k);
+        }
+    }
+}
