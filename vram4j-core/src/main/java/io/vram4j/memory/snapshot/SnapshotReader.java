@@ -40,13 +40,19 @@ import java.util.zip.GZIPInputStream;
  * {@code GLOBAL} and {@code REDUCE} are refused, never executed. Stateless and thread-safe.
  */
 public final class SnapshotReader {
-    private static final JsonFactory JSON = JsonFactory.builder()
-            .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS) // Python's json writes NaN and Infinity
-            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
-            .build();
+    /**
+     * Jackson's reader, made on the first JSON document: building an {@code ObjectMapper} loads and initialises a
+     * few hundred classes, about 60 ms in a fresh JVM, which reading a pickle does not need (BENCHMARKS.md, "Start-up").
+     */
+    private static final class Json {
+        static final JsonFactory FACTORY = JsonFactory.builder()
+                .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS) // Python's json writes NaN and Infinity
+                .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+                .build();
 
-    /** Jackson's untyped tree reading: objects keep their key order, integers stay exact. */
-    private static final ObjectMapper TREE = new ObjectMapper(JSON);
+        /** Jackson's untyped tree reading: objects keep their key order, integers stay exact. */
+        static final ObjectMapper TREE = new ObjectMapper(FACTORY);
+    }
 
     /** The largest file read: a mapping (and the decoder's offsets) are limited to 2 GiB - 1 bytes. */
     private static final long MAX_SIZE = Integer.MAX_VALUE;
@@ -188,12 +194,12 @@ public final class SnapshotReader {
 
     private static MemorySnapshot decodeJson(byte[] data, String source) {
         Object root;
-        try (JsonParser p = JSON.createParser(data)) {
+        try (JsonParser p = Json.FACTORY.createParser(data)) {
             JsonToken t = p.nextToken();
             if (t == null) {
                 throw new SnapshotFormatException(source + ": empty JSON document");
             }
-            root = TREE.readValue(p, Object.class); // LinkedHashMap, ArrayList, Integer/Long/BigInteger, Double, ...
+            root = Json.TREE.readValue(p, Object.class); // LinkedHashMap, ArrayList, Integer/Long/BigInteger, Double, ...
             if (p.nextToken() != null) {
                 throw new SnapshotFormatException(source + ": invalid JSON at " + where(p.currentTokenLocation())
                         + ": data after the end of the document");
