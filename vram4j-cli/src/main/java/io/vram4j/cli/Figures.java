@@ -2,7 +2,7 @@ package io.vram4j.cli;
 
 /**
  * Numbers as the reports write them ({@code %,d} with ',' and {@code %.1f MiB}), without {@link java.util.Formatter}:
- * its first numeric conversion loads the locale data ({@code DecimalFormatSymbols}, the CLDR provider), 30 to 90 ms in a
+ * its first numeric conversion loads the locale data ({@code DecimalFormatSymbols}, the CLDR provider), 35 to 100 ms in a
  * fresh JVM, more than the rest of printing a replay report (BENCHMARKS.md, "Start-up"). A {@code %s} conversion does
  * not, so reports keep {@code printf} for layout and pass numbers written here. Stateless and thread-safe.
  */
