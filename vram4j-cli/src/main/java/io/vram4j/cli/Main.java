@@ -5,6 +5,8 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 import java.io.PrintWriter;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.util.List;
 
 /**
@@ -13,8 +15,8 @@ import java.util.List;
  *
  * <p>Start-up: picocli builds its model of a command by reflection, which in a fresh JVM costs more than the
  * rest of a short command; so only the subcommand named on the command line is registered (all of them when
- * none or an unknown one is named, for the usage and the error message), and a lone {@code --version} is
- * answered without picocli. {@code -V}/{@code --version} works on every subcommand.
+ * none or an unknown one is named, for the usage and the error message), and a lone {@code --version} and a plain
+ * {@code replay FILE} run without picocli. {@code -V}/{@code --version} works on every subcommand.
  */
 @Command(name = "vram4j", mixinStandardHelpOptions = true, version = Main.VERSION,
         description = "PyTorch-grade device-memory management for the JVM.",
@@ -52,6 +54,10 @@ public final class Main implements Runnable {
         if (args.length == 1 && (args[0].equals("--version") || args[0].equals("-V"))) {
             System.out.println(VERSION); // what picocli prints, without building its model (BENCHMARKS.md, "Start-up")
             return 0;
+        }
+        Path plain = args.length == 2 && args[0].equals("replay") ? plainOperand(args[1]) : null;
+        if (plain != null) {
+            return plainReplay(plain);
         }
         CommandLine cl = new CommandLine(new Main());
         String named = firstPositional(args);
@@ -111,8 +117,45 @@ public final class Main implements Runnable {
         return USAGE_ERROR;
     }
 
+    /**
+     * {@code replay FILE} with no option, the commonest replay, runs without picocli: loading its classes (compiled for
+     * Java 5, so verified by the old verifier and never in the class-data archive) and building the command's model
+     * from its annotations cost about as much CPU as the replay itself (BENCHMARKS.md, "Start-up"). picocli would
+     * only convert FILE to a {@link Path} and call the command, which is what happens here; a failure is reported as
+     * picocli's handler reports it. Any other form of the command line goes through picocli.
+     */
+    private static int plainReplay(Path file) {
+        ReplayCommand command = new ReplayCommand();
+        command.file = file;
+        try {
+            return command.call();
+        } catch (Exception e) {
+            return failure(e, "replay", new PrintWriter(System.err, true));
+        }
+    }
+
+    /**
+     * @param arg the argument after {@code replay}
+     * @return it as the FILE operand, or null when picocli must read it: an option, an {@code @file} of arguments,
+     *     or a string that is no path
+     */
+    private static Path plainOperand(String arg) {
+        if (arg.isEmpty() || arg.startsWith("-") || arg.startsWith("@")) {
+            return null;
+        }
+        try {
+            return Path.of(arg);
+        } catch (InvalidPathException e) {
+            return null;
+        }
+    }
+
     private static int handleExecutionException(Exception e, CommandLine cl, CommandLine.ParseResult parseResult) {
-        PrintWriter err = cl.getErr();
+        return failure(e, cl.getCommandName(), cl.getErr());
+    }
+
+    /** One line for a failed command: exit code 3 for out of device memory, 2 for a user mistake, else 1. */
+    private static int failure(Exception e, String commandName, PrintWriter err) {
         boolean debug = "1".equals(System.getenv("VRAM4J_DEBUG"));
         if (debug) {
             e.printStackTrace(err);
@@ -124,10 +167,10 @@ public final class Main implements Runnable {
         if (e instanceof IllegalArgumentException || e instanceof io.vram4j.device.DeviceUnavailableException
                 || e instanceof UserException || e instanceof java.io.IOException
                 || e instanceof java.io.UncheckedIOException) {
-            err.println("vram4j " + cl.getCommandName() + ": error: " + e.getMessage());
+            err.println("vram4j " + commandName + ": error: " + e.getMessage());
             return USAGE_ERROR;
         }
-        err.println("vram4j " + cl.getCommandName() + ": internal error: " + e);
+        err.println("vram4j " + commandName + ": internal error: " + e);
         if (!debug) {
             err.println("(set VRAM4J_DEBUG=1 for the stack trace)");
         }

@@ -35,7 +35,6 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
@@ -177,7 +176,7 @@ final class ReplayCommand implements Callable<Integer> {
     }
 
     private static String mib(long bytes) {
-        return String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1L << 20));
+        return Figures.mib(bytes);
     }
 
     private int printEmpty() throws IOException {
@@ -228,8 +227,9 @@ final class ReplayCommand implements Callable<Integer> {
     }
 
     private void printReport(ReplayReport r) {
-        out.printf("device %d: %,d events replayed at %,.0f events/s (%s, capacity %s)%n", r.device(), r.events(),
-                r.eventsPerSecond(), r.conf().isEmpty() ? "default settings" : r.conf(),
+        // numbers go through Figures, not Formatter's %d and %f (start-up: Figures' note)
+        out.printf("device %s: %s events replayed at %s events/s (%s, capacity %s)%n", r.device(), Figures.grouped(r.events()),
+                Figures.grouped(Math.round(r.eventsPerSecond())), r.conf().isEmpty() ? "default settings" : r.conf(),
                 r.capacitySource().equals("unbounded") ? "unbounded" : human(r.capacity()) + " from " + r.capacitySource());
         if (r.capacityEstimate().source() != CapacityEstimate.Source.OPTION) {
             out.printf("  capacity interval    [%s, %s] (%s)%n", human(r.capacityEstimate().lower()),
@@ -255,15 +255,16 @@ final class ReplayCommand implements Callable<Integer> {
             out.printf("  %-20s %s%n", "", "(recorded allocated = round_size(requested) per block: it cannot see unsplit"
                     + " remainders, which the replay counts)");
         }
-        out.printf("  %-20s %15d %15d%n", "new segments", r.recordedSegmentSizes().size(), r.replayedSegmentSizes().size());
-        out.printf("  %-20s %15d %15d%n", "OOMs", r.recordedOoms(), r.predictedOoms());
-        out.printf("  segment sequence     %s (first %d of %d agree)%n", r.segmentSequenceEqual() ? "identical" : "differs",
+        out.printf("  %-20s %15s %15s%n", "new segments", r.recordedSegmentSizes().size(), r.replayedSegmentSizes().size());
+        out.printf("  %-20s %15s %15s%n", "OOMs", r.recordedOoms(), r.predictedOoms());
+        out.printf("  segment sequence     %s (first %s of %s agree)%n", r.segmentSequenceEqual() ? "identical" : "differs",
                 r.segmentSequencePrefix(), r.recordedSegmentSizes().size());
         if (r.recordedAddresses()) {
-            out.printf("  alloc addresses      %,d of %,d at another address than recorded%n", r.allocsAtOtherAddress(), r.allocs());
+            out.printf("  alloc addresses      %s of %s at another address than recorded%n", Figures.grouped(r.allocsAtOtherAddress()),
+                    Figures.grouped(r.allocs()));
         } else if (conf == null && capacity == null) {
-            out.printf("  alloc places         %,d of %,d at another segment or offset than recorded%n",
-                    r.allocsAtOtherAddress(), r.allocs());
+            out.printf("  alloc places         %s of %s at another segment or offset than recorded%n",
+                    Figures.grouped(r.allocsAtOtherAddress()), Figures.grouped(r.allocs()));
         }
         out.printf("  final state          %s%n", r.finalStateEqual() ? "equal to the dump" : "differs from the dump");
         for (String d : r.finalStateDifferences()) {
@@ -273,12 +274,12 @@ final class ReplayCommand implements Callable<Integer> {
         out.printf("  at peak allocated    reserved %s, allocated %s, reserved-unallocated %s, largest free block %s%n",
                 human(f.reserved()), human(f.allocated()), human(f.reservedUnallocated()), mib(f.largestFreeBlock()));
         for (ReleaseBurst b : r.bursts()) {
-            out.printf("  release burst at entry %d: %d segment(s), %s, %s%n", b.firstEntry(), b.segments(), mib(b.bytes()),
+            out.printf("  release burst at entry %s: %s segment(s), %s, %s%n", b.firstEntry(), b.segments(), mib(b.bytes()),
                     b.kind() == ReleaseBurst.Kind.EMPTY_CACHE ? "an explicit empty_cache()"
                             : "the out-of-memory path of one malloc (needed " + mib(b.nextSegmentBytes()) + ")");
         }
         if (r.skipped() > 0) {
-            out.printf("  skipped              %d inconsistent or failed entries (lenient)%n", r.skipped());
+            out.printf("  skipped              %s inconsistent or failed entries (lenient)%n", r.skipped());
         }
         out.printf("  verdict              %s%n", r.exact() ? "EXACT: the replay reproduces the recording"
                 : r.predictedOoms() > 0 ? "OUT OF MEMORY first at entry " + r.firstPredictedOomEntry() : "replayed");
@@ -296,18 +297,18 @@ final class ReplayCommand implements Callable<Integer> {
             out.println(indent + "answer: OUT OF MEMORY before the trace: the state it starts from does not fit");
             return;
         }
-        out.printf("%sanswer: OUT OF MEMORY at entry %d: an allocation of %s (%,d B, rounded %s) on stream %s%n",
-                indent, oom.entry(), human(oom.requestedBytes()), oom.requestedBytes(), human(oom.state().request()),
+        out.printf("%sanswer: OUT OF MEMORY at entry %s: an allocation of %s (%s B, rounded %s) on stream %s%n",
+                indent, oom.entry(), human(oom.requestedBytes()), Figures.grouped(oom.requestedBytes()), human(oom.state().request()),
                 Long.toUnsignedString(oom.state().stream()));
         if (oom.frames().isEmpty()) {
             out.println(indent + "  (no stack frames recorded)");
         }
         List<Frame> shown = OomReportWriter.pythonFirst(oom.frames());
         for (Frame f : shown) {
-            out.printf("%s  at %s (%s:%d)%n", indent, f.name(), f.filename(), f.line());
+            out.printf("%s  at %s (%s:%s)%n", indent, f.name(), f.filename(), f.line());
         }
         if (shown.size() < oom.frames().size()) {
-            out.printf("%s  (%d more frames)%n", indent, oom.frames().size() - shown.size());
+            out.printf("%s  (%s more frames)%n", indent, oom.frames().size() - shown.size());
         }
     }
 

@@ -40,6 +40,33 @@ class ReplayCommandTest {
         assertTrue(r.out().contains("identical (first 61 of 61 agree)"), r.out());
     }
 
+    /**
+     * {@code replay FILE} alone runs without picocli (Main's fast path); {@code replay -- FILE} is the same command
+     * line read by picocli. Both must print the same report, the same error lines and return the same exit codes:
+     * a replay, a segments-only file, a missing file, a corrupt file, a directory, an empty name.
+     */
+    @Test
+    void plainReplayWithoutPicocliActsAsThroughPicocli(@TempDir Path dir) throws Exception {
+        Path corrupt = Files.write(dir.resolve("corrupt.pickle"), new byte[] {(byte) 0x80, 2, 'X', 1, 2});
+        String[] files = {real("decomfl-opt-zo-finetune_from-empty.pickle").toString(),
+            real("verl-megatron-vllm_segments-only.pickle").toString(), dir.resolve("missing.pickle").toString(),
+            corrupt.toString(), dir.toString(), ""};
+        for (String f : files) {
+            CliRunner.Result plain = CliRunner.run("replay", f);
+            CliRunner.Result picocli = CliRunner.run("replay", "--", f);
+            assertEquals(picocli.exitCode(), plain.exitCode(), f + ": " + plain.err() + " / " + picocli.err());
+            assertEquals(withoutRate(picocli.out()), withoutRate(plain.out()), f);
+            assertEquals(picocli.err(), plain.err(), f);
+        }
+        assertEquals(2, CliRunner.run("replay", dir.resolve("missing.pickle").toString()).exitCode());
+        assertTrue(CliRunner.run("replay", files[0]).out().contains("EXACT"));
+    }
+
+    /** The replay loop's rate, the one figure of the report that differs between two runs. */
+    private static String withoutRate(String report) {
+        return report.replaceAll("replayed at [0-9,]+ events/s", "replayed at N events/s");
+    }
+
     @Test
     void jsonReportHasPytorchKeys() throws Exception {
         CliRunner.Result r = CliRunner.run("replay", "--json", real("cs336-medium-ctx512_train-step_steady-state.pickle").toString());

@@ -64,19 +64,10 @@ final class TraceAnalysis {
     }
 
     private void analyse() {
+        // one pass for the net reservation, expandable segments and what the trace allocates, frees, creates and
+        // releases: a replay in a fresh JVM runs this loop interpreted, so each pass over the trace shows in its time
         long net = 0;
-        for (TraceEntry e : trace) {
-            switch (e.action()) {
-                case SEGMENT_ALLOC, SEGMENT_MAP -> net += e.size();
-                case SEGMENT_FREE, SEGMENT_UNMAP -> net -= e.size();
-                default -> { }
-            }
-        }
-        long dumpReserved = dump.stream().mapToLong(SegmentInfo::totalSize).sum();
-        initialReserved = dumpReserved - net;
-        expandable = dump.stream().anyMatch(SegmentInfo::isExpandable)
-                || trace.stream().anyMatch(e -> e.action() == TraceAction.SEGMENT_MAP);
-
+        boolean mapsInTrace = false;
         LongLongMap allocatedInTrace = new LongLongMap(); // as a set: value 1
         for (int i = 0; i < trace.size(); i++) {
             TraceEntry e = trace.get(i);
@@ -91,15 +82,31 @@ final class TraceAnalysis {
                     }
                     liveAtEnd.remove(e.addr());
                 }
-                case SEGMENT_ALLOC -> createdSegments.add(e.addr());
+                case SEGMENT_ALLOC -> {
+                    net += e.size();
+                    createdSegments.add(e.addr());
+                }
+                case SEGMENT_MAP -> {
+                    net += e.size();
+                    mapsInTrace = true;
+                }
                 case SEGMENT_FREE -> {
+                    net -= e.size();
                     if (!createdSegments.contains(e.addr()) && !orphanSegments.containsKey(e.addr())) {
                         orphanSegments.put(e.addr(), new long[] {e.size(), e.stream()});
                     }
                 }
+                case SEGMENT_UNMAP -> net -= e.size();
                 default -> { }
             }
         }
+        long dumpReserved = 0;
+        for (SegmentInfo s : dump) {
+            dumpReserved += s.totalSize();
+            expandable |= s.isExpandable();
+        }
+        initialReserved = dumpReserved - net;
+        expandable |= mapsInTrace;
         if (expandable) {
             findMappedBefore();
         }

@@ -20,6 +20,22 @@ public record Frame(String name, String filename, int line) {
         Objects.requireNonNull(filename, "filename");
     }
 
+    /*
+     * equals and hashCode are written out, with the record's own meaning (all three components), because a record's
+     * generated ones are bootstrapped through invokedynamic (java.lang.runtime.ObjectMethods) on first use: 20 to 40 ms
+     * of method-handle set-up in a fresh JVM, paid by every snapshot read, whose decoder interns frames in a hash map
+     * (BENCHMARKS.md, "Start-up").
+     */
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof Frame f && line == f.line && name.equals(f.name) && filename.equals(f.filename);
+    }
+
+    @Override
+    public int hashCode() {
+        return (31 * name.hashCode() + filename.hashCode()) * 31 + line;
+    }
+
     @Override
     public String toString() {
         return filename + ":" + line + ":" + name;

@@ -43,13 +43,27 @@ import java.util.zip.GZIPInputStream;
  * {@code GLOBAL} and {@code REDUCE} are refused, never executed. Stateless and thread-safe.
  */
 public final class SnapshotReader {
-    private static final JsonFactory JSON = JsonFactory.builder()
-            .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS) // Python's json writes NaN and Infinity
-            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
-            .build();
+    /**
+     * Jackson's reader, made on the first JSON document: building an {@code ObjectMapper} loads and initialises a
+     * few hundred classes, about 60 ms in a fresh JVM, which reading a pickle does not need (BENCHMARKS.md, "Start-up").
+     */
+    private static final class Json {
+        static final JsonFactory FACTORY = JsonFactory.builder()
+                .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS) // Python's json writes NaN and Infinity
+                .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+                .build();
 
-    /** Jackson's untyped tree reading: objects keep their key order, integers stay exact. */
-    private static final ObjectMapper TREE = new ObjectMapper(JSON);
+        /** Jackson's untyped tree reading: objects keep their key order, integers stay exact. */
+        static final ObjectMapper TREE = new ObjectMapper(FACTORY);
+    }
+
+    /**
+     * Files of this size and more are decoded from a mapping, smaller ones from a heap array: mapping a file costs a
+     * few milliseconds of set-up in a fresh JVM and each byte read from a mapped buffer goes through a memory-session
+     * check, which shows while the decoder still runs interpreted (BENCHMARKS.md, "Start-up"). The size is the one
+     * from which the launcher turns on the C2 compiler for a long read.
+     */
+    private static final long MAPPED_FROM = 64L << 20;
 
     /** The largest file read: a mapping (and the decoder's offsets) are limited to 2 GiB - 1 bytes. */
     private static final long MAX_SIZE = Integer.MAX_VALUE;
@@ -60,8 +74,9 @@ public final class SnapshotReader {
     /**
      * Reads a snapshot file, telling pickle from JSON by content: a pickle starts with the {@code PROTO} opcode
      * (byte 0x80), JSON with <code>&#123;</code> or <code>[</code> after optional whitespace or a byte-order mark.
-     * A pickle is decoded straight from a memory mapping of the file (its bytes never on the heap), so snapshots of a
-     * gigabyte and more read with a heap of about their size; files of 2 GiB and more are refused. Gzip-compressed
+     * A pickle of 64 MiB or more is decoded straight from a memory mapping of the file (its bytes never on the heap),
+     * so snapshots of a gigabyte and more read with a heap of about their size; a smaller file is read into a heap
+     * array first, which starts faster; files of 2 GiB and more are refused. Gzip-compressed
      * files are decompressed on the heap first.
      *
      * @param file the file; messages name it by its file name
@@ -70,12 +85,17 @@ public final class SnapshotReader {
      * @throws SnapshotFormatException if the content is not a valid snapshot, or the file has 2 GiB or more
      */
     public static MemorySnapshot read(Path file) throws IOException {
+        return read(file, MAPPED_FROM);
+    }
+
+    /** {@link #read(Path)} with the size from which the file is mapped instead of read (tests take both paths). */
+    static MemorySnapshot read(Path file, long mappedFrom) throws IOException {
         Path fileName = file.getFileName();
         String name = fileName != null ? fileName.toString() : file.toString();
         ByteBuffer mapped;
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             long size = ch.size();
-            if (size < 2) {
+            if (size < Math.max(2, mappedFrom)) {
                 return read(Files.readAllBytes(file), name);
             }
             if (size > MAX_SIZE) {
@@ -195,12 +215,12 @@ public final class SnapshotReader {
 
     private static MemorySnapshot decodeJson(byte[] data, String source) {
         Object root;
-        try (JsonParser p = JSON.createParser(data)) {
+        try (JsonParser p = Json.FACTORY.createParser(data)) {
             JsonToken t = p.nextToken();
             if (t == null) {
                 throw new SnapshotFormatException(source + ": empty JSON document");
             }
-            root = TREE.readValue(p, Object.class); // LinkedHashMap, ArrayList, Integer/Long/BigInteger, Double, ...
+            root = Json.TREE.readValue(p, Object.class); // LinkedHashMap, ArrayList, Integer/Long/BigInteger, Double, ...
             if (p.nextToken() != null) {
                 throw new SnapshotFormatException(source + ": invalid JSON at " + where(p.currentTokenLocation())
                         + ": data after the end of the document");

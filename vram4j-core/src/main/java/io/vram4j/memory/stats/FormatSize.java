@@ -1,8 +1,5 @@
 package io.vram4j.memory.stats;
 
-import java.math.BigDecimal;
-import java.math.RoundingMode;
-
 /**
  * PyTorch's C++ {@code format_size} (c10/cuda/CUDACachingAllocator.cpp), used in the out-of-memory message
  * (spec 4.5). Unlike {@link MemorySummary}, it switches unit once the value exceeds 1024 of the current unit
@@ -57,8 +54,32 @@ public final class FormatSize {
         return ((double) ((v >>> 1) | (v & 1))) * 2.0;
     }
 
-    /** {@code printf("%.2f")} semantics: exact binary value, round half to even. */
+    /**
+     * {@code printf("%.2f")} semantics: exact binary value, round half to even. Done in {@code long} arithmetic on
+     * the double's mantissa and exponent rather than with {@code BigDecimal}, whose class initialisation alone
+     * takes 20 to 70 ms in a fresh JVM (JDK 25 squares its way to 5^65536), the largest single cost of printing a
+     * replay report (BENCHMARKS.md, "Start-up").
+     *
+     * @param d a quotient of {@link #formatSize}: finite, at least 1 and below 2^35, so its mantissa times 100
+     *     fits in a long and at most 52 bits lie after the binary point
+     */
     private static String fixed2(double d) {
-        return new BigDecimal(d).setScale(2, RoundingMode.HALF_EVEN).toPlainString();
+        long bits = Double.doubleToRawLongBits(d);
+        int exponent = (int) ((bits >>> 52) & 0x7ff) - 1075; // value = mantissa * 2^exponent
+        long scaled = ((bits & 0xfffffffffffffL) | (1L << 52)) * 100;
+        long cents;
+        if (exponent >= 0) {
+            cents = scaled << exponent;
+        } else {
+            int shift = -exponent;
+            cents = scaled >>> shift;
+            long rest = scaled & ((1L << shift) - 1);
+            long half = 1L << (shift - 1);
+            if (rest > half || (rest == half && (cents & 1) == 1)) {
+                cents++;
+            }
+        }
+        long fraction = cents % 100;
+        return (cents / 100) + (fraction < 10 ? ".0" : ".") + fraction;
     }
 }

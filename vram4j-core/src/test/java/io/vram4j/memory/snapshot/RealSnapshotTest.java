@@ -55,6 +55,18 @@ class RealSnapshotTest {
         throw new AssertionError(name + " not in stats.json");
     }
 
+    /** Small files are read into a heap array, big ones mapped: both paths give the same snapshot. */
+    @ParameterizedTest
+    @ValueSource(strings = {DECOMFL, VERL})
+    void mappedAndHeapReadsAgree(String name) throws IOException {
+        Path file = SnapshotTestSupport.realSnapshot(name);
+        MemorySnapshot mapped = SnapshotReader.read(file, 0);
+        MemorySnapshot heap = SnapshotReader.read(file, Long.MAX_VALUE);
+        assertFalse(mapped.segments().isEmpty());
+        assertEquals(mapped, heap);
+        assertEquals(load(name), heap);
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {DECOMFL, CS336, VERL})
     void figuresMatchStatsJson(String name) throws IOException {

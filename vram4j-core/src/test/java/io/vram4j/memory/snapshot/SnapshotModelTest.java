@@ -46,6 +46,22 @@ class SnapshotModelTest {
         assertFalse(new PoolId(0, 1).isDefault());
     }
 
+    /** Frame writes its equals and hashCode out (start-up): they must mean what a record's mean, all three components. */
+    @Test
+    void framesAreEqualByNameFileAndLine() {
+        Frame f = new Frame("forward", "model.py", 12);
+        Frame same = new Frame(new String("forward"), new String("model.py"), 12);
+        assertEquals(f, same);
+        assertEquals(f.hashCode(), same.hashCode());
+        assertFalse(f.equals(new Frame("forward", "model.py", 13)));
+        assertFalse(f.equals(new Frame("backward", "model.py", 12)));
+        assertFalse(f.equals(new Frame("forward", "other.py", 12)));
+        assertFalse(new Frame("a", "b", 1).equals(new Frame("b", "a", 1)));
+        assertFalse(f.equals(null));
+        assertFalse(f.equals("model.py:12:forward"));
+        assertEquals(2, new java.util.HashSet<>(List.of(f, same, new Frame("forward", "model.py", 0))).size());
+    }
+
     @Test
     void segmentSizesFromBlocksAsPytorchSums() {
         List<BlockInfo> blocks = List.of(

@@ -2,6 +2,11 @@ package io.vram4j.memory.stats;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.math.BigDecimal;
+import java.math.RoundingMode;
+import java.util.Random;
+
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -37,5 +42,52 @@ class FormatSizeTest {
         "-1;17179869184.00 GiB"})
     void formatsLikePyTorchCpp(long bytes, String expected) {
         assertEquals(expected, FormatSize.formatSize(bytes));
+    }
+
+    /**
+     * The decimals against an independent oracle, {@code BigDecimal}'s exact expansion of the same double rounded
+     * half to even: every size of the first 16 KiB above 1 KiB (ties such as 1.125 among them), the sizes around
+     * each unit boundary and every power of two, and 200,000 random sizes of each unit's range.
+     */
+    @Test
+    void decimalsAreTheExactBinaryValueRoundedHalfToEven() {
+        for (long b = 1025; b <= 1025 + 16384; b++) {
+            assertEquals(oracle(b), FormatSize.formatSize(b), b + " bytes");
+        }
+        for (int shift = 10; shift < 64; shift++) {
+            for (long delta = -3; delta <= 3; delta++) {
+                long b = (1L << shift) + delta;
+                if (Long.compareUnsigned(b, 1024) > 0) {
+                    assertEquals(oracle(b), FormatSize.formatSize(b), b + " bytes");
+                }
+            }
+        }
+        Random random = new Random(13);
+        long[] bounds = {1024L, 1L << 20, 1L << 30, 1L << 40, Long.MAX_VALUE};
+        for (int unit = 0; unit + 1 < bounds.length; unit++) {
+            for (int i = 0; i < 200_000; i++) {
+                long b = bounds[unit] + 1 + (random.nextLong() & Long.MAX_VALUE) % (bounds[unit + 1] - bounds[unit]);
+                assertEquals(oracle(b), FormatSize.formatSize(b), b + " bytes");
+            }
+        }
+        assertEquals(oracle(-2), FormatSize.formatSize(-2));
+    }
+
+    /** What C++ prints for a size above 1 KiB, computed with BigDecimal (not the code under test). */
+    private static String oracle(long bytes) {
+        double v = bytes >= 0 ? bytes : ((double) ((bytes >>> 1) | (bytes & 1))) * 2.0;
+        double d;
+        String unit;
+        if (Long.compareUnsigned(bytes, 1L << 20) <= 0) {
+            d = v / 1024.0;
+            unit = " KiB";
+        } else if (Long.compareUnsigned(bytes, 1L << 30) <= 0) {
+            d = v / 1048576.0;
+            unit = " MiB";
+        } else {
+            d = v / 1073741824.0;
+            unit = " GiB";
+        }
+        return new BigDecimal(d).setScale(2, RoundingMode.HALF_EVEN).toPlainString() + unit;
     }
 }
