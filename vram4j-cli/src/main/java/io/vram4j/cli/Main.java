@@ -81,12 +81,15 @@ public final class Main implements Runnable {
         try {
             return cl.execute(args);
         } catch (OutOfMemoryError e) {
-            PrintWriter err = cl.getErr();
-            err.println("vram4j: out of Java heap (" + e.getMessage() + ", limit "
-                    + Runtime.getRuntime().maxMemory() / (1L << 20) + " MiB): raise it with VRAM4J_JAVA_OPTS=-Xmx4g");
-            err.flush();
-            return 1;
+            return heapExhausted(e, cl.getErr());
         }
+    }
+
+    private static int heapExhausted(OutOfMemoryError e, PrintWriter err) {
+        err.println("vram4j: out of Java heap (" + e.getMessage() + ", limit "
+                + Runtime.getRuntime().maxMemory() / (1L << 20) + " MiB): raise it with VRAM4J_JAVA_OPTS=-Xmx4g");
+        err.flush();
+        return 1;
     }
 
     private static String firstPositional(String[] args) {
@@ -127,10 +130,13 @@ public final class Main implements Runnable {
     private static int plainReplay(Path file) {
         ReplayCommand command = new ReplayCommand();
         command.file = file;
+        PrintWriter err = new PrintWriter(System.err, true);
         try {
             return command.call();
         } catch (Exception e) {
-            return failure(e, "replay", new PrintWriter(System.err, true));
+            return failure(e, "replay", err);
+        } catch (OutOfMemoryError e) {
+            return heapExhausted(e, err);
         }
     }
 
