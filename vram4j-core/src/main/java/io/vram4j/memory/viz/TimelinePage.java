@@ -220,7 +220,7 @@ public final class TimelinePage {
         }
         g.writeEndArray();
         long[] ops = t.ops();
-        packedArray(g, "ops", ops.length, TimelineBuilder.OP_FIELDS, i -> ops[i]);
+        packedArray(g, "ops", ops, TimelineBuilder.OP_FIELDS);
         g.writeArrayFieldStart("ooms");
         for (int[] o : t.ooms()) {
             TraceEntry e = trace.get(o[0]);
@@ -251,9 +251,18 @@ public final class TimelinePage {
      */
     static void packedArray(JsonGenerator g, String name, int length, int stride, IntToLongFunction values)
             throws IOException {
+        long[] v = new long[length]; // each value computed once (a step's time looks its entry up)
+        for (int i = 0; i < length; i++) {
+            v[i] = values.applyAsLong(i);
+        }
+        packedArray(g, name, v, stride);
+    }
+
+    static void packedArray(JsonGenerator g, String name, long[] values, int stride) throws IOException {
+        int length = values.length;
         long bytes = 0; // first the exact size, so that nothing is copied
         for (int i = 0; i < length; i++) {
-            bytes += varintLength(zigzag(values.applyAsLong(i) - (i >= stride ? values.applyAsLong(i - stride) : 0)));
+            bytes += varintLength(zigzag(values[i] - (i >= stride ? values[i - stride] : 0)));
         }
         if (bytes > Integer.MAX_VALUE - 16) {
             throw new IllegalArgumentException(name + ": " + length + " values need " + bytes + " bytes packed");
@@ -261,7 +270,7 @@ public final class TimelinePage {
         byte[] buf = new byte[(int) bytes];
         int p = 0;
         for (int i = 0; i < length; i++) {
-            long z = zigzag(values.applyAsLong(i) - (i >= stride ? values.applyAsLong(i - stride) : 0));
+            long z = zigzag(values[i] - (i >= stride ? values[i - stride] : 0));
             while ((z & ~0x7fL) != 0) {
                 buf[p++] = (byte) ((z & 0x7f) | 0x80);
                 z >>>= 7;
