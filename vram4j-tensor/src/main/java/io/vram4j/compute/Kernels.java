@@ -99,6 +99,19 @@ public interface Kernels {
     }
 
     /**
+     * Puts an implementation behind the one layer of argument checks ({@code CheckedKernels}), as
+     * {@link #scalar()}, {@link #vector()} and {@link #best()} are: the exceptions documented here are thrown
+     * before anything is written or launched.
+     *
+     * @param kernels an implementation that does not check its arguments (the CUDA kernels, a test's)
+     * @return the checked kernels ({@code kernels} itself when it is already checked); as thread-safe as
+     *     {@code kernels}
+     */
+    static Kernels checked(Kernels kernels) {
+        return CheckedKernels.of(kernels);
+    }
+
+    /**
      * @return the kernels to use: {@link #vector()} when available, else {@link #scalar()}; the system property
      *     {@code vram4j.compute} ({@code scalar} or {@code vector}) overrides the choice
      */

@@ -63,6 +63,10 @@ public final class AdamW extends Optimizer {
 
     @Override
     protected void update(Tensor p, Tensor g) {
+        if (hasData(p) && !p.device().hostAccessible()) {
+            throw new UnsupportedOperationException("AdamW has no kernel for tensors on " + p.device().description()
+                    + " yet (SGD has): use SGD there");
+        }
         Tensor[] st = state(p, 2);
         int t = ++steps.computeIfAbsent(p, k -> new int[1])[0];
         if (!hasData(p)) {
