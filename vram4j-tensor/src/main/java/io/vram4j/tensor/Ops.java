@@ -17,7 +17,7 @@ final class Ops {
 
     enum Bin { ADD, SUB, MUL, DIV }
 
-    enum Un { NEG, EXP, LOG, TANH, RELU, GELU }
+    enum Un { NEG, EXP, LOG, SQRT, TANH, RELU, GELU }
 
     // ------------------------------------------------------------------------------------------------ helpers
 
@@ -153,6 +153,7 @@ final class Ops {
                     case NEG -> k.neg(n, r.seg(), r.off(), w.seg(), w.off());
                     case EXP -> k.exp(n, r.seg(), r.off(), w.seg(), w.off());
                     case LOG -> k.log(n, r.seg(), r.off(), w.seg(), w.off());
+                    case SQRT -> k.sqrt(n, r.seg(), r.off(), w.seg(), w.off());
                     case TANH -> k.tanh(n, r.seg(), r.off(), w.seg(), w.off());
                     case RELU -> k.relu(n, r.seg(), r.off(), w.seg(), w.off());
                     case GELU -> k.gelu(n, r.seg(), r.off(), w.seg(), w.off());
@@ -165,6 +166,7 @@ final class Ops {
             case NEG -> Recorder.record(Prim.NEG, out, in);
             case EXP -> Recorder.record(Prim.EXP, out, in, new Tensor[] {out});
             case LOG -> Recorder.record(Prim.LOG, out, in, new Tensor[] {x});
+            case SQRT -> Recorder.record(Prim.SQRT, out, in, new Tensor[] {out});
             case TANH -> Recorder.record(Prim.TANH, out, in, new Tensor[] {out});
             case RELU -> Recorder.record(Prim.RELU, out, in, new Tensor[] {out});
             case GELU -> Recorder.record(Prim.GELU, out, in, new Tensor[] {x});
