@@ -204,6 +204,44 @@ public interface Kernels {
     /** {@code dst[i] = src[i]} for {@code i < n}; the ranges may overlap (as {@code memmove}). */
     void copy(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
 
+    // ------------------------------------------------------------------------------------------------ conversions
+
+    /**
+     * Converts {@code n} floats to IEEE float16 ({@code torch.float16}), rounding to nearest even
+     * ({@link Float#floatToFloat16}). Offsets are in elements of each side: floats in {@code src}, 16-bit values
+     * in {@code dst}.
+     *
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException if {@code n < 0} or {@code dst} is read-only
+     */
+    void floatToFp16(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
+
+    /**
+     * Converts {@code n} floats to bfloat16 ({@code torch.bfloat16}), rounding to nearest even as PyTorch's
+     * {@code c10::BFloat16} does ({@link Half#floatToBf16(float)}). Offsets as {@link #floatToFp16}.
+     *
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException if {@code n < 0} or {@code dst} is read-only
+     */
+    void floatToBf16(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
+
+    /**
+     * Widens {@code n} float16 values to floats (exact). Offsets are in elements of each side: 16-bit values in
+     * {@code src}, floats in {@code dst}.
+     *
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException if {@code n < 0} or {@code dst} is read-only
+     */
+    void fp16ToFloat(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
+
+    /**
+     * Widens {@code n} bfloat16 values to floats (exact). Offsets as {@link #fp16ToFloat}.
+     *
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException if {@code n < 0} or {@code dst} is read-only
+     */
+    void bf16ToFloat(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
+
     // ------------------------------------------------------------------------------------------------ unary
 
     /** {@code out[i] = -x[i]}. */

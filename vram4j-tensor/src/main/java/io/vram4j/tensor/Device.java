@@ -37,10 +37,11 @@ import java.util.Objects;
  * with the device's own kernels ({@link io.vram4j.compute.cuda.CudaKernels} on {@code cuda}, loaded once when the
  * device is opened and closed with it, behind the argument checks of {@link Kernels#checked}), given the device
  * addresses as segments Java never dereferences; the few steps that are host work by nature (reading a loss or
- * the indices of a gather, drawing a dropout mask) go through synchronized staging copies. Float16/bfloat16
- * casts and ops on 16-bit tensors have no device kernel behind them yet: they throw
- * {@link UnsupportedOperationException} there in one line, leaving memory as it was. A device-memory backend
- * without kernels of its own refuses every op the same way until {@link #withKernels} gives it some.
+ * the indices of a gather, drawing a dropout mask) go through synchronized staging copies. Conversions to or
+ * from integer types, between float16 and bfloat16, and in-place ops on 16-bit tensors have no device kernel
+ * behind them: they throw {@link UnsupportedOperationException} there in one line, leaving memory as it was. A
+ * device-memory backend without kernels of its own refuses every op the same way until {@link #withKernels}
+ * gives it some.
  *
  * <p>The <em>current device</em> ({@link #current()}) is what calls without a device argument use, such as
  * {@link Memory#track(String)} and {@link Memory#logMemory(String)}: the innermost {@link #use()} scope of the

@@ -61,10 +61,9 @@ final class Host {
     private static F32View gather(Tensor t, Scratch sc) {
         long[] cs = Shapes.contiguousStrides(t.shape);
         if (t.storage.deviceMemory()) {
-            float32(t);
             Tensor c = sc.tensor(t.device, t.shape);
-            copyFloats(t.device.kernels(), t.shape, t.storage.kernelSegment(), t.offset, t.strides,
-                    c.storage.kernelSegment(), c.offset, cs);
+            convert(t.device, t.shape, t.storage.kernelSegment(), t.dtype, t.offset, t.strides,
+                    c.storage.kernelSegment(), DType.FLOAT32, c.offset, cs);
             return new F32View(c.storage.kernelSegment(), c.offset, cs, true);
         }
         MemorySegment m = sc.floats(t.numel());
@@ -72,29 +71,49 @@ final class Host {
         return new F32View(m, 0, cs, false);
     }
 
-    /** Refuses, in one line, a tensor in device memory that is not float32 (no 16-bit or integer kernels there). */
+    /** Refuses, in one line, a tensor in device memory that is not float32 where only float32 kernels exist. */
     static void float32(Tensor t) {
         if (t.storage.deviceMemory() && t.dtype != DType.FLOAT32) {
-            throw new UnsupportedOperationException(Storage.NO_KERNEL + t.device.description() + " of dtype "
-                    + t.dtype + ": only float32 tensors compute there (float16/bfloat16 casts run on host only)");
+            throw refusal(t.device, t.dtype + " in place");
         }
     }
 
+    private static UnsupportedOperationException refusal(Device d, String what) {
+        return new UnsupportedOperationException(Storage.NO_KERNEL + d.description() + " for " + what
+                + ": device kernels compute float32 and convert between float32 and float16/bfloat16");
+    }
+
+    /** A kernel that copies or converts {@code n} elements, offsets in elements of each side. */
+    private interface RowKernel {
+        void apply(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
+    }
+
     /**
-     * Copies float32 elements with the kernels only ({@link Kernels#copy} per contiguous row, per element where
-     * a stride is not 1): the copy for device memory, where the host may not touch the bytes.
+     * Copies or converts elements with the kernels only (one launch per contiguous row, one per element where a
+     * stride is not 1): the copy for device memory, where the host may not touch the bytes. Float32 to float32,
+     * and float32 to and from float16/bfloat16; any other pair is refused in one line before anything is written.
      */
-    static void copyFloats(Kernels k, int[] shape, MemorySegment s, long sOff, long[] sStr,
-                           MemorySegment d, long dOff, long[] dStr) {
+    static void convert(Device dev, int[] shape, MemorySegment s, DType st, long sOff, long[] sStr,
+                        MemorySegment d, DType dt, long dOff, long[] dStr) {
+        Kernels k = dev.kernels();
+        RowKernel f = st == DType.FLOAT32 && dt == DType.FLOAT32 ? k::copy
+                : st == DType.FLOAT32 && dt == DType.FLOAT16 ? k::floatToFp16
+                : st == DType.FLOAT32 && dt == DType.BFLOAT16 ? k::floatToBf16
+                : st == DType.FLOAT16 && dt == DType.FLOAT32 ? k::fp16ToFloat
+                : st == DType.BFLOAT16 && dt == DType.FLOAT32 ? k::bf16ToFloat
+                : null;
+        if (f == null) {
+            throw refusal(dev, st + " to " + dt);
+        }
         StridedLoop.run(shape, new long[][] {dStr, sStr}, new long[] {dOff, sOff}, (o, len, str) -> {
             if (str[0] == 1 && str[1] == 1) {
-                k.copy(len, s, o[1], d, o[0]);
+                f.apply(len, s, o[1], d, o[0]);
                 return;
             }
             long si = o[1];
             long di = o[0];
             for (long i = 0; i < len; i++, si += str[1], di += str[0]) {
-                k.copy(1, s, si, d, di);
+                f.apply(1, s, si, d, di);
             }
         });
     }
@@ -104,23 +123,28 @@ final class Host {
         if (out.dtype == DType.FLOAT32) {
             return view(out, cs);
         }
-        float32(out);
+        if (out.storage.deviceMemory()) {
+            Tensor w = sc.tensor(out.device, out.shape);
+            return new F32View(w.storage.kernelSegment(), w.offset, cs, true);
+        }
         return new F32View(sc.floats(out.numel()), 0, cs, false);
     }
 
     /** Stores results written to a {@link #write} view into {@code out} (converting from scratch when needed). */
     static void commit(Tensor out, F32View w) {
-        if (out.dtype != DType.FLOAT32) {
+        if (out.dtype != DType.FLOAT32 && w.device()) {
+            convert(out.device, out.shape, w.seg, DType.FLOAT32, w.off, w.strides,
+                    out.storage.kernelSegment(), out.dtype, out.offset, out.strides);
+        } else if (out.dtype != DType.FLOAT32) {
             copy(out.device.kernels(), out.shape, w.seg, DType.FLOAT32, w.off, w.strides,
                     out.storage.segment(), out.dtype, out.offset, out.strides);
         }
     }
 
-    /** Copies {@code shape} elements between strided layouts, converting dtypes. */
     /**
      * Copies (converting the dtype) every element of {@code src} into {@code dst}'s elements from element
      * {@code dstOffset} with {@code dst}'s strides. On device memory: the device's own copy for contiguous bytes of
-     * one dtype, else the float32 copy kernels ({@link #copyFloats}); conversions there are refused.
+     * one dtype, else the copy and conversion kernels ({@link #convert}).
      */
     static void copyTo(Tensor src, Tensor dst, long dstOffset) {
         if (!src.storage.deviceMemory() && !dst.storage.deviceMemory()) {
@@ -134,12 +158,11 @@ final class Host {
             HostAccess.copyWithin(src.storage, src.offset * es, dst.storage, dstOffset * es, src.numel() * es);
             return;
         }
-        float32(src);
-        float32(dst);
-        copyFloats(dst.device.kernels(), src.shape, src.storage.kernelSegment(), src.offset, src.strides,
-                dst.storage.kernelSegment(), dstOffset, dst.strides);
+        convert(dst.device, src.shape, src.storage.kernelSegment(), src.dtype, src.offset, src.strides,
+                dst.storage.kernelSegment(), dst.dtype, dstOffset, dst.strides);
     }
 
+    /** Copies {@code shape} elements between strided layouts, converting dtypes. */
     static void copy(Kernels k, int[] shape, MemorySegment s, DType st, long sOff, long[] sStr,
                      MemorySegment d, DType dt, long dOff, long[] dStr) {
         boolean exactInts = !st.isFloatingPoint() || !dt.isFloatingPoint();

@@ -103,7 +103,7 @@ public final class Storage {
         if (segment == null) {
             if (deviceMemory) {
                 throw new UnsupportedOperationException(NO_KERNEL + device.description()
-                        + " (float16/bfloat16 casts and the ops on 16-bit or integer tensors run on host memory only)");
+                        + " (this step reads the bytes from the host, which device memory does not allow)");
             }
             throw new UnsupportedOperationException("device " + device.description()
                     + " has no storage (sim): tensors there have shapes and memory but no data");

@@ -144,8 +144,8 @@ public final class TrainJob {
         if (b.hasDeviceMemory()) {
             b.close();
             throw new IllegalArgumentException("--device: training cannot run on " + b.description() + " yet: the "
-                    + "tensor ops compute there with the CUDA kernels, but AdamW, the 16-bit casts of --amp and the job itself "
-                    + "are not wired to them; "
+                    + "tensor ops compute there with the CUDA kernels, but the training job is not wired to the device "
+                    + "(checked on a test device only, never run on a GPU); "
                     + "use host, or sim with the GPU's capacity from 'vram4j devices' for a dry run");
         }
         return b;

@@ -1,6 +1,8 @@
 package io.vram4j.tensor;
 
 import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.amp.Autocast;
+import io.vram4j.amp.GradScaler;
 import io.vram4j.compute.Kernels;
 import io.vram4j.nn.GPT;
 import io.vram4j.optim.AdamW;
@@ -105,6 +107,12 @@ class DeviceKernelsParityTest {
                 c("narrow", t -> t[0].narrow(1, 1, 3).mul(2f), new int[] {4, 6}),
                 c("expand", t -> t[0].expand(4, 3).mul(t[1]), new int[] {1, 3}, new int[] {4, 3}),
                 c("reshape of a transposed view", t -> t[0].t().reshape(12).mul(t[1]), new int[] {3, 4}, new int[] {12}),
+                c("to bfloat16 and back", t -> t[0].to(DType.BFLOAT16).mul(t[1].to(DType.BFLOAT16)).to(DType.FLOAT32),
+                        new int[] {3, 5}, new int[] {3, 5}),
+                c("float16 ops", t -> t[0].to(DType.FLOAT16).exp().add(t[1].to(DType.FLOAT16)).softmax(),
+                        new int[] {3, 5}, new int[] {5}),
+                c("bfloat16 matmul of a transposed view", t -> t[0].to(DType.BFLOAT16).t().matmul(t[1].to(DType.BFLOAT16)),
+                        new int[] {4, 3}, new int[] {4, 2}),
                 c("dropout", t -> Functional.dropout(t[0], 0.4f, 1234L), new int[] {6, 7}),
                 c("causal mask then softmax", t -> Functional.causalMask(t[0]).softmax(), new int[] {2, 5, 5}),
                 c("cross-entropy", t -> Functional.crossEntropy(t[0], indices(t[0].device(), 4, 5)), new int[] {4, 5}),
@@ -168,11 +176,12 @@ class DeviceKernelsParityTest {
     }
 
     /**
-     * A 2-layer MLP, 6 steps of SGD (momentum, weight decay, Nesterov), of SGD without momentum, or of AdamW: the
-     * same losses and weights as on host.
+     * A 2-layer MLP, 6 steps of SGD (momentum, weight decay, Nesterov), of SGD without momentum, of AdamW, of AdamW
+     * under float16 autocast with a GradScaler (growing its scale every 2 steps) or of SGD under bfloat16 autocast:
+     * the same losses and weights as on host.
      */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"sgd-nesterov", "sgd", "adamw"})
+    @ValueSource(strings = {"sgd-nesterov", "sgd", "adamw", "adamw+fp16", "sgd+bf16"})
     void mlpTrainingEqualsHostBitForBit(String optimizer) {
         float[][] expected = train(host, optimizer);
         float[][] actual = train(dev, optimizer);
@@ -184,7 +193,7 @@ class DeviceKernelsParityTest {
     }
 
     static Optimizer optimizer(String kind, List<Tensor> params) {
-        return switch (kind) {
+        return switch (kind.replaceAll("\\+.*", "")) {
             case "sgd-nesterov" -> new SGD(params, 0.1f, 0.9f, 1e-3f, true);
             case "sgd" -> new SGD(params, 0.1f);
             default -> new AdamW(params, 0.01f, 0.9f, 0.999f, 1e-8f, 0.01f);
@@ -206,14 +215,20 @@ class DeviceKernelsParityTest {
             Tensor x = d.tensor(random(r, new int[] {10, 8}), 10, 8);
             Tensor y = indices(d, 10, 3);
             float[] losses = new float[6];
+            DType amp = kind.endsWith("+fp16") ? DType.FLOAT16 : kind.endsWith("+bf16") ? DType.BFLOAT16 : null;
+            GradScaler scaler = new GradScaler(1024f, 2f, 0.5f, 2, amp == DType.FLOAT16);
             try (Optimizer opt = optimizer(kind, params)) {
                 for (int step = 0; step < losses.length; step++) {
                     opt.zeroGrad();
-                    Tensor h = Functional.linear(x, params.get(0), params.get(1)).relu();
-                    Tensor loss = Functional.crossEntropy(Functional.linear(h, params.get(2), params.get(3)), y);
-                    loss.backward();
+                    Tensor loss;
+                    try (Autocast ac = Autocast.enter(amp == null ? DType.FLOAT16 : amp, amp != null)) {
+                        Tensor h = Functional.linear(x, params.get(0), params.get(1)).relu();
+                        loss = Functional.crossEntropy(Functional.linear(h, params.get(2), params.get(3)), y);
+                    }
+                    scaler.scale(loss).backward();
                     losses[step] = loss.item();
-                    opt.step();
+                    scaler.step(opt);
+                    scaler.update();
                 }
             }
             float[][] out = new float[1 + params.size()][];
@@ -282,21 +297,24 @@ class DeviceKernelsParityTest {
     }
 
     @Test
-    void sixteenBitTensorsAreRefusedInOneLineLeavingMemoryAsItWas() {
+    void conversionsWithoutAKernelAreRefusedInOneLineLeavingMemoryAsItWas() {
         try (MemoryScope s = MemoryScope.open()) {
-            Tensor a = dev.tensor(new float[] {1, 2, 3});
+            Tensor ids = dev.tensor(new long[] {1, 2, 3}, 3);
+            Tensor h = dev.tensor(DType.FLOAT16, new float[] {1, 2, 3});
             long allocated = dev.memoryAllocated();
             UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
-                    () -> a.to(DType.BFLOAT16));
-            assertTrue(e.getMessage().startsWith("this operation has no kernel for tensors on opaque:"), e.getMessage());
-            assertFalse(e.getMessage().contains("\n"));
+                    () -> ids.to(DType.FLOAT32));
+            assertEquals("this operation has no kernel for tensors on " + dev.description() + " for int64 to float32: "
+                    + "device kernels compute float32 and convert between float32 and float16/bfloat16", e.getMessage());
+            assertThrows(UnsupportedOperationException.class, () -> h.to(DType.BFLOAT16));
+            try (io.vram4j.autograd.NoGrad ng = io.vram4j.autograd.NoGrad.enter()) {
+                UnsupportedOperationException inPlace = assertThrows(UnsupportedOperationException.class,
+                        () -> h.mulInPlace(2f));
+                assertTrue(inPlace.getMessage().contains("for float16 in place"), inPlace.getMessage());
+            }
             assertEquals(allocated, dev.memoryAllocated());
-            Tensor h = dev.tensor(DType.FLOAT16, new float[] {1, 2, 3});
-            long withHalf = dev.memoryAllocated();
-            UnsupportedOperationException half = assertThrows(UnsupportedOperationException.class, () -> h.add(h));
-            assertTrue(half.getMessage().contains("of dtype float16"), half.getMessage());
-            assertEquals(withHalf, dev.memoryAllocated());
             assertArrayEquals(new float[] {1, 2, 3}, h.toFloatArray());
+            assertArrayEquals(new long[] {1, 2, 3}, ids.toLongArray());
         }
     }
 }
