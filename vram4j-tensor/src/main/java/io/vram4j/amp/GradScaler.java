@@ -175,7 +175,7 @@ public final class GradScaler {
         if (!g.device().hasStorage()) {
             return false;
         }
-        if (g.dtype() == DType.FLOAT32 && g.isContiguous()) {
+        if (g.dtype() == DType.FLOAT32 && g.isContiguous() && g.device().hostAccessible()) {
             return g.device().kernels().anyNonFinite(g.numel(), g.data(), 0);
         }
         for (float v : g.toFloatArray()) {

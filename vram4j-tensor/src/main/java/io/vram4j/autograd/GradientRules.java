@@ -39,6 +39,7 @@ final class GradientRules {
         RULES.put(Prim.ADD_SCALAR, (n, g) -> new Tensor[] {g.detach()});
         RULES.put(Prim.EXP, (n, g) -> new Tensor[] {g.mul(n.saved(0))});
         RULES.put(Prim.LOG, (n, g) -> new Tensor[] {g.div(n.saved(0))});
+        RULES.put(Prim.SQRT, (n, g) -> new Tensor[] {g.div(n.saved(0).mul(2f))});
         RULES.put(Prim.TANH, (n, g) -> {
             Tensor y = n.saved(0);
             return new Tensor[] {g.mul(y.mul(y).neg().add(1f))};

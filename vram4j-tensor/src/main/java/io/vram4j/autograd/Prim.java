@@ -24,6 +24,8 @@ public enum Prim {
     EXP,
     /** {@code ln x}. */
     LOG,
+    /** {@code sqrt x}. */
+    SQRT,
     /** {@code tanh x}. */
     TANH,
     /** {@code max(x, 0)}. */

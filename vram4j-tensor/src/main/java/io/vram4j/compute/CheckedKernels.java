@@ -137,6 +137,32 @@ final class CheckedKernels implements Kernels {
         unchecked.copy(n, src, srcOff, dst, dstOff);
     }
 
+    // ------------------------------------------------------------------------------------------------ conversions
+
+    @Override
+    public void floatToFp16(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
+        Checks.convert(n, true, src, srcOff, dst, dstOff);
+        unchecked.floatToFp16(n, src, srcOff, dst, dstOff);
+    }
+
+    @Override
+    public void floatToBf16(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
+        Checks.convert(n, true, src, srcOff, dst, dstOff);
+        unchecked.floatToBf16(n, src, srcOff, dst, dstOff);
+    }
+
+    @Override
+    public void fp16ToFloat(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
+        Checks.convert(n, false, src, srcOff, dst, dstOff);
+        unchecked.fp16ToFloat(n, src, srcOff, dst, dstOff);
+    }
+
+    @Override
+    public void bf16ToFloat(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
+        Checks.convert(n, false, src, srcOff, dst, dstOff);
+        unchecked.bf16ToFloat(n, src, srcOff, dst, dstOff);
+    }
+
     // ------------------------------------------------------------------------------------------------ unary
 
     @Override

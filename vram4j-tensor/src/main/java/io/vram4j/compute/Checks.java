@@ -17,12 +17,28 @@ final class Checks {
 
     /** Checks that floats {@code [off, off + n)} lie inside {@code seg}. */
     static void range(MemorySegment seg, long off, long n, String name) {
+        range(seg, off, n, name, Float.BYTES, "floats");
+    }
+
+    /** Checks that elements {@code [off, off + n)} of {@code bytes} bytes each lie inside {@code seg}. */
+    private static void range(MemorySegment seg, long off, long n, String name, int bytes, String unit) {
         Objects.requireNonNull(seg, name);
         if (off < 0 || n < 0 || n > (Long.MAX_VALUE >> 3) || off > (Long.MAX_VALUE >> 3) - n
-                || (off + n) * Float.BYTES > seg.byteSize()) {
-            throw new IndexOutOfBoundsException(name + ": floats [" + off + ", " + off + " + " + n
+                || (off + n) * bytes > seg.byteSize()) {
+            throw new IndexOutOfBoundsException(name + ": " + unit + " [" + off + ", " + off + " + " + n
                     + ") do not fit a segment of " + seg.byteSize() + " bytes");
         }
+    }
+
+    /**
+     * Checks a conversion of {@code n} elements between floats and 16-bit values: {@code toHalf} says which side
+     * holds the 16-bit ones; {@code dst} is the output.
+     */
+    static void convert(long n, boolean toHalf, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
+        nonNegative(n, "n");
+        range(src, srcOff, n, "src", toHalf ? Float.BYTES : Short.BYTES, toHalf ? "floats" : "16-bit values");
+        range(dst, dstOff, n, "dst", toHalf ? Short.BYTES : Float.BYTES, toHalf ? "16-bit values" : "floats");
+        writable(dst, "dst");
     }
 
     /** Checks a range of {@code n} floats unless {@code seg} is null (an optional argument). */

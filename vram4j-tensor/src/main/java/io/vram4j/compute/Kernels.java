@@ -99,6 +99,19 @@ public interface Kernels {
     }
 
     /**
+     * Puts an implementation behind the one layer of argument checks ({@code CheckedKernels}), as
+     * {@link #scalar()}, {@link #vector()} and {@link #best()} are: the exceptions documented here are thrown
+     * before anything is written or launched.
+     *
+     * @param kernels an implementation that does not check its arguments (the CUDA kernels, a test's)
+     * @return the checked kernels ({@code kernels} itself when it is already checked); as thread-safe as
+     *     {@code kernels}
+     */
+    static Kernels checked(Kernels kernels) {
+        return CheckedKernels.of(kernels);
+    }
+
+    /**
      * @return the kernels to use: {@link #vector()} when available, else {@link #scalar()}; the system property
      *     {@code vram4j.compute} ({@code scalar} or {@code vector}) overrides the choice
      */
@@ -190,6 +203,44 @@ public interface Kernels {
 
     /** {@code dst[i] = src[i]} for {@code i < n}; the ranges may overlap (as {@code memmove}). */
     void copy(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
+
+    // ------------------------------------------------------------------------------------------------ conversions
+
+    /**
+     * Converts {@code n} floats to IEEE float16 ({@code torch.float16}), rounding to nearest even
+     * ({@link Float#floatToFloat16}). Offsets are in elements of each side: floats in {@code src}, 16-bit values
+     * in {@code dst}.
+     *
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException if {@code n < 0} or {@code dst} is read-only
+     */
+    void floatToFp16(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
+
+    /**
+     * Converts {@code n} floats to bfloat16 ({@code torch.bfloat16}), rounding to nearest even as PyTorch's
+     * {@code c10::BFloat16} does ({@link Half#floatToBf16(float)}). Offsets as {@link #floatToFp16}.
+     *
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException if {@code n < 0} or {@code dst} is read-only
+     */
+    void floatToBf16(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
+
+    /**
+     * Widens {@code n} float16 values to floats (exact). Offsets are in elements of each side: 16-bit values in
+     * {@code src}, floats in {@code dst}.
+     *
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException if {@code n < 0} or {@code dst} is read-only
+     */
+    void fp16ToFloat(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
+
+    /**
+     * Widens {@code n} bfloat16 values to floats (exact). Offsets as {@link #fp16ToFloat}.
+     *
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException if {@code n < 0} or {@code dst} is read-only
+     */
+    void bf16ToFloat(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
 
     // ------------------------------------------------------------------------------------------------ unary
 

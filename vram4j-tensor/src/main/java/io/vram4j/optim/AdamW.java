@@ -73,6 +73,10 @@ public final class AdamW extends Optimizer {
         float stepSize = (float) (lr / bc1);
         float bc2Sqrt = (float) Math.sqrt(bc2);
         float decay = 1 - lr * weightDecay;
+        if (!p.device().hostAccessible()) {
+            updateWithKernels(p, g, st[0], st[1], stepSize, bc2Sqrt, decay);
+            return;
+        }
         FloatData pd = new FloatData(p);
         FloatData gd = new FloatData(g);
         FloatData md = new FloatData(st[0]);
@@ -87,6 +91,30 @@ public final class AdamW extends Optimizer {
             vd.set(i, v);
             float denom = (float) Math.sqrt(v) / bc2Sqrt + eps;
             pd.set(i, pd.get(i) * decay - stepSize * m / denom);
+        }
+    }
+
+    /**
+     * The same update on device memory ({@code cuda}) as tensor ops, so the device's kernels run it; each step
+     * rounds as the loop on host memory does ({@code axpy} is {@code y + alpha * x}, the divisions are true
+     * divisions by a filled tensor, not multiplications by a reciprocal).
+     */
+    private void updateWithKernels(Tensor p, Tensor g, Tensor m, Tensor v, float stepSize, float bc2Sqrt, float decay) {
+        try (Tensor diff = g.sub(m)) {
+            m.addInPlace(diff, 1 - beta1);
+        }
+        v.mulInPlace(beta2);
+        try (Tensor scaled = g.mul(1 - beta2); Tensor sq = scaled.mul(g)) {
+            v.addInPlace(sq);
+        }
+        try (Tensor root = v.sqrt();
+             Tensor bc = p.device().zeros(p.shape()).fill(bc2Sqrt);
+             Tensor quotient = root.div(bc);
+             Tensor denom = quotient.add(eps);
+             Tensor num = m.mul(stepSize);
+             Tensor step = num.div(denom)) {
+            p.mulInPlace(decay);
+            p.addInPlace(step, -1f);
         }
     }
 

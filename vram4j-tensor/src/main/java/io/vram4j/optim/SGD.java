@@ -59,6 +59,10 @@ public final class SGD extends Optimizer {
         if (!hasData(p)) {
             return;
         }
+        if (!p.device().hostAccessible()) {
+            updateWithKernels(p, g, buf, first);
+            return;
+        }
         FloatData pd = new FloatData(p);
         FloatData gd = new FloatData(g);
         FloatData bd = buf == null ? null : new FloatData(buf);
@@ -75,6 +79,33 @@ public final class SGD extends Optimizer {
                 d = nesterov ? d + momentum * b : b;
             }
             pd.set(i, pv - lr * d);
+        }
+    }
+
+    /**
+     * The same update on device memory ({@code cuda}) as in-place tensor ops, so the device's kernels run it:
+     * each step rounds exactly as the loop on host memory does ({@code axpy} is {@code y + alpha * x}).
+     */
+    private void updateWithKernels(Tensor p, Tensor g, Tensor buf, boolean first) {
+        try (Tensor d = g.copy()) {
+            if (weightDecay != 0) {
+                d.addInPlace(p, weightDecay);
+            }
+            Tensor step = d;
+            if (buf != null) {
+                if (first) {
+                    buf.copyFrom(d);
+                } else {
+                    buf.mulInPlace(momentum);
+                    buf.addInPlace(d);
+                }
+                if (nesterov) {
+                    d.addInPlace(buf, momentum);
+                } else {
+                    step = buf;
+                }
+            }
+            p.addInPlace(step, -lr);
         }
     }
 }

@@ -3,7 +3,6 @@ package io.vram4j.tensor;
 import io.vram4j.compute.Kernels;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 
 /**
@@ -122,7 +121,7 @@ public final class BackwardOps {
                     Host.F32View ww = dw == null ? null : Host.write(dw, sc);
                     Host.F32View wb = db == null ? null : Host.write(db, sc);
                     g.device.kernels().layerNormBackwardRows(rows, cols, dy.seg(), dy.off(), xv.seg(), xv.off(),
-                            mean.storage.segment(), mean.offset, rstd.storage.segment(), rstd.offset,
+                            mean.storage.kernelSegment(), mean.offset, rstd.storage.kernelSegment(), rstd.offset,
                             gm == null ? null : gm.seg(), gm == null ? 0 : gm.off(),
                             wx == null ? null : wx.seg(), wx == null ? 0 : wx.off(),
                             ww == null ? null : ww.seg(), ww == null ? 0 : ww.off(),
@@ -174,22 +173,19 @@ public final class BackwardOps {
         Ops.open(g, indices);
         Tensor out = like(g, inputShape);
         return run(out, () -> {
-            long[] idx = indices.toLongArray();
-            try (Scratch sc = new Scratch()) {
-                Host.F32View dy = Host.readContiguous(g, sc);
-                Host.F32View w = Host.write(out, sc);
-                out.device.kernels().fill(out.numel(), 0f, w.seg(), w.off());
-                int n = inputShape[dim];
-                long outer = Shapes.numel(Arrays.copyOf(inputShape, dim));
-                long inner = Shapes.numel(Arrays.copyOfRange(inputShape, dim + 1, inputShape.length));
-                for (long o = 0; o < outer; o++) {
-                    for (long i = 0; i < inner; i++) {
-                        long oi = o * inner + i;
-                        w.set(w.off() + o * n * inner + idx[(int) oi] * inner + i, dy.get(dy.off() + oi));
-                    }
+            long[] idx = indices.toLongArray();   // host work: scattering by indices the host holds
+            float[] dy = g.toFloatArray();
+            float[] dx = new float[Math.toIntExact(out.numel())];
+            int n = inputShape[dim];
+            long outer = Shapes.numel(Arrays.copyOf(inputShape, dim));
+            long inner = Shapes.numel(Arrays.copyOfRange(inputShape, dim + 1, inputShape.length));
+            for (long o = 0; o < outer; o++) {
+                for (long i = 0; i < inner; i++) {
+                    int oi = Math.toIntExact(o * inner + i);
+                    dx[Math.toIntExact(o * n * inner + idx[oi] * inner + i)] = dy[oi];
                 }
-                Host.commit(out, w);
             }
+            Elements.write(out, dx);
         });
     }
 
@@ -200,8 +196,7 @@ public final class BackwardOps {
         Host.fill(out, 0f);
         if (out.device.hasStorage()) {
             long off = out.offset + start * out.strides[dim];
-            Host.copy(out.device.kernels(), g.shape, g.storage.segment(), g.dtype, g.offset, g.strides,
-                    out.storage.segment(), out.dtype, off, out.strides);
+            Host.copyTo(g, out, off);
         }
         return out;
     }
@@ -214,16 +209,16 @@ public final class BackwardOps {
     public static Tensor nllLossBackward(Tensor g, Tensor targets, int[] logpShape, int ignoreIndex, int count) {
         Ops.open(g, targets);
         Tensor out = like(g, logpShape);
-        Host.fill(out, 0f);
-        return run(out, () -> {
+        return run(out, () -> {   // host work: the targets and the loss's gradient are read by the host
             long[] t = targets.toLongArray();
             float v = -g.item() / count;
-            MemorySegment s = out.storage.segment();
+            float[] dx = new float[Math.toIntExact(out.numel())];
             for (int i = 0; i < t.length; i++) {
                 if (t[i] != ignoreIndex) {
-                    Elements.setFloat(s, out.dtype, out.offset + (long) i * logpShape[1] + t[i], v);
+                    dx[Math.toIntExact((long) i * logpShape[1] + t[i])] = v;
                 }
             }
+            Elements.write(out, dx);
         });
     }
 
@@ -232,16 +227,13 @@ public final class BackwardOps {
         Ops.open(g, mask);
         Tensor out = like(g, g.shape);
         return run(out, () -> {
-            MemorySegment ms = mask.storage.segment();
-            try (Scratch sc = new Scratch()) {
-                Host.F32View dy = Host.readContiguous(g, sc);
-                Host.F32View w = Host.write(out, sc);
-                long n = out.numel();
-                for (long i = 0; i < n; i++) {
-                    w.set(w.off() + i, ms.get(ValueLayout.JAVA_BYTE, mask.offset + i) != 0 ? dy.get(dy.off() + i) * scale : 0f);
-                }
-                Host.commit(out, w);
+            float[] keep = mask.toFloatArray();   // host work: the mask was drawn on the host
+            float[] dy = g.toFloatArray();
+            float[] dx = new float[dy.length];
+            for (int i = 0; i < dy.length; i++) {
+                dx[i] = keep[i] != 0 ? dy[i] * scale : 0f;
             }
+            Elements.write(out, dx);
         });
     }
 
@@ -253,7 +245,7 @@ public final class BackwardOps {
             try (Scratch sc = new Scratch()) {
                 Host.F32View dy = Host.readContiguous(g, sc);
                 Host.F32View w = Host.write(out, sc);
-                Ops.maskUpper(g.shape, dy, w, 0f);
+                Ops.maskUpper(g.shape, dy, w, 0f, out.device.kernels());
                 Host.commit(out, w);
             }
         });

@@ -3,9 +3,11 @@ package io.vram4j.tensor;
 import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.compute.Kernels;
+import io.vram4j.compute.cuda.CudaKernels;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
 import io.vram4j.device.Stream;
+import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.memory.stats.MemoryStats;
 
 import java.util.Objects;
@@ -31,8 +33,15 @@ import java.util.Objects;
  * <p>On a device with memory of its own ({@code cuda}: {@link #hasStorage()} true, {@link #hostAccessible()}
  * false) tensor bytes are never viewed by the host: {@link Tensor#toFloatArray()}, {@link Tensor#item()},
  * printing, the factories that take arrays, fills, {@link Tensor#copyFrom}, {@link Tensor#to(Device)} and
- * safetensors go through the device's copy calls, after synchronizing its stream. The tensor ops have no CUDA
- * kernels wired in yet: they throw {@link UnsupportedOperationException} there, allocating nothing.
+ * safetensors go through the device's copy calls, after synchronizing its stream. The tensor ops compute there
+ * with the device's own kernels ({@link io.vram4j.compute.cuda.CudaKernels} on {@code cuda}, loaded once when the
+ * device is opened and closed with it, behind the argument checks of {@link Kernels#checked}), given the device
+ * addresses as segments Java never dereferences; the few steps that are host work by nature (reading a loss or
+ * the indices of a gather, drawing a dropout mask) go through synchronized staging copies. Conversions to or
+ * from integer types, between float16 and bfloat16, and in-place ops on 16-bit tensors have no device kernel
+ * behind them: they throw {@link UnsupportedOperationException} there in one line, leaving memory as it was. A
+ * device-memory backend without kernels of its own refuses every op the same way until {@link #withKernels}
+ * gives it some.
  *
  * <p>The <em>current device</em> ({@link #current()}) is what calls without a device argument use, such as
  * {@link Memory#track(String)} and {@link Memory#logMemory(String)}: the innermost {@link #use()} scope of the
@@ -52,8 +61,16 @@ public final class Device implements AutoCloseable {
     private final Stream stream;
     private final Kernels kernels;
     private final boolean owned;
+    /** Kernels this device loaded (CUDA modules) and closes with itself; null when it shares or has none. */
+    private final AutoCloseable ownKernels;
 
     private Device(DeviceBackend backend, CachingAllocator allocator, Stream stream, Kernels kernels, boolean owned) {
+        this(backend, allocator, stream, kernels, owned, null);
+    }
+
+    private Device(DeviceBackend backend, CachingAllocator allocator, Stream stream, Kernels kernels, boolean owned,
+                   AutoCloseable ownKernels) {
+        this.ownKernels = ownKernels;
         this.backend = backend;
         this.allocator = allocator;
         this.stream = stream;
@@ -72,7 +89,7 @@ public final class Device implements AutoCloseable {
     public static Device open(String spec) {
         DeviceBackend b = Devices.open(spec);
         try {
-            return new Device(b, CachingAllocator.create(b), b.defaultStream(), Kernels.best(), true);
+            return withOwnKernels(b, CachingAllocator.create(b), b.defaultStream(), true);
         } catch (RuntimeException e) {
             b.close();
             throw e;
@@ -89,7 +106,7 @@ public final class Device implements AutoCloseable {
     public static Device open(String spec, AllocatorConfig config) {
         DeviceBackend b = Devices.open(spec);
         try {
-            return new Device(b, CachingAllocator.create(b, config), b.defaultStream(), Kernels.best(), true);
+            return withOwnKernels(b, CachingAllocator.create(b, config), b.defaultStream(), true);
         } catch (RuntimeException e) {
             b.close();
             throw e;
@@ -104,7 +121,30 @@ public final class Device implements AutoCloseable {
      * @return the device
      */
     public static Device of(CachingAllocator allocator) {
-        return new Device(allocator.device(), allocator, allocator.device().defaultStream(), Kernels.best(), false);
+        return withOwnKernels(allocator.device(), allocator, allocator.device().defaultStream(), false);
+    }
+
+    /**
+     * The kernels a backend computes with: {@link Kernels#best()} for host memory (and {@code sim}); the CUDA
+     * kernels, loaded into the device and checked, for {@code cuda}; none for any other device memory.
+     */
+    private static Device withOwnKernels(DeviceBackend b, CachingAllocator allocator, Stream stream, boolean owned) {
+        if (!b.hasDeviceMemory()) {
+            return new Device(b, allocator, stream, Kernels.best(), owned);
+        }
+        if (!(b instanceof CudaDevice)) {
+            return new Device(b, allocator, stream, null, owned);
+        }
+        CudaKernels cuda;
+        try {
+            cuda = CudaKernels.create(allocator, stream);
+        } catch (RuntimeException | Error e) {
+            if (owned) {
+                allocator.close();
+            }
+            throw e;
+        }
+        return new Device(b, allocator, stream, Kernels.checked(cuda), owned, cuda);
     }
 
     /**
@@ -206,8 +246,15 @@ public final class Device implements AutoCloseable {
         return stream;
     }
 
-    /** @return the compute kernels */
+    /**
+     * @return the compute kernels; on device memory ({@code cuda}) they take device addresses, never host memory
+     * @throws UnsupportedOperationException on a device-memory backend that has no kernels (one line)
+     */
     public Kernels kernels() {
+        if (kernels == null) {
+            throw new UnsupportedOperationException(Storage.NO_KERNEL + description()
+                    + ": this device has no kernels (give it some with withKernels)");
+        }
         return kernels;
     }
 
@@ -399,6 +446,13 @@ public final class Device implements AutoCloseable {
         if (defaultDevice == this) {
             defaultDevice = null;
         }
+        if (ownKernels != null) {
+            try {
+                ownKernels.close();
+            } catch (Exception e) {
+                throw new IllegalStateException("closing the kernels of " + description() + ": " + e.getMessage(), e);
+            }
+        }
         if (owned) {
             try {
                 allocator.close();
@@ -410,6 +464,6 @@ public final class Device implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "Device(" + description() + ", kernels=" + kernels.name() + ")";
+        return "Device(" + description() + ", kernels=" + (kernels == null ? "none" : kernels.name()) + ")";
     }
 }

@@ -19,54 +19,147 @@ final class Host {
     }
 
     /** A float32 operand: segment, element offset and strides (in floats) for the tensor's shape. */
-    record F32View(MemorySegment seg, long off, long[] strides) {
+    /**
+     * Float32 elements as kernels take them: {@code seg} is host memory, or device memory ({@code device}) that
+     * only kernels may be given; {@link #get} and {@link #set} are for host memory only.
+     */
+    record F32View(MemorySegment seg, long off, long[] strides, boolean device) {
         float get(long i) {
-            return seg.getAtIndex(F32, i);
+            return seg.getAtIndex(F32, hostOnly(i));
         }
 
         void set(long i, float v) {
-            seg.setAtIndex(F32, i, v);
+            seg.setAtIndex(F32, hostOnly(i), v);
+        }
+
+        private long hostOnly(long i) {
+            if (device) {   // a load through a device address would crash the JVM: a bug, caught here
+                throw new IllegalStateException("host access to device memory at element " + i);
+            }
+            return i;
         }
     }
 
-    /** A float32 view of {@code t} with its own strides; float16/bfloat16/integer data is converted into scratch. */
     static F32View read(Tensor t, Scratch sc) {
         if (t.dtype == DType.FLOAT32) {
-            return new F32View(t.storage.segment(), t.offset, t.strides);
+            return view(t, t.strides);
         }
         return gather(t, sc);
     }
 
-    /** A contiguous float32 view of {@code t}: the tensor itself when it is contiguous float32, else a scratch copy. */
     static F32View readContiguous(Tensor t, Scratch sc) {
         if (t.dtype == DType.FLOAT32 && t.isContiguous()) {
-            return new F32View(t.storage.segment(), t.offset, Shapes.contiguousStrides(t.shape));
+            return view(t, Shapes.contiguousStrides(t.shape));
         }
         return gather(t, sc);
+    }
+
+    private static F32View view(Tensor t, long[] strides) {
+        return new F32View(t.storage.kernelSegment(), t.offset, strides, t.storage.deviceMemory());
     }
 
     private static F32View gather(Tensor t, Scratch sc) {
-        MemorySegment m = sc.floats(t.numel());
         long[] cs = Shapes.contiguousStrides(t.shape);
+        if (t.storage.deviceMemory()) {
+            Tensor c = sc.tensor(t.device, t.shape);
+            convert(t.device, t.shape, t.storage.kernelSegment(), t.dtype, t.offset, t.strides,
+                    c.storage.kernelSegment(), DType.FLOAT32, c.offset, cs);
+            return new F32View(c.storage.kernelSegment(), c.offset, cs, true);
+        }
+        MemorySegment m = sc.floats(t.numel());
         copy(t.device.kernels(), t.shape, t.storage.segment(), t.dtype, t.offset, t.strides, m, DType.FLOAT32, 0, cs);
-        return new F32View(m, 0, cs);
+        return new F32View(m, 0, cs, false);
     }
 
-    /** Where an op writes the float32 results for a fresh contiguous {@code out}: its memory, or scratch for 16-bit types. */
+    /** Refuses, in one line, a tensor in device memory that is not float32 where only float32 kernels exist. */
+    static void float32(Tensor t) {
+        if (t.storage.deviceMemory() && t.dtype != DType.FLOAT32) {
+            throw refusal(t.device, t.dtype + " in place");
+        }
+    }
+
+    private static UnsupportedOperationException refusal(Device d, String what) {
+        return new UnsupportedOperationException(Storage.NO_KERNEL + d.description() + " for " + what
+                + ": device kernels compute float32 and convert between float32 and float16/bfloat16");
+    }
+
+    /** A kernel that copies or converts {@code n} elements, offsets in elements of each side. */
+    private interface RowKernel {
+        void apply(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
+    }
+
+    /**
+     * Copies or converts elements with the kernels only (one launch per contiguous row, one per element where a
+     * stride is not 1): the copy for device memory, where the host may not touch the bytes. Float32 to float32,
+     * and float32 to and from float16/bfloat16; any other pair is refused in one line before anything is written.
+     */
+    static void convert(Device dev, int[] shape, MemorySegment s, DType st, long sOff, long[] sStr,
+                        MemorySegment d, DType dt, long dOff, long[] dStr) {
+        Kernels k = dev.kernels();
+        RowKernel f = st == DType.FLOAT32 && dt == DType.FLOAT32 ? k::copy
+                : st == DType.FLOAT32 && dt == DType.FLOAT16 ? k::floatToFp16
+                : st == DType.FLOAT32 && dt == DType.BFLOAT16 ? k::floatToBf16
+                : st == DType.FLOAT16 && dt == DType.FLOAT32 ? k::fp16ToFloat
+                : st == DType.BFLOAT16 && dt == DType.FLOAT32 ? k::bf16ToFloat
+                : null;
+        if (f == null) {
+            throw refusal(dev, st + " to " + dt);
+        }
+        StridedLoop.run(shape, new long[][] {dStr, sStr}, new long[] {dOff, sOff}, (o, len, str) -> {
+            if (str[0] == 1 && str[1] == 1) {
+                f.apply(len, s, o[1], d, o[0]);
+                return;
+            }
+            long si = o[1];
+            long di = o[0];
+            for (long i = 0; i < len; i++, si += str[1], di += str[0]) {
+                f.apply(1, s, si, d, di);
+            }
+        });
+    }
+
     static F32View write(Tensor out, Scratch sc) {
         long[] cs = Shapes.contiguousStrides(out.shape);
         if (out.dtype == DType.FLOAT32) {
-            return new F32View(out.storage.segment(), out.offset, cs);
+            return view(out, cs);
         }
-        return new F32View(sc.floats(out.numel()), 0, cs);
+        if (out.storage.deviceMemory()) {
+            Tensor w = sc.tensor(out.device, out.shape);
+            return new F32View(w.storage.kernelSegment(), w.offset, cs, true);
+        }
+        return new F32View(sc.floats(out.numel()), 0, cs, false);
     }
 
     /** Stores results written to a {@link #write} view into {@code out} (converting from scratch when needed). */
     static void commit(Tensor out, F32View w) {
-        if (out.dtype != DType.FLOAT32) {
+        if (out.dtype != DType.FLOAT32 && w.device()) {
+            convert(out.device, out.shape, w.seg, DType.FLOAT32, w.off, w.strides,
+                    out.storage.kernelSegment(), out.dtype, out.offset, out.strides);
+        } else if (out.dtype != DType.FLOAT32) {
             copy(out.device.kernels(), out.shape, w.seg, DType.FLOAT32, w.off, w.strides,
                     out.storage.segment(), out.dtype, out.offset, out.strides);
         }
+    }
+
+    /**
+     * Copies (converting the dtype) every element of {@code src} into {@code dst}'s elements from element
+     * {@code dstOffset} with {@code dst}'s strides. On device memory: the device's own copy for contiguous bytes of
+     * one dtype, else the copy and conversion kernels ({@link #convert}).
+     */
+    static void copyTo(Tensor src, Tensor dst, long dstOffset) {
+        if (!src.storage.deviceMemory() && !dst.storage.deviceMemory()) {
+            copy(dst.device.kernels(), src.shape, src.storage.segment(), src.dtype, src.offset, src.strides,
+                    dst.storage.segment(), dst.dtype, dstOffset, dst.strides);
+            return;
+        }
+        int es = dst.dtype.byteSize();
+        if (src.dtype == dst.dtype && src.isContiguous() && dstOffset == dst.offset && dst.isContiguous()
+                && Arrays.equals(src.shape, dst.shape)) {
+            HostAccess.copyWithin(src.storage, src.offset * es, dst.storage, dstOffset * es, src.numel() * es);
+            return;
+        }
+        convert(dst.device, src.shape, src.storage.kernelSegment(), src.dtype, src.offset, src.strides,
+                dst.storage.kernelSegment(), dst.dtype, dstOffset, dst.strides);
     }
 
     /** Copies {@code shape} elements between strided layouts, converting dtypes. */
@@ -224,14 +317,20 @@ final class Host {
         if (!dst.device.hasStorage()) {
             return;
         }
+        float32(dst);
         Kernels k = dst.device.kernels();
-        MemorySegment d = dst.storage.segment();
+        MemorySegment d = dst.storage.kernelSegment();
+        boolean device = dst.storage.deviceMemory();
         try (Scratch sc = new Scratch()) {
             F32View s = read(src, sc);
             long[] ss = Shapes.broadcastStrides(src.shape, s.strides, dst.shape);
             StridedLoop.run(dst.shape, new long[][] {dst.strides, ss}, new long[] {dst.offset, s.off}, (o, len, str) -> {
                 if (dst.dtype == DType.FLOAT32 && str[0] == 1 && str[1] == 1) {
                     k.axpy(len, alpha, s.seg, o[1], d, o[0]);
+                } else if (device) {
+                    for (long j = 0, di = o[0], si = o[1]; j < len; j++, di += str[0], si += str[1]) {
+                        k.axpy(1, alpha, s.seg, si, d, di);
+                    }
                 } else {
                     long di = o[0];
                     long si = o[1];
@@ -247,11 +346,17 @@ final class Host {
         if (!t.device.hasStorage()) {
             return;
         }
+        float32(t);
         Kernels k = t.device.kernels();
-        MemorySegment seg = t.storage.segment();
+        MemorySegment seg = t.storage.kernelSegment();
+        boolean device = t.storage.deviceMemory();
         StridedLoop.run(t.shape, new long[][] {t.strides}, new long[] {t.offset}, (o, len, str) -> {
             if (t.dtype == DType.FLOAT32 && str[0] == 1) {
                 k.scale(len, s, seg, o[0], seg, o[0]);
+            } else if (device) {
+                for (long j = 0, si = o[0]; j < len; j++, si += str[0]) {
+                    k.scale(1, s, seg, si, seg, si);
+                }
             } else {
                 long si = o[0];
                 for (long j = 0; j < len; j++, si += str[0]) {

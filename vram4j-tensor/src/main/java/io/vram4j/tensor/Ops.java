@@ -17,7 +17,7 @@ final class Ops {
 
     enum Bin { ADD, SUB, MUL, DIV }
 
-    enum Un { NEG, EXP, LOG, TANH, RELU, GELU }
+    enum Un { NEG, EXP, LOG, SQRT, TANH, RELU, GELU }
 
     // ------------------------------------------------------------------------------------------------ helpers
 
@@ -81,8 +81,19 @@ final class Ops {
         return out;
     }
 
+    /** One binary element-wise kernel of {@link Kernels}, {@code out[i] = a[i] op b[i]} over {@code n} elements. */
+    private interface BinaryKernel {
+        void apply(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff);
+    }
+
     private static void binaryKernel(Bin op, Tensor a, Tensor b, Tensor out) {
         Kernels k = out.device.kernels();
+        BinaryKernel f = switch (op) {
+            case ADD -> k::add;
+            case SUB -> k::sub;
+            case MUL -> k::mul;
+            case DIV -> k::div;
+        };
         try (Scratch sc = new Scratch()) {
             Host.F32View ra = Host.read(a, sc);
             Host.F32View rb = Host.read(b, sc);
@@ -92,15 +103,10 @@ final class Ops {
             StridedLoop.run(out.shape, new long[][] {w.strides(), sa, sb}, new long[] {w.off(), ra.off(), rb.off()},
                     (o, len, st) -> {
                         if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-                            switch (op) {
-                                case ADD -> k.add(len, ra.seg(), o[1], rb.seg(), o[2], w.seg(), o[0]);
-                                case SUB -> k.sub(len, ra.seg(), o[1], rb.seg(), o[2], w.seg(), o[0]);
-                                case MUL -> k.mul(len, ra.seg(), o[1], rb.seg(), o[2], w.seg(), o[0]);
-                                case DIV -> k.div(len, ra.seg(), o[1], rb.seg(), o[2], w.seg(), o[0]);
-                            }
+                            f.apply(len, ra.seg(), o[1], rb.seg(), o[2], w.seg(), o[0]);
                             return;
                         }
-                        if (st[0] == 1 && st[1] == 1 && st[2] == 0 && op != Bin.DIV) {
+                        if (st[0] == 1 && st[1] == 1 && st[2] == 0 && op != Bin.DIV && !rb.device()) {
                             float v = rb.get(o[2]);
                             switch (op) {
                                 case ADD -> k.addScalar(len, v, ra.seg(), o[1], w.seg(), o[0]);
@@ -112,6 +118,12 @@ final class Ops {
                         long io = o[0];
                         long ia = o[1];
                         long ib = o[2];
+                        if (w.device()) {   // one element per launch: correct, slow; a strided kernel is left to do
+                            for (long i = 0; i < len; i++, io += st[0], ia += st[1], ib += st[2]) {
+                                f.apply(1, ra.seg(), ia, rb.seg(), ib, w.seg(), io);
+                            }
+                            return;
+                        }
                         for (long i = 0; i < len; i++, io += st[0], ia += st[1], ib += st[2]) {
                             float x = ra.get(ia);
                             float y = rb.get(ib);
@@ -141,6 +153,7 @@ final class Ops {
                     case NEG -> k.neg(n, r.seg(), r.off(), w.seg(), w.off());
                     case EXP -> k.exp(n, r.seg(), r.off(), w.seg(), w.off());
                     case LOG -> k.log(n, r.seg(), r.off(), w.seg(), w.off());
+                    case SQRT -> k.sqrt(n, r.seg(), r.off(), w.seg(), w.off());
                     case TANH -> k.tanh(n, r.seg(), r.off(), w.seg(), w.off());
                     case RELU -> k.relu(n, r.seg(), r.off(), w.seg(), w.off());
                     case GELU -> k.gelu(n, r.seg(), r.off(), w.seg(), w.off());
@@ -153,6 +166,7 @@ final class Ops {
             case NEG -> Recorder.record(Prim.NEG, out, in);
             case EXP -> Recorder.record(Prim.EXP, out, in, new Tensor[] {out});
             case LOG -> Recorder.record(Prim.LOG, out, in, new Tensor[] {x});
+            case SQRT -> Recorder.record(Prim.SQRT, out, in, new Tensor[] {out});
             case TANH -> Recorder.record(Prim.TANH, out, in, new Tensor[] {out});
             case RELU -> Recorder.record(Prim.RELU, out, in, new Tensor[] {out});
             case GELU -> Recorder.record(Prim.GELU, out, in, new Tensor[] {x});
@@ -244,9 +258,13 @@ final class Ops {
                 long[] wst = Shapes.broadcastStrides(keep, Shapes.contiguousStrides(keep), x.shape);
                 StridedLoop.run(x.shape, new long[][] {wst, r.strides()}, new long[] {w.off(), r.off()}, (o, len, st) -> {
                     if (st[0] == 0 && st[1] == 1) {
-                        w.set(o[0], w.get(o[0]) + k.sum(len, r.seg(), o[1]));
+                        k.addScalar(1, k.sum(len, r.seg(), o[1]), ws, o[0], ws, o[0]);
                     } else if (st[0] == 1 && st[1] == 1) {
                         k.axpy(len, 1f, r.seg(), o[1], ws, o[0]);
+                    } else if (w.device()) {   // one element per launch, as in binaryKernel
+                        for (long i = 0, io = o[0], ix = o[1]; i < len; i++, io += st[0], ix += st[1]) {
+                            k.axpy(1, 1f, r.seg(), ix, ws, io);
+                        }
                     } else {
                         long io = o[0];
                         long ix = o[1];
@@ -286,34 +304,39 @@ final class Ops {
             throw e;
         }
         if (x.device.hasStorage()) {
-            try (Scratch sc = new Scratch()) {
-                Host.F32View r = Host.readContiguous(x, sc);
-                Host.F32View w = values == null ? null : Host.write(values, sc);
-                MemorySegment idx = indices.storage.segment();
+            try {   // host work (PyTorch's argmax result is read by the host): staged copies on device memory
+                float[] xs = x.toFloatArray();
                 long outer = Shapes.numel(Arrays.copyOf(x.shape, dim));
                 long inner = Shapes.numel(Arrays.copyOfRange(x.shape, dim + 1, x.shape.length));
+                float[] best = new float[Math.toIntExact(outer * inner)];
+                long[] args = new long[best.length];
                 for (long o = 0; o < outer; o++) {
                     for (long i = 0; i < inner; i++) {
-                        long base = r.off() + o * n * inner + i;
-                        float best = r.get(base);
+                        int base = Math.toIntExact(o * n * inner + i);
+                        float b = xs[base];
                         long arg = 0;
-                        for (long j = 1; j < n && !Float.isNaN(best); j++) {
-                            float v = r.get(base + j * inner);
-                            if (v > best || Float.isNaN(v)) {
-                                best = v;
+                        for (long j = 1; j < n && !Float.isNaN(b); j++) {
+                            float v = xs[Math.toIntExact(base + j * inner)];
+                            if (v > b || Float.isNaN(v)) {
+                                b = v;
                                 arg = j;
                             }
                         }
-                        long oi = o * inner + i;
-                        if (w != null) {
-                            w.set(w.off() + oi, best);
-                        }
-                        idx.setAtIndex(Elements.I64, indices.offset + oi, arg);
+                        int oi = Math.toIntExact(o * inner + i);
+                        best[oi] = b;
+                        args[oi] = arg;
                     }
                 }
+                Elements.write(indices, args);
                 if (values != null) {
-                    Host.commit(values, w);
+                    Elements.write(values, best);
                 }
+            } catch (RuntimeException | Error e) {
+                indices.close();
+                if (values != null) {
+                    values.close();
+                }
+                throw e;
             }
         }
         if (indicesOnly) {
@@ -446,8 +469,7 @@ final class Ops {
     static Tensor copy(Tensor x) {
         open(x);
         Tensor out = Tensor.allocate(x.device, x.dtype, x.shape.clone());
-        compute(out, () -> Host.copy(x.device.kernels(), x.shape, x.storage.segment(), x.dtype, x.offset, x.strides,
-                out.storage.segment(), out.dtype, out.offset, out.strides));
+        compute(out, () -> Host.copyTo(x, out, out.offset));
         Recorder.record(Prim.COPY, out, new Tensor[] {x});
         return out;
     }
@@ -455,8 +477,7 @@ final class Ops {
     static Tensor cast(Tensor x, DType dt) {
         open(x);
         Tensor out = Tensor.allocate(x.device, dt, x.shape.clone());
-        compute(out, () -> Host.copy(x.device.kernels(), x.shape, x.storage.segment(), x.dtype, x.offset, x.strides,
-                out.storage.segment(), out.dtype, out.offset, out.strides));
+        compute(out, () -> Host.copyTo(x, out, out.offset));
         if (x.dtype.isFloatingPoint()) {
             Recorder.record(Prim.CAST, out, new Tensor[] {x});
         }
@@ -525,7 +546,7 @@ final class Ops {
                     Host.F32View w = Host.write(out, sc);
                     k.layerNormRows(rows, cols, r.seg(), r.off(), g == null ? null : g.seg(), g == null ? 0 : g.off(),
                             b == null ? null : b.seg(), b == null ? 0 : b.off(), eps, w.seg(), w.off(),
-                            mean.storage.segment(), mean.offset, rstd.storage.segment(), rstd.offset);
+                            mean.storage.kernelSegment(), mean.offset, rstd.storage.kernelSegment(), rstd.offset);
                     Host.commit(out, w);
                 }
             }
@@ -600,19 +621,17 @@ final class Ops {
             throw e;
         }
         try {
-            compute(out, () -> {
-                MemorySegment ms = mask.storage.segment();
-                try (Scratch sc = new Scratch()) {
-                    Host.F32View r = Host.readContiguous(x, sc);
-                    Host.F32View w = Host.write(out, sc);
-                    long n = x.numel();
-                    for (long i = 0; i < n; i++) {
-                        boolean keep = uniform(seed, i) >= p;
-                        ms.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (keep ? 1 : 0));
-                        w.set(w.off() + i, keep ? r.get(r.off() + i) * scale : 0f);
-                    }
-                    Host.commit(out, w);
+            compute(out, () -> {   // the mask is drawn on the host (counter-based), then both are copied in
+                float[] xs = x.toFloatArray();
+                float[] keep = new float[xs.length];
+                float[] ys = new float[xs.length];
+                for (int i = 0; i < xs.length; i++) {
+                    boolean k = uniform(seed, i) >= p;
+                    keep[i] = k ? 1f : 0f;
+                    ys[i] = k ? xs[i] * scale : 0f;
                 }
+                Elements.write(mask, keep);
+                Elements.write(out, ys);
             });
             Recorder.record(Prim.DROPOUT, out, new Tensor[] {x}, new Tensor[] {mask}, new int[0], scale);
         } finally {
@@ -637,7 +656,7 @@ final class Ops {
             try (Scratch sc = new Scratch()) {
                 Host.F32View r = Host.readContiguous(x, sc);
                 Host.F32View w = Host.write(out, sc);
-                maskUpper(x.shape, r, w, Float.NEGATIVE_INFINITY);
+                maskUpper(x.shape, r, w, Float.NEGATIVE_INFINITY, out.device.kernels());
                 Host.commit(out, w);
             }
         });
@@ -646,16 +665,16 @@ final class Ops {
     }
 
     /** Copies {@code r} to {@code w} (contiguous, same shape), writing {@code fill} where column > row in the last two dims. */
-    static void maskUpper(int[] shape, Host.F32View r, Host.F32View w, float fill) {
+    static void maskUpper(int[] shape, Host.F32View r, Host.F32View w, float fill, Kernels k) {
         int t = shape[shape.length - 2];
         int s = shape[shape.length - 1];
         long mats = t == 0 || s == 0 ? 0 : Shapes.numel(shape) / ((long) t * s);
         for (long b = 0; b < mats; b++) {
             for (int i = 0; i < t; i++) {
                 long row = b * t * s + (long) i * s;
-                for (int j = 0; j < s; j++) {
-                    w.set(w.off() + row + j, j > i ? fill : r.get(r.off() + row + j));
-                }
+                int kept = Math.min(i + 1, s);
+                k.copy(kept, r.seg(), r.off() + row, w.seg(), w.off() + row);
+                k.fill(s - kept, fill, w.seg(), w.off() + row + kept);
             }
         }
     }
@@ -672,25 +691,23 @@ final class Ops {
         int c = logp.shape[1];
         Tensor out = Tensor.allocate(logp.device, logp.dtype, new int[0]);
         int[] count = {n};
-        compute(out, () -> {
+        compute(out, () -> {   // host work: the loss is one number the host reads (staged copies on device memory)
             long[] t = targets.toLongArray();
-            try (Scratch sc = new Scratch()) {
-                Host.F32View r = Host.read(logp, sc);
-                double sum = 0;
-                int cnt = 0;
-                for (int i = 0; i < n; i++) {
-                    if (t[i] == ignoreIndex) {
-                        continue;
-                    }
-                    if (t[i] < 0 || t[i] >= c) {
-                        throw new IndexOutOfBoundsException("target " + t[i] + " is out of bounds for " + c + " classes");
-                    }
-                    sum += r.get(r.off() + i * r.strides()[0] + t[i] * r.strides()[1]);
-                    cnt++;
+            float[] lp = logp.toFloatArray();
+            double sum = 0;
+            int cnt = 0;
+            for (int i = 0; i < n; i++) {
+                if (t[i] == ignoreIndex) {
+                    continue;
                 }
-                count[0] = cnt;
-                Elements.setFloat(out.storage.segment(), out.dtype, out.offset, (float) (-sum / cnt));
+                if (t[i] < 0 || t[i] >= c) {
+                    throw new IndexOutOfBoundsException("target " + t[i] + " is out of bounds for " + c + " classes");
+                }
+                sum += lp[Math.toIntExact(i * (long) c + t[i])];
+                cnt++;
             }
+            count[0] = cnt;
+            Elements.write(out, new float[] {(float) (-sum / cnt)});
         });
         Recorder.record(Prim.NLL_LOSS, out, new Tensor[] {logp, targets}, new Tensor[] {targets},
                 new int[] {ignoreIndex, count[0]}, 0f);

@@ -22,6 +22,9 @@ public final class Storage {
     /** What the memory holds, for the live-tensor registry (which keeps it without keeping the storage). */
     final StorageInfo info;
 
+    /** The start of the one-line refusal of an operation that has no kernel for device memory. */
+    static final String NO_KERNEL = "this operation has no kernel for tensors on ";
+
     private Storage(Device device, long address, long bytes) {
         this.device = device;
         this.address = address;
@@ -99,15 +102,28 @@ public final class Storage {
     MemorySegment segment() {
         if (segment == null) {
             if (deviceMemory) {
-                throw new UnsupportedOperationException("this operation has no kernel for tensors on "
-                        + device.description() + " yet (the CUDA kernels are not wired into the tensor ops): "
-                        + "cuda tensors can be created, filled, read (toFloatArray, item), saved, loaded and "
-                        + "copied with to(device) or copyFrom");
+                throw new UnsupportedOperationException(NO_KERNEL + device.description()
+                        + " (this step reads the bytes from the host, which device memory does not allow)");
             }
             throw new UnsupportedOperationException("device " + device.description()
                     + " has no storage (sim): tensors there have shapes and memory but no data");
         }
         return segment;
+    }
+
+    /**
+     * The memory as the device's {@link io.vram4j.compute.Kernels} take it: the host view on {@code host}; on device
+     * memory ({@code cuda}) the device address presented as a segment of {@link #byteSize()} bytes
+     * ({@code MemorySegment.ofAddress(address).reinterpret(bytes)}), which only device kernels may be given:
+     * Java code never dereferences it (a host load or store through it would crash the JVM).
+     *
+     * @throws UnsupportedOperationException on {@code sim} (no data)
+     */
+    MemorySegment kernelSegment() {
+        if (deviceMemory) {
+            return address == 0 ? MemorySegment.NULL : MemorySegment.ofAddress(address).reinterpret(bytes);
+        }
+        return segment();
     }
 
     /** @return true when the bytes are device memory the host cannot view ({@code cuda}) */

@@ -576,6 +576,11 @@ public class Tensor implements AutoCloseable {
         return AutocastHook.run("log", new Tensor[] {this}, a -> Ops.unary(Ops.Un.LOG, a[0]));
     }
 
+    /** @return the square root ({@code torch.sqrt}); NaN for negative elements */
+    public Tensor sqrt() {
+        return Ops.unary(Ops.Un.SQRT, this);
+    }
+
     /** @return the hyperbolic tangent */
     public Tensor tanh() {
         return Ops.unary(Ops.Un.TANH, this);

@@ -144,7 +144,8 @@ public final class TrainJob {
         if (b.hasDeviceMemory()) {
             b.close();
             throw new IllegalArgumentException("--device: training cannot run on " + b.description() + " yet: the "
-                    + "tensor ops have no CUDA kernels wired in (the caching allocator and tensor copies do run on it); "
+                    + "tensor ops compute there with the CUDA kernels, but the training job is not wired to the device "
+                    + "(checked on a test device only, never run on a GPU); "
                     + "use host, or sim with the GPU's capacity from 'vram4j devices' for a dry run");
         }
         return b;

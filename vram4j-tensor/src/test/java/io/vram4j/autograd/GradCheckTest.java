@@ -71,6 +71,7 @@ class GradCheckTest {
         }, g -> new Tensor[] {u(g, -1, 1, 2, 3)}));
         add(Prim.EXP, new Case("exp", x -> x[0].exp(), g -> new Tensor[] {u(g, -1, 1, 2, 3)}));
         add(Prim.LOG, new Case("log", x -> x[0].log(), g -> new Tensor[] {u(g, 0.5, 2, 2, 3)}));
+        add(Prim.SQRT, new Case("sqrt", x -> x[0].sqrt(), g -> new Tensor[] {u(g, 0.5, 2, 2, 3)}));
         add(Prim.TANH, new Case("tanh", x -> x[0].tanh(), g -> new Tensor[] {u(g, -2, 2, 2, 3)}));
         add(Prim.RELU, new Case("relu", x -> x[0].relu(), g -> new Tensor[] {signed(g, 3, 4)}));
         add(Prim.GELU, new Case("gelu", x -> x[0].gelu(), g -> new Tensor[] {u(g, -3, 3, 3, 4)}));

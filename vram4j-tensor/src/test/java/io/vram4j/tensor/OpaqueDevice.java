@@ -56,6 +56,14 @@ final class OpaqueDevice extends AbstractDevice {
         return e.getValue().asSlice(address - e.getKey(), size);
     }
 
+    /**
+     * @param deviceMemory a segment over opaque addresses (as the tensor ops hand device memory to kernels)
+     * @return the host bytes that back it, at the same offsets; only test kernels use this
+     */
+    MemorySegment mirror(MemorySegment deviceMemory) {
+        return backing(deviceMemory.address(), deviceMemory.byteSize());
+    }
+
     @Override
     public void copyFromHost(MemorySegment src, long dst) {
         toDevice.incrementAndGet();

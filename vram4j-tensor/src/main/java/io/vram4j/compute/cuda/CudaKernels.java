@@ -385,6 +385,32 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         }
     }
 
+    // ------------------------------------------------------------------------------------------------ conversions
+
+    @Override
+    public void floatToFp16(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
+        floatTo16(n, ptr(src, srcOff), ptr16(dst, dstOff), false);
+    }
+
+    @Override
+    public void floatToBf16(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
+        floatTo16(n, ptr(src, srcOff), ptr16(dst, dstOff), true);
+    }
+
+    @Override
+    public void fp16ToFloat(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
+        floatFrom16(n, ptr16(src, srcOff), ptr(dst, dstOff), false);
+    }
+
+    @Override
+    public void bf16ToFloat(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
+        floatFrom16(n, ptr16(src, srcOff), ptr(dst, dstOff), true);
+    }
+
+    private static long ptr16(MemorySegment seg, long off) {
+        return seg.address() + off * Short.BYTES;
+    }
+
     // ------------------------------------------------------------------------------------------------ beyond Kernels
 
     /**
