@@ -231,12 +231,7 @@ class DeviceKernelsParityTest {
                     scaler.update();
                 }
             }
-            float[][] out = new float[1 + params.size()][];
-            out[0] = losses;
-            for (int i = 0; i < params.size(); i++) {
-                out[1 + i] = params.get(i).toFloatArray();
-            }
-            return out;
+            return lossesAndWeights(losses, params);
         }
     }
 
@@ -287,12 +282,7 @@ class DeviceKernelsParityTest {
                     opt.step();
                 }
             }
-            float[][] out = new float[1 + params.size()][];
-            out[0] = losses;
-            for (int i = 0; i < params.size(); i++) {
-                out[1 + i] = params.get(i).toFloatArray();
-            }
-            return out;
+            return lossesAndWeights(losses, params);
         }
     }
 
@@ -316,5 +306,15 @@ class DeviceKernelsParityTest {
             assertArrayEquals(new float[] {1, 2, 3}, h.toFloatArray());
             assertArrayEquals(new long[] {1, 2, 3}, ids.toLongArray());
         }
+    }
+
+    /** The losses, then each parameter's values: what a training run is compared by. */
+    private static float[][] lossesAndWeights(float[] losses, List<? extends Tensor> params) {
+        float[][] out = new float[1 + params.size()][];
+        out[0] = losses;
+        for (int i = 0; i < params.size(); i++) {
+            out[1 + i] = params.get(i).toFloatArray();
+        }
+        return out;
     }
 }
