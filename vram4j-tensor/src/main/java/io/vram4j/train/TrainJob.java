@@ -6,6 +6,7 @@ import io.vram4j.compute.Kernels;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
 import io.vram4j.memory.stats.FormatSize;
+import io.vram4j.tensor.Device;
 import io.vram4j.tensor.LiveTensors;
 import io.vram4j.tensor.MemoryProfile;
 import io.vram4j.tensor.MemoryProfiler;
@@ -19,6 +20,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.Consumer;
 
 /**
  * The main job of {@code vram4j train} as a library call: resolves the data, optionally searches the largest
@@ -98,6 +100,35 @@ public final class TrainJob {
      * @throws IllegalStateException if a tensor was leaked (closing the allocator lists them)
      */
     public Result run() {
+        Inputs in = inputs();
+        try (DeviceBackend dev = openDevice(device)) {
+            if (!dev.hasStorage() && !dev.hasDeviceMemory() && !dryRun) {
+                throw new IllegalArgumentException("--device: " + dev.description() + " is simulated and has no memory to compute in; "
+                        + "add --dry-run to measure the memory one training step needs, or use --device host");
+            }
+            // closing the allocator throws, listing them, if a tensor was leaked; the device closes the kernels it loaded
+            try (CachingAllocator alloc = CachingAllocator.create(dev, config); Device tensors = Device.of(alloc)) {
+                return run(in, tensors, t -> { });
+            }
+        }
+    }
+
+    /**
+     * Runs the job on an opened device instead of the {@link Builder#device(String) --device} spec: its allocator
+     * and kernels (a device-memory backend with kernels of its own, in tests). The device stays open.
+     *
+     * @param trained given the trainer after training, before it closes (to read the final weights), not called
+     *                after a dry run
+     */
+    Result run(Device tensors, Consumer<Trainer> trained) {
+        return run(inputs(), tensors, trained);
+    }
+
+    /** The data and the options to train with, after the batch size search if one was asked for. */
+    private record Inputs(TrainOptions options, JobData data) {
+    }
+
+    private Inputs inputs() {
         TrainOptions o = options;
         batchSearch = null;
         JobData d = JobData.load(o, data);
@@ -111,44 +142,33 @@ public final class TrainJob {
         if (profileMemory) {
             LiveTensors.captureSites(true);
         }
-        try (DeviceBackend dev = openDevice(device)) {
-            if (!dev.hasStorage() && !dryRun) {
-                throw new IllegalArgumentException("--device: " + dev.description() + " is simulated and has no memory to compute in; "
-                        + "add --dry-run to measure the memory one training step needs, or use --device host");
-            }
-            report.println("data: " + d.describe());
-            report.printf(Locale.ROOT, "      %,d training %s, %,d test %s%n", d.train().size(), d.unit(), d.test().size(), d.unit());
-            report.println("device: " + dev.description());
-            RunFolder folder = RunFolder.create(out);
-            boolean done = false;
-            // closing the allocator throws, listing them, if a tensor was leaked
-            try (CachingAllocator alloc = CachingAllocator.create(dev, config)) {
-                Result r = dryRun ? dryRun(alloc, o, d, folder) : train(alloc, o, d, folder);
-                done = true;
-                return r;
-            } finally {
-                if (!done) {
-                    folder.deleteIfCreatedAndEmpty();
-                }
+        return new Inputs(o, d);
+    }
+
+    private Result run(Inputs in, Device tensors, Consumer<Trainer> trained) {
+        JobData d = in.data();
+        report.println("data: " + d.describe());
+        report.printf(Locale.ROOT, "      %,d training %s, %,d test %s%n", d.train().size(), d.unit(), d.test().size(), d.unit());
+        report.println("device: " + tensors.description());
+        RunFolder folder = RunFolder.create(out);
+        boolean done = false;
+        try {
+            Result r = dryRun ? dryRun(tensors, in.options(), d, folder) : train(tensors, in.options(), d, folder, trained);
+            done = true;
+            return r;
+        } finally {
+            if (!done) {
+                folder.deleteIfCreatedAndEmpty();
             }
         }
     }
 
     static DeviceBackend openDevice(String spec) {
-        DeviceBackend b;
         try {
-            b = Devices.open(spec);
+            return Devices.open(spec);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--device: " + e.getMessage(), e);
         }
-        if (b.hasDeviceMemory()) {
-            b.close();
-            throw new IllegalArgumentException("--device: training cannot run on " + b.description() + " yet: the "
-                    + "tensor ops compute there with the CUDA kernels, but the training job is not wired to the device "
-                    + "(checked on a test device only, never run on a GPU); "
-                    + "use host, or sim with the GPU's capacity from 'vram4j devices' for a dry run");
-        }
-        return b;
     }
 
     /** Searches the batch sizes and returns the options with the largest batch that fits for them. */
@@ -173,14 +193,15 @@ public final class TrainJob {
         return options.withBatchSize(mine.largest());
     }
 
-    private Result train(CachingAllocator alloc, TrainOptions options, JobData d, RunFolder folder) {
+    private Result train(Device tensors, TrainOptions options, JobData d, RunFolder folder, Consumer<Trainer> trained) {
+        CachingAllocator alloc = tensors.allocator();
         Kernels.best().warmUp(); // JIT-compile the kernels before the first step
         TrainResult result;
         String sample = null;
         long skipped;
         MemoryProfile profile = null;
         String live = null;
-        try (Trainer trainer = d.trainer(alloc, options); MemoryProfiler profiler = profileMemory ? MemoryProfiler.start(alloc) : null) {
+        try (Trainer trainer = d.trainer(tensors, options); MemoryProfiler profiler = profileMemory ? MemoryProfiler.start(alloc) : null) {
             report.printf(Locale.ROOT, "model: %s (%,d parameters)%n", trainer.description(), trainer.parameters());
             report.println("run folder: " + folder.dir());
             report.flush();
@@ -193,6 +214,7 @@ public final class TrainJob {
                 profile = profiler.profile();
                 live = LiveTensors.report(alloc, 5);
             }
+            trained.accept(trainer);
             skipped = trainer.skippedSteps();
             if (options.isTransformer() && sampleChars > 0) {
                 sample = trainer.sample("\n", sampleChars, 0.8, options.seed());
@@ -247,11 +269,12 @@ public final class TrainJob {
         return new Result(summary, folder.dir(), result, null);
     }
 
-    private Result dryRun(CachingAllocator alloc, TrainOptions options, JobData d, RunFolder folder) {
+    private Result dryRun(Device tensors, TrainOptions options, JobData d, RunFolder folder) {
+        CachingAllocator alloc = tensors.allocator();
         DryRunResult r;
         MemoryProfile profile = null;
         String live = null;
-        try (Trainer trainer = d.trainer(alloc, options); MemoryProfiler profiler = profileMemory ? MemoryProfiler.start(alloc) : null) {
+        try (Trainer trainer = d.trainer(tensors, options); MemoryProfiler profiler = profileMemory ? MemoryProfiler.start(alloc) : null) {
             report.printf(Locale.ROOT, "model: %s (%,d parameters)%n", trainer.description(), trainer.parameters());
             r = trainer.dryRun(d.train(), d.test());
             if (profiler != null) {
