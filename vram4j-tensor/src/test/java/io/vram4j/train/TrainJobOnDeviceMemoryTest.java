@@ -50,7 +50,8 @@ class TrainJobOnDeviceMemoryTest {
                 stepAllocated.add(info.allocated());
             }
         };
-        TrainJob job = TrainJob.builder(options).data(TrainJobTest.BUNDLED).out(out).listener(listener)
+        TrainJob job = TrainJob.builder(options).data(options.isTransformer() ? null : TrainJobTest.BUNDLED).out(out)
+                .listener(listener).sampleChars(24)
                 .allocatorConfig(AllocatorConfig.fromEnvironment(Map.of())).build();
         TrainJob.Result r = job.run(dev, t -> {
             for (Parameter p : t.model().parameters()) {
@@ -101,7 +102,7 @@ class TrainJobOnDeviceMemoryTest {
         }
         // the progress and the JSON report the device's allocator as on host; the peaks are not compared: on device
         // memory some ops take temporaries of their own (the peak here was 1.4 MiB above host's)
-        assertEquals(6, device.stepAllocated().size());
+        assertEquals(host.stepAllocated().size(), device.stepAllocated().size());
         assertTrue(device.stepAllocated().stream().allMatch(a -> a > 0), device.stepAllocated().toString());
         assertTrue((long) device.summary().get("peak_allocated_bytes") >= device.stepAllocated().getLast());
         assertTrue((long) device.summary().get("peak_reserved_bytes") >= (long) device.summary().get("peak_allocated_bytes"));
@@ -114,6 +115,7 @@ class TrainJobOnDeviceMemoryTest {
         OpaqueDevice backend = new OpaqueDevice(CAPACITY);
         Run device = onOpaque(o, tmp.resolve("opaque"), backend);
         assertSameTraining(host, device);
+        assertEquals(6, device.stepAllocated().size());
         assertEquals(784L * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10, device.summary().get("parameters")); // 784-512-512-10
         assertEquals(backend.description(), device.summary().get("device"));
         // 6 training batches and 1 test batch of inputs and labels, plus the initial weights, went over copies
@@ -131,5 +133,16 @@ class TrainJobOnDeviceMemoryTest {
         assertSameTraining(host, device);
         assertTrue(String.valueOf(device.summary().get("techniques")).contains(technique.equals("bf16") ? "bf16" : "checkpoint"),
                 String.valueOf(device.summary().get("techniques")));
+    }
+
+    @Test
+    void theTransformerTrainsAndSamplesOnDeviceMemoryAsOnHostBitForBit(@TempDir Path tmp) {
+        TrainOptions o = CharTransformerTest.tiny().withEpochs(1).withMaxSteps(3).withLimit(96).withTestLimit(32);
+        Run host = onHost(o, tmp.resolve("host"));
+        Run device = onOpaque(o, tmp.resolve("opaque"), new OpaqueDevice(CAPACITY));
+        assertSameTraining(host, device);
+        assertEquals(3, device.stepAllocated().size());
+        assertEquals(host.summary().get("sample"), device.summary().get("sample"));
+        assertEquals(1 + 24, String.valueOf(device.summary().get("sample")).length()); // the prompt "\n" and 24 characters
     }
 }
