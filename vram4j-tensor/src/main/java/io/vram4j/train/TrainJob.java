@@ -24,9 +24,9 @@ import java.util.function.Consumer;
 
 /**
  * The main job of {@code vram4j train} as a library call: resolves the data, optionally searches the largest
- * batch that fits ({@link BatchSizeSearch}), opens the device and a {@link CachingAllocator}, then trains (or
- * rehearses, as a dry run) with a {@link Trainer}, and writes the run folder ({@link RunFolder}) with the JSON
- * summary {@code result.json}.
+ * batch that fits ({@link BatchSizeSearch}), opens the device, a {@link CachingAllocator} and the tensor
+ * {@link Device} over it (with the device's kernels), then trains (or rehearses, as a dry run) with a
+ * {@link Trainer}, and writes the run folder ({@link RunFolder}) with the JSON summary {@code result.json}.
  *
  * <pre>{@code
  * TrainJob.Result r = TrainJob.builder(TrainOptions.builder().epochs(1).limit(2000).build())
@@ -392,8 +392,10 @@ public final class TrainJob {
         }
 
         /**
-         * @param v the device, as {@link Devices#open(String)} reads it, e.g. {@code host:1GiB} or {@code sim:8GiB}
-         *          (default {@code host})
+         * @param v the device, as {@link Devices#open(String)} reads it, e.g. {@code host:1GiB}, {@code sim:8GiB} or
+         *          {@code cuda:0} (default {@code host}); on {@code cuda} the tensors compute with its CUDA kernels
+         *          and the batches are copied to it (not pinned, on the current stream), and
+         *          {@link #findBatchSize(boolean)} is refused
          * @return this builder
          */
         public Builder device(String v) {

@@ -145,4 +145,19 @@ class TrainJobOnDeviceMemoryTest {
         assertEquals(host.summary().get("sample"), device.summary().get("sample"));
         assertEquals(1 + 24, String.valueOf(device.summary().get("sample")).length()); // the prompt "\n" and 24 characters
     }
+
+    @Test
+    void aDryRunOnDeviceMemoryComputesOnRealBatches(@TempDir Path tmp) {
+        OpaqueDevice backend = new OpaqueDevice(CAPACITY);
+        try (CachingAllocator alloc = CachingAllocator.create(backend, AllocatorConfig.fromEnvironment(Map.of()))) {
+            Device dev = Device.of(alloc).withKernels(OpaqueKernels.over(backend, Kernels.scalar(), new AtomicLong()));
+            TrainJob.Result r = TrainJob.builder(small().build()).data(TrainJobTest.BUNDLED).out(tmp).dryRun(true)
+                    .allocatorConfig(AllocatorConfig.fromEnvironment(Map.of())).build().run(dev, t -> {
+                        throw new AssertionError("a dry run does not train");
+                    });
+            assertEquals(true, r.summary().get("dry_run"));
+            // a simulated step reads nothing back; a real one reads its loss and predictions from the device
+            assertTrue(backend.toHost.get() > 0, "device-to-host copies: " + backend.toHost.get());
+        }
+    }
 }
