@@ -52,6 +52,9 @@ public final class TrainJob {
     private final PrintWriter report;
     private final TrainListener listener;
 
+    private final Device given;
+    private final Consumer<Trainer> trained;
+
     private List<BatchSizeFinder.Result> batchSearch;
 
     private TrainJob(Builder b) {
@@ -66,6 +69,8 @@ public final class TrainJob {
         out = b.out;
         report = b.report;
         listener = b.listener;
+        given = b.given;
+        trained = b.trained;
     }
 
     /**
@@ -100,35 +105,6 @@ public final class TrainJob {
      * @throws IllegalStateException if a tensor was leaked (closing the allocator lists them)
      */
     public Result run() {
-        Inputs in = inputs();
-        try (DeviceBackend dev = openDevice(device)) {
-            if (!dev.hasStorage() && !dev.hasDeviceMemory() && !dryRun) {
-                throw new IllegalArgumentException("--device: " + dev.description() + " is simulated and has no memory to compute in; "
-                        + "add --dry-run to measure the memory one training step needs, or use --device host");
-            }
-            // closing the allocator throws, listing them, if a tensor was leaked; the device closes the kernels it loaded
-            try (CachingAllocator alloc = CachingAllocator.create(dev, config); Device tensors = Device.of(alloc)) {
-                return run(in, tensors, t -> { });
-            }
-        }
-    }
-
-    /**
-     * Runs the job on an opened device instead of the {@link Builder#device(String) --device} spec: its allocator
-     * and kernels (a device-memory backend with kernels of its own, in tests). The device stays open.
-     *
-     * @param trained given the trainer after training, before it closes (to read the final weights), not called
-     *                after a dry run
-     */
-    Result run(Device tensors, Consumer<Trainer> trained) {
-        return run(inputs(), tensors, trained);
-    }
-
-    /** The data and the options to train with, after the batch size search if one was asked for. */
-    private record Inputs(TrainOptions options, JobData data) {
-    }
-
-    private Inputs inputs() {
         TrainOptions o = options;
         batchSearch = null;
         JobData d = JobData.load(o, data);
@@ -142,24 +118,53 @@ public final class TrainJob {
         if (profileMemory) {
             LiveTensors.captureSites(true);
         }
-        return new Inputs(o, d);
+        // train() and dryRun() are called from here, with no frame between: recorded Java stacks keep their first frames
+        try (Opened dev = given != null ? new Opened(given, () -> { }) : open()) {
+            report.println("data: " + d.describe());
+            report.printf(Locale.ROOT, "      %,d training %s, %,d test %s%n", d.train().size(), d.unit(), d.test().size(), d.unit());
+            report.println("device: " + dev.tensors().description());
+            RunFolder folder = RunFolder.create(out);
+            try {
+                return dryRun ? dryRun(dev.tensors(), o, d, folder) : train(dev.tensors(), o, d, folder);
+            } catch (RuntimeException | Error e) {
+                folder.deleteIfCreatedAndEmpty();
+                throw e;
+            }
+        }
     }
 
-    private Result run(Inputs in, Device tensors, Consumer<Trainer> trained) {
-        JobData d = in.data();
-        report.println("data: " + d.describe());
-        report.printf(Locale.ROOT, "      %,d training %s, %,d test %s%n", d.train().size(), d.unit(), d.test().size(), d.unit());
-        report.println("device: " + tensors.description());
-        RunFolder folder = RunFolder.create(out);
-        boolean done = false;
+    /** The tensor device a run computes on, and what closes what was opened for it. */
+    private record Opened(Device tensors, Runnable closer) implements AutoCloseable {
+        @Override
+        public void close() {
+            closer.run();
+        }
+    }
+
+    /** Opens the {@code --device}, its allocator and the tensor device over them (the kernels it loads with it). */
+    private Opened open() {
+        DeviceBackend dev = openDevice(device);
         try {
-            Result r = dryRun ? dryRun(tensors, in.options(), d, folder) : train(tensors, in.options(), d, folder, trained);
-            done = true;
-            return r;
-        } finally {
-            if (!done) {
-                folder.deleteIfCreatedAndEmpty();
+            if (!dev.hasStorage() && !dev.hasDeviceMemory() && !dryRun) {
+                throw new IllegalArgumentException("--device: " + dev.description() + " is simulated and has no memory to compute in; "
+                        + "add --dry-run to measure the memory one training step needs, or use --device host");
             }
+            CachingAllocator alloc = CachingAllocator.create(dev, config);
+            try {
+                Device tensors = Device.of(alloc);
+                // closing the allocator throws, listing them, if a tensor was leaked
+                return new Opened(tensors, () -> {
+                    try (dev; alloc; tensors) {
+                        // closes the kernels the device loaded, then the allocator, then the backend
+                    }
+                });
+            } catch (RuntimeException | Error e) {
+                alloc.close();
+                throw e;
+            }
+        } catch (RuntimeException | Error e) {
+            dev.close();
+            throw e;
         }
     }
 
@@ -193,7 +198,7 @@ public final class TrainJob {
         return options.withBatchSize(mine.largest());
     }
 
-    private Result train(Device tensors, TrainOptions options, JobData d, RunFolder folder, Consumer<Trainer> trained) {
+    private Result train(Device tensors, TrainOptions options, JobData d, RunFolder folder) {
         CachingAllocator alloc = tensors.allocator();
         Kernels.best().warmUp(); // JIT-compile the kernels before the first step
         TrainResult result;
@@ -376,6 +381,8 @@ public final class TrainJob {
         private Path out;
         private PrintWriter report = new PrintWriter(OutputStream.nullOutputStream());
         private TrainListener listener = TrainListener.NONE;
+        private Device given;
+        private Consumer<Trainer> trained = t -> { };
 
         private Builder(TrainOptions options) {
             this.options = Objects.requireNonNull(options, "options");
@@ -480,6 +487,21 @@ public final class TrainJob {
          */
         public Builder listener(TrainListener v) {
             listener = Objects.requireNonNull(v, "listener");
+            return this;
+        }
+
+        /**
+         * Runs the job on an opened tensor device instead of {@link #device(String)}: its allocator and kernels (a
+         * device-memory backend with kernels of its own, in tests); it stays open after the run.
+         *
+         * @param v the device
+         * @param afterTraining given the trainer after training, before it closes (to read the final weights); not
+         *                      called by a dry run
+         * @return this builder
+         */
+        Builder on(Device v, Consumer<Trainer> afterTraining) {
+            given = Objects.requireNonNull(v, "device");
+            trained = Objects.requireNonNull(afterTraining, "afterTraining");
             return this;
         }
 

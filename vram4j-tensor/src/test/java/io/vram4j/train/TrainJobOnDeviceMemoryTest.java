@@ -52,12 +52,12 @@ class TrainJobOnDeviceMemoryTest {
         };
         TrainJob job = TrainJob.builder(options).data(options.isTransformer() ? null : TrainJobTest.BUNDLED).out(out)
                 .listener(listener).sampleChars(24)
-                .allocatorConfig(AllocatorConfig.fromEnvironment(Map.of())).build();
-        TrainJob.Result r = job.run(dev, t -> {
-            for (Parameter p : t.model().parameters()) {
-                weights.add(p.toFloatArray());
-            }
-        });
+                .allocatorConfig(AllocatorConfig.fromEnvironment(Map.of())).on(dev, t -> {
+                    for (Parameter p : t.model().parameters()) {
+                        weights.add(p.toFloatArray());
+                    }
+                }).build();
+        TrainJob.Result r = job.run();
         return new Run(r.summary(), weights, stepAllocated, r.training());
     }
 
@@ -152,9 +152,9 @@ class TrainJobOnDeviceMemoryTest {
         try (CachingAllocator alloc = CachingAllocator.create(backend, AllocatorConfig.fromEnvironment(Map.of()))) {
             Device dev = Device.of(alloc).withKernels(OpaqueKernels.over(backend, Kernels.scalar(), new AtomicLong()));
             TrainJob.Result r = TrainJob.builder(small().build()).data(TrainJobTest.BUNDLED).out(tmp).dryRun(true)
-                    .allocatorConfig(AllocatorConfig.fromEnvironment(Map.of())).build().run(dev, t -> {
+                    .allocatorConfig(AllocatorConfig.fromEnvironment(Map.of())).on(dev, t -> {
                         throw new AssertionError("a dry run does not train");
-                    });
+                    }).build().run();
             assertEquals(true, r.summary().get("dry_run"));
             // a simulated step reads nothing back; a real one reads its loss and predictions from the device
             assertTrue(backend.toHost.get() > 0, "device-to-host copies: " + backend.toHost.get());
