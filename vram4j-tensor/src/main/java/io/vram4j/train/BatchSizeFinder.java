@@ -4,6 +4,7 @@ import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.alloc.DeviceOutOfMemoryException;
 import io.vram4j.data.Batch;
 import io.vram4j.data.CharVocabulary;
+import io.vram4j.tensor.Device;
 import io.vram4j.tensor.Generator;
 
 import java.util.ArrayList;
@@ -222,8 +223,7 @@ public final class BatchSizeFinder {
         Batch batch = simulated ? null : syntheticBatch(o, batchSize, classesOrVocab, f);
         Batch evalData = simulated ? null : syntheticBatch(o, evalBatch, classesOrVocab, f);
         Rehearsal rehearsal = new Rehearsal(alloc);
-        try (ModelNetwork net = vocabulary != null ? new CharTransformer(alloc, o, vocabulary)
-                : new TensorMlp(alloc, o, features, classes)) {
+        try (ModelNetwork net = ModelNetwork.create(Device.of(alloc), o, features, classes, vocabulary)) {
             Runnable step = simulated ? () -> net.simulatedTrainStep(batchSize) : () -> net.trainStep(batch);
             Runnable eval = simulated ? () -> net.simulatedEvaluate(evalBatch) : () -> net.evaluate(evalData);
             rehearsal.run(2 * o.accumulate(), step, evalBatch, eval, o.accumulate());

@@ -49,7 +49,8 @@ public final class BatchSizeSearch {
      * @param bound what limits the batch, in words, e.g. {@code "--max-batch 65,536"}
      * @param report where the lines go
      * @return the searches, in the order of {@code settings}
-     * @throws IllegalArgumentException naming {@code --max-batch} or {@code --device} when one is invalid
+     * @throws IllegalArgumentException naming {@code --max-batch} or {@code --device} when one is invalid, or when
+     *     the device has memory of its own ({@code cuda}), where the search does not run yet
      */
     public static List<BatchSizeFinder.Result> run(String deviceSpec, AllocatorConfig config, TrainOptions base,
                                                    List<TrainOptions> settings, CharVocabulary vocab, int maxBatch,
@@ -58,6 +59,12 @@ public final class BatchSizeSearch {
             throw new IllegalArgumentException("--max-batch must be at least 1, got " + maxBatch);
         }
         DeviceBackend dev = TrainJob.openDevice(deviceSpec);
+        if (dev.hasDeviceMemory()) {
+            String d = dev.description();
+            dev.close();
+            throw new IllegalArgumentException("--device: the batch size search cannot run on " + d + " yet (its tries "
+                    + "are not wired to the device's kernels); search on sim with the GPU's capacity from 'vram4j devices'");
+        }
         List<BatchSizeFinder.Result> results = new ArrayList<>();
         try (dev; CachingAllocator alloc = CachingAllocator.create(dev, config)) {
             report.printf(Locale.ROOT, "find-batch-size on %s (%s): %s%n", dev.description(),

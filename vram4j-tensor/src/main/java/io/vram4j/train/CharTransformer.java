@@ -1,6 +1,5 @@
 package io.vram4j.train;
 
-import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.autograd.NoGrad;
 import io.vram4j.data.Batch;
 import io.vram4j.data.CharVocabulary;
@@ -24,11 +23,8 @@ final class CharTransformer extends ModelNetwork {
     private final CharVocabulary vocabulary;
     private final GPT gpt;
 
-    CharTransformer(CachingAllocator alloc, TrainOptions options, CharVocabulary vocabulary) {
-        this(Device.of(alloc), options, vocabulary);
-    }
-
-    private CharTransformer(Device dev, TrainOptions options, CharVocabulary vocabulary) {
+    /** @param dev the device (owned: closed with the network, which does not close its allocator) */
+    CharTransformer(Device dev, TrainOptions options, CharVocabulary vocabulary) {
         super(dev, options, new GPT(dev, new GPT.Config(vocabulary.size(), options.blockSize(), options.layers(),
                 options.heads(), options.hidden(), 0f), new Generator(options.seed())));
         this.vocabulary = vocabulary;

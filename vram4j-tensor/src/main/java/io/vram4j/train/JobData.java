@@ -1,12 +1,12 @@
 package io.vram4j.train;
 
-import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.data.CharCorpus;
 import io.vram4j.data.CharDataset;
 import io.vram4j.data.CharVocabulary;
 import io.vram4j.data.Dataset;
 import io.vram4j.data.FashionMnist;
 import io.vram4j.data.ImageDataset;
+import io.vram4j.tensor.Device;
 
 import java.nio.file.Path;
 import java.util.Locale;
@@ -21,9 +21,9 @@ import java.util.Locale;
  * @param vocabulary the characters (transformer), or null (mlp)
  */
 record JobData(Dataset train, Dataset test, String describe, String origin, CharVocabulary vocabulary) {
-    Trainer trainer(CachingAllocator alloc, TrainOptions options) {
-        return vocabulary != null ? new Trainer(alloc, options, vocabulary)
-                : new Trainer(alloc, options, train.features(), train.numClasses());
+    /** @return a trainer of {@code options}' model on {@code device}, which stays open when the trainer closes */
+    Trainer trainer(Device device, TrainOptions options) {
+        return Trainer.on(device, options, train.features(), train.numClasses(), vocabulary);
     }
 
     /** @return what a sample is: {@code windows} (transformer) or {@code samples} (mlp) */

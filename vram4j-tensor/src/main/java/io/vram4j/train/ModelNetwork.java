@@ -6,6 +6,7 @@ import io.vram4j.nn.Module;
 import io.vram4j.optim.AdamW;
 import io.vram4j.optim.Optimizer;
 import io.vram4j.optim.SGD;
+import io.vram4j.data.CharVocabulary;
 import io.vram4j.tensor.Device;
 import io.vram4j.tensor.Functional;
 import io.vram4j.tensor.MemoryScope;
@@ -30,6 +31,19 @@ abstract class ModelNetwork implements Network {
     private final GradientAccumulation accumulation;
     private int pendingBatches;
     private boolean closed;
+
+    /**
+     * The network of {@code options}' model: the character-level Transformer when a vocabulary is given, else the
+     * MLP.
+     *
+     * @param dev the device (owned: closed with the network, which does not close its allocator)
+     * @param features floats per sample (mlp; the transformer's windows are {@code blockSize() + 1} tokens)
+     * @param classes number of classes (mlp)
+     * @param vocabulary the characters (transformer), or null (mlp)
+     */
+    static ModelNetwork create(Device dev, TrainOptions options, int features, int classes, CharVocabulary vocabulary) {
+        return vocabulary != null ? new CharTransformer(dev, options, vocabulary) : new TensorMlp(dev, options, features, classes);
+    }
 
     /**
      * @param dev the device (owned: closed with the network, which does not close its allocator)

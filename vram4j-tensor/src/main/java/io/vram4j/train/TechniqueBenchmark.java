@@ -7,6 +7,7 @@ import io.vram4j.data.DataLoader;
 import io.vram4j.data.Dataset;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
+import io.vram4j.tensor.Device;
 import io.vram4j.tensor.MemoryCategory;
 import io.vram4j.tensor.MemoryProfile;
 import io.vram4j.tensor.MemoryProfiler;
@@ -73,8 +74,7 @@ public final class TechniqueBenchmark {
         int f = vocabulary != null ? options.blockSize() + 1 : features;
         Batch batch = BatchSizeFinder.syntheticBatch(options, options.batchSize(), c, f);
         try (DeviceBackend dev = Devices.open(device); CachingAllocator alloc = CachingAllocator.create(dev);
-             ModelNetwork net = vocabulary != null ? new CharTransformer(alloc, options, vocabulary)
-                     : new TensorMlp(alloc, options, features, classes)) {
+             ModelNetwork net = ModelNetwork.create(Device.of(alloc), options, features, classes, vocabulary)) {
             step(net, batch, options.accumulate());
             alloc.resetPeakMemoryStats();
             double[] times = new double[steps];
@@ -123,8 +123,8 @@ public final class TechniqueBenchmark {
         DataLoader loader = DataLoader.builder(train).batchSize(options.batchSize()).shuffle(true).seed(options.seed())
                 .prefetch(0).build();
         try (DeviceBackend dev = Devices.open(device); CachingAllocator alloc = CachingAllocator.create(dev);
-             ModelNetwork net = vocabulary != null ? new CharTransformer(alloc, options, vocabulary)
-                     : new TensorMlp(alloc, options, train.features(), train.numClasses())) {
+             ModelNetwork net = ModelNetwork.create(Device.of(alloc), options, train.features(), train.numClasses(),
+                     vocabulary)) {
             int done = 0;
             for (int epoch = 0; done < steps; epoch++) {
                 try (DataLoader.Epoch batches = loader.epoch(epoch)) {

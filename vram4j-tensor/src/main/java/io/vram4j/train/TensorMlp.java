@@ -1,6 +1,5 @@
 package io.vram4j.train;
 
-import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.data.Batch;
 import io.vram4j.nn.Linear;
 import io.vram4j.nn.Module;
@@ -41,8 +40,9 @@ import java.util.List;
 final class TensorMlp extends ModelNetwork {
     private final int[] widths;
 
-    TensorMlp(CachingAllocator alloc, TrainOptions options, int features, int classes) {
-        this(Device.of(alloc), options, options.widths(features, classes));
+    /** @param dev the device (owned: closed with the network, which does not close its allocator) */
+    TensorMlp(Device dev, TrainOptions options, int features, int classes) {
+        this(dev, options, options.widths(features, classes));
     }
 
     private TensorMlp(Device dev, TrainOptions options, int[] widths) {

@@ -6,6 +6,7 @@ import io.vram4j.compute.Kernels;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
 import io.vram4j.memory.stats.FormatSize;
+import io.vram4j.tensor.Device;
 import io.vram4j.tensor.LiveTensors;
 import io.vram4j.tensor.MemoryProfile;
 import io.vram4j.tensor.MemoryProfiler;
@@ -19,12 +20,13 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.Consumer;
 
 /**
  * The main job of {@code vram4j train} as a library call: resolves the data, optionally searches the largest
- * batch that fits ({@link BatchSizeSearch}), opens the device and a {@link CachingAllocator}, then trains (or
- * rehearses, as a dry run) with a {@link Trainer}, and writes the run folder ({@link RunFolder}) with the JSON
- * summary {@code result.json}.
+ * batch that fits ({@link BatchSizeSearch}), opens the device, a {@link CachingAllocator} and the tensor
+ * {@link Device} over it (with the device's kernels), then trains (or rehearses, as a dry run) with a
+ * {@link Trainer}, and writes the run folder ({@link RunFolder}) with the JSON summary {@code result.json}.
  *
  * <pre>{@code
  * TrainJob.Result r = TrainJob.builder(TrainOptions.builder().epochs(1).limit(2000).build())
@@ -50,6 +52,9 @@ public final class TrainJob {
     private final PrintWriter report;
     private final TrainListener listener;
 
+    private final Device given;
+    private final Consumer<Trainer> trained;
+
     private List<BatchSizeFinder.Result> batchSearch;
 
     private TrainJob(Builder b) {
@@ -64,6 +69,8 @@ public final class TrainJob {
         out = b.out;
         report = b.report;
         listener = b.listener;
+        given = b.given;
+        trained = b.trained;
     }
 
     /**
@@ -111,44 +118,62 @@ public final class TrainJob {
         if (profileMemory) {
             LiveTensors.captureSites(true);
         }
-        try (DeviceBackend dev = openDevice(device)) {
-            if (!dev.hasStorage() && !dryRun) {
-                throw new IllegalArgumentException("--device: " + dev.description() + " is simulated and has no memory to compute in; "
-                        + "add --dry-run to measure the memory one training step needs, or use --device host");
-            }
+        // train() and dryRun() are called from here, with no frame between: recorded Java stacks keep their first frames
+        try (Opened dev = given != null ? new Opened(given, () -> { }) : open()) {
             report.println("data: " + d.describe());
             report.printf(Locale.ROOT, "      %,d training %s, %,d test %s%n", d.train().size(), d.unit(), d.test().size(), d.unit());
-            report.println("device: " + dev.description());
+            report.println("device: " + dev.tensors().description());
             RunFolder folder = RunFolder.create(out);
-            boolean done = false;
-            // closing the allocator throws, listing them, if a tensor was leaked
-            try (CachingAllocator alloc = CachingAllocator.create(dev, config)) {
-                Result r = dryRun ? dryRun(alloc, o, d, folder) : train(alloc, o, d, folder);
-                done = true;
-                return r;
-            } finally {
-                if (!done) {
-                    folder.deleteIfCreatedAndEmpty();
-                }
+            try {
+                return dryRun ? dryRun(dev.tensors(), o, d, folder) : train(dev.tensors(), o, d, folder);
+            } catch (RuntimeException | Error e) {
+                folder.deleteIfCreatedAndEmpty();
+                throw e;
             }
         }
     }
 
-    static DeviceBackend openDevice(String spec) {
-        DeviceBackend b;
+    /** The tensor device a run computes on, and what closes what was opened for it. */
+    private record Opened(Device tensors, Runnable closer) implements AutoCloseable {
+        @Override
+        public void close() {
+            closer.run();
+        }
+    }
+
+    /** Opens the {@code --device}, its allocator and the tensor device over them (the kernels it loads with it). */
+    private Opened open() {
+        DeviceBackend dev = openDevice(device);
         try {
-            b = Devices.open(spec);
+            if (!dev.hasStorage() && !dev.hasDeviceMemory() && !dryRun) {
+                throw new IllegalArgumentException("--device: " + dev.description() + " is simulated and has no memory to compute in; "
+                        + "add --dry-run to measure the memory one training step needs, or use --device host");
+            }
+            CachingAllocator alloc = CachingAllocator.create(dev, config);
+            try {
+                Device tensors = Device.of(alloc);
+                // closing the allocator throws, listing them, if a tensor was leaked
+                return new Opened(tensors, () -> {
+                    try (dev; alloc; tensors) {
+                        // closes the kernels the device loaded, then the allocator, then the backend
+                    }
+                });
+            } catch (RuntimeException | Error e) {
+                alloc.close();
+                throw e;
+            }
+        } catch (RuntimeException | Error e) {
+            dev.close();
+            throw e;
+        }
+    }
+
+    static DeviceBackend openDevice(String spec) {
+        try {
+            return Devices.open(spec);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--device: " + e.getMessage(), e);
         }
-        if (b.hasDeviceMemory()) {
-            b.close();
-            throw new IllegalArgumentException("--device: training cannot run on " + b.description() + " yet: the "
-                    + "tensor ops compute there with the CUDA kernels, but the training job is not wired to the device "
-                    + "(checked on a test device only, never run on a GPU); "
-                    + "use host, or sim with the GPU's capacity from 'vram4j devices' for a dry run");
-        }
-        return b;
     }
 
     /** Searches the batch sizes and returns the options with the largest batch that fits for them. */
@@ -173,14 +198,15 @@ public final class TrainJob {
         return options.withBatchSize(mine.largest());
     }
 
-    private Result train(CachingAllocator alloc, TrainOptions options, JobData d, RunFolder folder) {
+    private Result train(Device tensors, TrainOptions options, JobData d, RunFolder folder) {
+        CachingAllocator alloc = tensors.allocator();
         Kernels.best().warmUp(); // JIT-compile the kernels before the first step
         TrainResult result;
         String sample = null;
         long skipped;
         MemoryProfile profile = null;
         String live = null;
-        try (Trainer trainer = d.trainer(alloc, options); MemoryProfiler profiler = profileMemory ? MemoryProfiler.start(alloc) : null) {
+        try (Trainer trainer = d.trainer(tensors, options); MemoryProfiler profiler = profileMemory ? MemoryProfiler.start(alloc) : null) {
             report.printf(Locale.ROOT, "model: %s (%,d parameters)%n", trainer.description(), trainer.parameters());
             report.println("run folder: " + folder.dir());
             report.flush();
@@ -193,6 +219,7 @@ public final class TrainJob {
                 profile = profiler.profile();
                 live = LiveTensors.report(alloc, 5);
             }
+            trained.accept(trainer);
             skipped = trainer.skippedSteps();
             if (options.isTransformer() && sampleChars > 0) {
                 sample = trainer.sample("\n", sampleChars, 0.8, options.seed());
@@ -247,11 +274,12 @@ public final class TrainJob {
         return new Result(summary, folder.dir(), result, null);
     }
 
-    private Result dryRun(CachingAllocator alloc, TrainOptions options, JobData d, RunFolder folder) {
+    private Result dryRun(Device tensors, TrainOptions options, JobData d, RunFolder folder) {
+        CachingAllocator alloc = tensors.allocator();
         DryRunResult r;
         MemoryProfile profile = null;
         String live = null;
-        try (Trainer trainer = d.trainer(alloc, options); MemoryProfiler profiler = profileMemory ? MemoryProfiler.start(alloc) : null) {
+        try (Trainer trainer = d.trainer(tensors, options); MemoryProfiler profiler = profileMemory ? MemoryProfiler.start(alloc) : null) {
             report.printf(Locale.ROOT, "model: %s (%,d parameters)%n", trainer.description(), trainer.parameters());
             r = trainer.dryRun(d.train(), d.test());
             if (profiler != null) {
@@ -353,6 +381,8 @@ public final class TrainJob {
         private Path out;
         private PrintWriter report = new PrintWriter(OutputStream.nullOutputStream());
         private TrainListener listener = TrainListener.NONE;
+        private Device given;
+        private Consumer<Trainer> trained = t -> { };
 
         private Builder(TrainOptions options) {
             this.options = Objects.requireNonNull(options, "options");
@@ -369,8 +399,10 @@ public final class TrainJob {
         }
 
         /**
-         * @param v the device, as {@link Devices#open(String)} reads it, e.g. {@code host:1GiB} or {@code sim:8GiB}
-         *          (default {@code host})
+         * @param v the device, as {@link Devices#open(String)} reads it, e.g. {@code host:1GiB}, {@code sim:8GiB} or
+         *          {@code cuda:0} (default {@code host}); on {@code cuda} the tensors compute with its CUDA kernels
+         *          and the batches are copied to it (not pinned, on the current stream), and
+         *          {@link #findBatchSize(boolean)} is refused
          * @return this builder
          */
         public Builder device(String v) {
@@ -455,6 +487,21 @@ public final class TrainJob {
          */
         public Builder listener(TrainListener v) {
             listener = Objects.requireNonNull(v, "listener");
+            return this;
+        }
+
+        /**
+         * Runs the job on an opened tensor device instead of {@link #device(String)}: its allocator and kernels (a
+         * device-memory backend with kernels of its own, in tests); it stays open after the run.
+         *
+         * @param v the device
+         * @param afterTraining given the trainer after training, before it closes (to read the final weights); not
+         *                      called by a dry run
+         * @return this builder
+         */
+        Builder on(Device v, Consumer<Trainer> afterTraining) {
+            given = Objects.requireNonNull(v, "device");
+            trained = Objects.requireNonNull(afterTraining, "afterTraining");
             return this;
         }
 

@@ -2,6 +2,7 @@ package io.vram4j.train;
 
 import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.alloc.PeakRegion;
+import io.vram4j.tensor.Device;
 import io.vram4j.data.Batch;
 import io.vram4j.data.CharVocabulary;
 import io.vram4j.data.DataLoader;
@@ -64,7 +65,7 @@ public final class Trainer implements AutoCloseable {
      * @param classes number of classes
      */
     public Trainer(CachingAllocator alloc, TrainOptions options, int features, int classes) {
-        this(alloc, options, features, classes, null);
+        this(alloc, null, options, features, classes, null);
     }
 
     /**
@@ -77,10 +78,25 @@ public final class Trainer implements AutoCloseable {
      * @param vocabulary the characters
      */
     public Trainer(CachingAllocator alloc, TrainOptions options, CharVocabulary vocabulary) {
-        this(alloc, options, options.blockSize() + 1, vocabulary.size(), vocabulary);
+        this(alloc, null, options, options.blockSize() + 1, vocabulary.size(), vocabulary);
     }
 
-    private Trainer(CachingAllocator alloc, TrainOptions options, int features, int classes, CharVocabulary vocabulary) {
+    /**
+     * A trainer whose tensors live on {@code device} and compute with its kernels (the seam that lets a test train
+     * on a device-memory backend with kernels of its own); {@code device} stays open when the trainer closes.
+     *
+     * @param vocabulary the characters (transformer), or null (mlp)
+     */
+    static Trainer on(Device device, TrainOptions options, int features, int classes, CharVocabulary vocabulary) {
+        Device view = device.withStream(device.stream()); // shares allocator and kernels, owns neither
+        return vocabulary != null
+                ? new Trainer(device.allocator(), view, options, options.blockSize() + 1, vocabulary.size(), vocabulary)
+                : new Trainer(device.allocator(), view, options, features, classes, null);
+    }
+
+    /** @param device the network's device (owned: closed with it), or null for {@link Device#of} the allocator */
+    private Trainer(CachingAllocator alloc, Device device, TrainOptions options, int features, int classes,
+                    CharVocabulary vocabulary) {
         this.alloc = Objects.requireNonNull(alloc, "alloc");
         this.options = Objects.requireNonNull(options, "options");
         if (features < 1 || classes < 2) {
@@ -98,8 +114,8 @@ public final class Trainer implements AutoCloseable {
             recording = true;
         }
         try {
-            this.net = vocabulary != null ? new CharTransformer(alloc, options, vocabulary)
-                    : new TensorMlp(alloc, options, features, classes);
+            Device dev = device != null ? device : Device.of(alloc);
+            this.net = ModelNetwork.create(dev, options, features, classes, vocabulary);
         } catch (RuntimeException e) {
             stopRecording();
             throw e;
@@ -298,7 +314,7 @@ public final class Trainer implements AutoCloseable {
             }
             evalSize = Math.min(options.evalBatchSize(), test.size());
         }
-        boolean simulated = !alloc.device().hasStorage();
+        boolean simulated = !alloc.device().hasStorage() && !alloc.device().hasDeviceMemory();
         Batch batch = simulated ? null : firstBatch(train, size, true);
         Batch evalBatch = simulated || test == null ? null : firstBatch(test, evalSize, false);
         int n = evalSize;

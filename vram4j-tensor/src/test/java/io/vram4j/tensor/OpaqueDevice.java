@@ -15,19 +15,19 @@ import java.util.concurrent.atomic.AtomicLong;
  * crash). The bytes live in off-heap blocks that only the copy calls reach, and each call is counted.
  * Expandable segments are not supported (no reservations).
  */
-final class OpaqueDevice extends AbstractDevice {
+public final class OpaqueDevice extends AbstractDevice {
     static final long BASE = 0x4000_0000_0000_0000L;
 
-    final AtomicLong toDevice = new AtomicLong();
-    final AtomicLong toHost = new AtomicLong();
-    final AtomicLong withinDevice = new AtomicLong();
-    final AtomicLong fills = new AtomicLong();
+    public final AtomicLong toDevice = new AtomicLong();
+    public final AtomicLong toHost = new AtomicLong();
+    public final AtomicLong withinDevice = new AtomicLong();
+    public final AtomicLong fills = new AtomicLong();
 
     private final Arena arena = Arena.ofShared();
     private final TreeMap<Long, MemorySegment> blocks = new TreeMap<>();
     private long next = BASE;
 
-    OpaqueDevice(long capacity) {
+    public OpaqueDevice(long capacity) {
         super("opaque", 0, capacity, "opaque:" + capacity);
     }
 

@@ -14,7 +14,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * see those host bytes, so any op that reads or writes device memory from Java instead of through a kernel
  * crashes the JVM, as it would on a GPU.
  */
-final class OpaqueKernels {
+public final class OpaqueKernels {
     private OpaqueKernels() {
     }
 
@@ -24,7 +24,7 @@ final class OpaqueKernels {
      * @param deviceSegments counts segment arguments that were device memory
      * @return checked kernels (the layer the CUDA kernels sit behind too)
      */
-    static Kernels over(OpaqueDevice device, Kernels host, AtomicLong deviceSegments) {
+    public static Kernels over(OpaqueDevice device, Kernels host, AtomicLong deviceSegments) {
         Object proxy = Proxy.newProxyInstance(Kernels.class.getClassLoader(), new Class<?>[] {Kernels.class},
                 (p, method, args) -> {
                     Object[] a = args == null ? null : args.clone();
