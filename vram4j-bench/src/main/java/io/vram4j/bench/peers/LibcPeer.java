@@ -5,6 +5,8 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 
+import static io.vram4j.device.NativeCalls.rethrow;
+
 /** glibc {@code malloc}/{@code free} called through FFM downcall handles (no caching of our own). */
 final class LibcPeer implements Peer {
     private static final MethodHandle MALLOC;
@@ -38,15 +40,6 @@ final class LibcPeer implements Peer {
         }
     }
 
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) {
-            throw r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        throw new IllegalStateException(t);
-    }
 
     @Override
     public SlotAllocator slots(int n) {

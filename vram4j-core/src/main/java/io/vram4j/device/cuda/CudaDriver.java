@@ -14,6 +14,7 @@ import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
 import java.util.OptionalLong;
 
+import static io.vram4j.device.NativeCalls.rethrow;
 import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -860,15 +861,6 @@ final class CudaDriver {
         return "0x" + Long.toHexString(value);
     }
 
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) {
-            throw r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        throw new IllegalStateException(t);
-    }
 
     /** Looks up entry points, failing with one line that names the library and the missing symbol. */
     private record Binder(String library, SymbolLookup lookup) {

@@ -11,6 +11,7 @@ import java.lang.invoke.MethodHandle;
 import java.nio.file.Path;
 import java.util.Map;
 
+import static io.vram4j.device.NativeCalls.rethrow;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -212,13 +213,4 @@ final class Cublas {
         }
     }
 
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) {
-            throw r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        throw new IllegalStateException(t);
-    }
 }
