@@ -121,7 +121,7 @@ final class SnapshotDecoder {
             }
             expandable = b;
         }
-        List<Frame> frames = m.containsKey("frames") ? frames(m.get("frames"), path + ".frames") : List.of();
+        List<Frame> frames = m.containsKey("frames") ? frames(m.get("frames"), path) : List.of();
         String blocksPath = path + ".blocks";
         List<?> rawBlocks = list(required(m, "blocks", path), blocksPath);
         List<BlockInfo> blocks = new ArrayList<>(rawBlocks.size());
@@ -155,7 +155,7 @@ final class SnapshotDecoder {
         Long requested = m.get("requested_size") != null ? size(m, "requested_size", path) : null;
         List<Frame> frames;
         if (m.containsKey("frames")) {
-            frames = frames(m.get("frames"), path + ".frames");
+            frames = frames(m.get("frames"), path);
         } else {
             // PyTorch 2.0: frames and the request live in 'history', newest first (as PyTorch's viewer reads it).
             frames = List.of();
@@ -166,7 +166,7 @@ final class SnapshotDecoder {
                     String hPath = path + ".history[0]";
                     Map<?, ?> h = dict(history.get(0), hPath);
                     if (h.containsKey("frames")) {
-                        frames = frames(h.get("frames"), hPath + ".frames");
+                        frames = frames(h.get("frames"), hPath);
                     }
                     if (requested == null && h.get("real_size") != null) {
                         requested = size(h, "real_size", hPath);
@@ -221,13 +221,14 @@ final class SnapshotDecoder {
         if (rawTime != null) {
             time = int64(rawTime, "time_us", path);
         }
-        List<Frame> frames = m.containsKey("frames") ? frames(m.get("frames"), path + ".frames") : List.of();
+        List<Frame> frames = m.containsKey("frames") ? frames(m.get("frames"), path) : List.of();
         String compileContext = optionalString(m, "compile_context", path);
         String userMetadata = optionalString(m, "user_metadata", path);
         return new TraceEntry(action, addr, size, stream, time, deviceFree, frames, compileContext, userMetadata);
     }
 
-    private List<Frame> frames(Object raw, String path) {
+    /** @param owner the path of the dict holding {@code frames} (the list's own path is built only when read) */
+    private List<Frame> frames(Object raw, String owner) {
         if (raw == null) {
             return List.of();
         }
@@ -240,6 +241,7 @@ final class SnapshotDecoder {
         if (cached != null) {
             return cached;
         }
+        String path = owner + ".frames";
         List<?> list = list(raw, path);
         Frame[] frames = new Frame[list.size()];
         for (int i = 0; i < frames.length; i++) {
