@@ -92,13 +92,9 @@ public final class Replayer {
     static ReplayReport replayDevice(int device, List<TraceEntry> trace, List<SegmentInfo> dump, AllocatorConfig recorded,
                                      AllocatorConfig config, ReplayOptions options) {
         TraceAnalysis analysis = new TraceAnalysis(trace, dump, recorded);
-        // The full pass captures the state at the allocated peak on the way; where it could not (Note [Peak capture]
-        // in TraceReplayer), a second pass stops at the peak entry to measure fragmentation there.
+        // Pass 1 replays and finds when allocated memory peaked; pass 2 stops there to measure fragmentation.
         TraceReplayer first = new TraceReplayer(device, analysis, options, recorded, config, Integer.MIN_VALUE);
         ReplayReport r = first.run();
-        if (r.atPeak() != null) {
-            return r;
-        }
         TraceReplayer at = new TraceReplayer(device, analysis, options, recorded, config, first.peakAllocatedEntry());
         at.run();
         return new ReplayReport(r.device(), r.conf(), r.capacityEstimate(), r.recordedAddresses(), r.events(),

@@ -48,15 +48,6 @@ import java.util.TreeMap;
  *   malloc. empty_cache bursts are replayed as emptyCache(). OOM-path bursts happen by themselves when the
  *   simulated device is bounded (CapacityEstimate); on an unbounded one they are emulated with emptyCache(),
  *   which releases the same segments. TraceAnalysis tells them apart (Note [Release bursts] there).
- *
- * Note [Peak capture]
- *   The report gives fragmentation and stats at the allocated peak, the state after the entry that last raised
- *   allocated memory. A full pass takes them on the way: when an entry raises the peak, the state after it is
- *   captured just before the next entry that changes the allocator without raising the peak again (a free, a
- *   segment release, a recorded OOM); an alloc that follows raises it again if it succeeds. Where that chain
- *   breaks (an alloc that fails after a peak: its out-of-memory path may release cached segments) or after
- *   MAX_PEAK_CAPTURES captures (a trace that climbs in many small steps), the pass stops capturing and
- *   Replayer replays a second, measuring pass up to the peak entry instead (captureAt).
  */
 final class TraceReplayer implements AllocatorListener {
     private final int deviceIndex;
@@ -102,13 +93,6 @@ final class TraceReplayer implements AllocatorListener {
     /** Set by {@link #stopAtFirstOom()}: end the replay at its first out-of-memory failure. */
     private boolean stopAtFirstOom;
     private MemoryStats statsAtPeak;
-    /** A full pass: the state after the current peak entry is still to be captured (Note [Peak capture]). */
-    private boolean peakPending;
-    /** A full pass: captures so far, and whether capturing gave up (then atPeak is null). */
-    private int peakCaptures;
-    private boolean peakCaptureLost;
-    /** Captures one full pass takes at most before it leaves the peak to a second pass (Note [Peak capture]). */
-    static final int MAX_PEAK_CAPTURES = 64;
 
     TraceReplayer(int deviceIndex, TraceAnalysis analysis, ReplayOptions options, AllocatorConfig recordedConfig,
                   AllocatorConfig config, int captureAt) {
@@ -145,20 +129,10 @@ final class TraceReplayer implements AllocatorListener {
             if (captureAt == -1) {
                 capturePeak();
             }
-            boolean capturing = captureAt == Integer.MIN_VALUE && !stopAtFirstOom;
-            peakPending = capturing;
-            peakCaptureLost = !capturing;
             long start = System.nanoTime();
             List<TraceEntry> trace = analysis.trace;
             for (int i = 0; i < trace.size(); i++) {
-                TraceEntry e = trace.get(i);
-                if (peakPending && e.action() != TraceAction.ALLOC && changesAllocator(e.action())) {
-                    captureFullPassPeak();
-                }
-                step(i, e);
-                if (!peakCaptureLost) {
-                    followPeak(i, e);
-                }
+                step(i, trace.get(i));
                 if (stopAtFirstOom && predictedOoms > 0) {
                     break; // a search only asks whether the trace fits
                 }
@@ -169,13 +143,6 @@ final class TraceReplayer implements AllocatorListener {
             }
             if (captureAt == -1) {
                 return null;
-            }
-            if (peakPending) {
-                captureFullPassPeak();
-            }
-            if (peakCaptureLost) {
-                atPeak = null;
-                statsAtPeak = null;
             }
             double seconds = Math.max(1e-9, (System.nanoTime() - start) / 1e9);
             MemoryStats finalStats = alloc.memoryStats();
@@ -483,7 +450,6 @@ final class TraceReplayer implements AllocatorListener {
 
     // ---- the entries ----
 
-    /** Replays one entry; the actions that reach the allocator are those of {@link #changesAllocator}. */
     private void step(int i, TraceEntry e) {
         switch (e.action()) {
             case ALLOC -> alloc(i, e);
@@ -573,33 +539,6 @@ final class TraceReplayer implements AllocatorListener {
 
     int peakAllocatedEntry() {
         return peakAllocatedEntry;
-    }
-
-    /** After entry {@code i} of a full pass: a new peak waits for its capture; a failed alloc loses a pending one. */
-    private void followPeak(int i, TraceEntry e) {
-        if (peakAllocatedEntry == i) {
-            peakPending = true;
-        } else if (peakPending && e.action() == TraceAction.ALLOC) {
-            peakCaptureLost = true;
-            peakPending = false;
-        }
-    }
-
-    private void captureFullPassPeak() {
-        peakPending = false;
-        if (++peakCaptures > MAX_PEAK_CAPTURES) {
-            peakCaptureLost = true;
-            return;
-        }
-        capturePeak();
-    }
-
-    /** @return whether {@link #step} changes the allocator's state for an entry of this action */
-    private static boolean changesAllocator(TraceAction action) {
-        return switch (action) {
-            case ALLOC, FREE_COMPLETED, SEGMENT_FREE, SEGMENT_UNMAP, OOM -> true;
-            default -> false;
-        };
     }
 
     private void capturePeak() {
