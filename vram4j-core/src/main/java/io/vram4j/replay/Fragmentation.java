@@ -41,7 +41,10 @@ public record Fragmentation(int segments, long reserved, long allocated, long fr
         for (SegmentInfo s : segments) {
             reserved += s.totalSize();
             allocated += s.allocatedSize();
-            boolean anyActive = s.blocks().stream().anyMatch(BlockInfo::isActive);
+            boolean anyActive = false;
+            for (BlockInfo b : s.blocks()) {
+                anyActive |= b.isActive();
+            }
             for (BlockInfo b : s.blocks()) {
                 if (!b.isActive()) {
                     free += b.size();

@@ -65,7 +65,8 @@ final class SnapshotDecoder {
                 List<?> entries = list(devices.get(d), path);
                 List<TraceEntry> trace = new ArrayList<>(entries.size());
                 for (int i = 0; i < entries.size(); i++) {
-                    trace.add(entry(entries.get(i), path + "[" + i + "]"));
+                    Object raw = entries.get(i); // a pickle's entries are decoded already (traceEntryOrSelf)
+                    trace.add(raw instanceof TraceEntry e ? e : entry(raw, path + "[" + i + "]"));
                 }
                 traces.add(trace);
             }

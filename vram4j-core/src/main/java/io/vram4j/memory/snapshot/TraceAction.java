@@ -58,7 +58,17 @@ public enum TraceAction {
         return BY_NAME.get(name);
     }
 
-    /** Each action by its PyTorch name: looked up once per trace entry. */
-    private static final java.util.Map<String, TraceAction> BY_NAME = java.util.Arrays.stream(values())
-            .collect(java.util.stream.Collectors.toUnmodifiableMap(a -> a.pytorchName, a -> a));
+    /**
+     * Each action by its PyTorch name: looked up once per trace entry. Filled by a loop: a stream collector here
+     * cost a replay about 10 ms of linking lambdas before the first entry was decoded.
+     */
+    private static final java.util.Map<String, TraceAction> BY_NAME = byName();
+
+    private static java.util.Map<String, TraceAction> byName() {
+        java.util.Map<String, TraceAction> m = new java.util.HashMap<>();
+        for (TraceAction a : values()) {
+            m.put(a.pytorchName, a);
+        }
+        return java.util.Map.copyOf(m);
+    }
 }
