@@ -62,6 +62,11 @@ final class PickleDecoder {
     private int mp;
     private Object[] memo = new Object[1024];
     private int memoCount;
+    /** Strs of at most this many bytes are shared ({@link #shortString}). */
+    private static final int SHORT_STRING = 32;
+    private static final int SHORT_STRINGS = 512;
+    private final String[] shortStrings = new String[SHORT_STRINGS];
+    private final byte[][] shortStringBytes = new byte[SHORT_STRINGS][];
     private final HashMap<Frame, Frame> frames = new HashMap<>();
     private final HashMap<StackKey, List<Frame>> stacks = new HashMap<>();
     private final HashMap<RunKey, List<Frame>> stacksByBytes = new HashMap<>();
@@ -645,9 +650,47 @@ final class PickleDecoder {
 
     private String string(long n, long at, boolean utf8) {
         checkLength(n, at, "string");
+        if (utf8 && n <= SHORT_STRING) {
+            return shortString((int) n);
+        }
         byte[] b = copy(pos, (int) n);
         pos += (int) n;
         return new String(b, utf8 ? StandardCharsets.UTF_8 : StandardCharsets.ISO_8859_1);
+    }
+
+    /** @return whether the input at {@code pos} starts with {@code b} */
+    private boolean sameBytes(byte[] b) {
+        for (int i = 0; i < b.length; i++) {
+            if (in.get(pos + i) != b[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * A short str, shared with the earlier one of the same bytes when there was one: a snapshot repeats values such
+     * as {@code compile_context} 'N/A' once per trace entry without memoizing them (23,105 copies in a 2 MB file).
+     * The first of each is interned, so a dict key equals the literal a reader looks it up with by identity
+     * ({@link PyDict#get}).
+     */
+    private String shortString(int n) {
+        int h = n;
+        for (int i = 0; i < n; i++) {
+            h = 31 * h + in.get(pos + i);
+        }
+        int slot = (h ^ h >>> 16) & (SHORT_STRINGS - 1);
+        byte[] seen = shortStringBytes[slot];
+        if (seen != null && seen.length == n && sameBytes(seen)) {
+            pos += n;
+            return shortStrings[slot];
+        }
+        byte[] b = copy(pos, n);
+        pos += n;
+        String s = new String(b, StandardCharsets.UTF_8).intern();
+        shortStringBytes[slot] = b;
+        shortStrings[slot] = s;
+        return s;
     }
 
     private byte[] bytes(long n, long at) {
@@ -726,9 +769,14 @@ final class PickleDecoder {
         int memoSlot = -1;
 
         private int indexOf(Object key) {
+            for (int i = 0; i < n; i++) { // short keys are interned (shortString): literals match by identity
+                if (kv[2 * i] == key) {
+                    return i;
+                }
+            }
             for (int i = 0; i < n; i++) {
                 Object k = kv[2 * i];
-                if (k == key || k != null && k.equals(key)) {
+                if (k != null && k.equals(key)) {
                     return i;
                 }
             }

@@ -44,6 +44,36 @@ class PickleDecoderTest {
         }
     }
 
+    /**
+     * Short strs are shared (one object per value, interned so a key equals its literal by identity), and never
+     * confused: 3,000 distinct values of 1 to 32 bytes, ASCII and not, each repeated, through a 512-slot cache.
+     */
+    @Test
+    void shortStringsAreSharedAndNeverConfused() throws IOException {
+        ByteArrayOutputStream p = new ByteArrayOutputStream();
+        p.write(new byte[] {(byte) 0x80, 4, ']', '('});
+        List<String> expected = new java.util.ArrayList<>();
+        java.util.Random rnd = new java.util.Random(7);
+        for (int i = 0; i < 3000; i++) {
+            String v = i % 3 == 0 ? "N/A" : i % 7 == 0 ? "é" + i : "k" + Integer.toString(i, 36).repeat(1 + rnd.nextInt(5));
+            v = v.length() > 32 ? v.substring(0, 32) : v;
+            byte[] b = v.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            if (b.length > 32) {
+                v = "short" + i;
+                b = v.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            }
+            p.write(0x8c); // SHORT_BINUNICODE, not memoized: each copy decoded on its own
+            p.write(b.length);
+            p.write(b);
+            expected.add(v);
+        }
+        p.write(new byte[] {'e', '.'});
+        List<?> got = (List<?>) PickleDecoder.decode(ByteBuffer.wrap(p.toByteArray())).root();
+        assertEquals(expected, got);
+        assertSame(got.get(0), got.get(3), "one object for the repeated 'N/A'");
+        assertSame("N/A", got.get(0), "interned: the literal itself");
+    }
+
     @Test
     void framesBecomeInternedFramesAndOtherDictsStayMaps() {
         // {'a': [{'name': 'f', 'filename': 'x.py', 'line': 3}], 'b': {'name': 'f'}} in protocol 2
