@@ -123,178 +123,188 @@ final class PickleDecoder {
     }
 
     private Object run() {
-        while (true) {
-            int start = pos;
-            int code = in.get(pos++) & 0xff;
-            switch (code) {
-                case 0x80 -> { // PROTO
-                    if ((in.get(pos++) & 0xff) > 5) {
-                        throw fail(start, "unsupported pickle protocol");
-                    }
-                }
-                case 0x95 -> pos += 8; // FRAME
-                case '.' -> { // STOP
-                    if (sp != 1 || mp != 0) {
-                        throw fail(start, "STOP with " + sp + " objects on the stack, " + mp + " open marks");
-                    }
-                    return stack[0];
-                }
-                case '(' -> mark();
-                case '}' -> push(new PyDict());
-                case ']' -> {
-                    if (!memoizedStack()) {
-                        push(new PyList(4));
-                    }
-                }
-                case ')' -> push(new Object[0]);
-                case 'd' -> { // DICT
-                    int k = popMark(start);
-                    PyDict d = new PyDict();
-                    putAll(d, k, start);
-                    push(d);
-                }
-                case 'l' -> { // LIST
-                    int k = popMark(start);
-                    PyList l = new PyList(sp - k);
-                    addAll(l, k);
-                    push(l);
-                }
-                case 't' -> { // TUPLE
-                    int k = popMark(start);
-                    Object[] t = Arrays.copyOfRange(stack, k, sp);
-                    sp = k;
-                    push(t);
-                }
-                case 0x85 -> push(new Object[] {pop(start)});
-                case 0x86 -> {
-                    Object b = pop(start);
-                    push(new Object[] {pop(start), b});
-                }
-                case 0x87 -> {
-                    Object c = pop(start);
-                    Object b = pop(start);
-                    push(new Object[] {pop(start), b, c});
-                }
-                case 's' -> { // SETITEM
-                    if (sp < 3) {
-                        throw fail(start, "SETITEM needs a dict, a key and a value on the stack");
-                    }
-                    dictAt(sp - 3, start, "SETITEM").put(stack[sp - 2], storedValue(stack[sp - 1]));
-                    sp -= 2;
-                }
-                case 'u' -> { // SETITEMS
-                    int k = popMark(start);
-                    if (k < 1) {
-                        throw fail(start, "SETITEMS without a dict");
-                    }
-                    putAll(dictAt(k - 1, start, "SETITEMS"), k, start);
-                }
-                case 'a' -> { // APPEND
-                    Object v = pop(start);
-                    listAt(sp - 1, start, "APPEND").add(inDeviceTrace(sp - 1) ? traceValue(v) : appendedValue(v));
-                }
-                case 'e' -> { // APPENDS
-                    int k = popMark(start);
-                    if (k < 1) {
-                        throw fail(start, "APPENDS without a list");
-                    }
-                    addAll(listAt(k - 1, start, "APPENDS"), k);
-                }
-                case 0x8f -> push(new HashSet<>()); // EMPTY_SET
-                case 0x90 -> { // ADDITEMS
-                    int k = popMark(start);
-                    if (k < 1 || !(stack[k - 1] instanceof Set<?>)) {
-                        throw fail(start, "ADDITEMS without a set");
-                    }
-                    @SuppressWarnings("unchecked")
-                    Set<Object> s = (Set<Object>) stack[k - 1];
-                    s.addAll(Arrays.asList(stack).subList(k, sp));
-                    sp = k;
-                }
-                case 0x91 -> { // FROZENSET
-                    int k = popMark(start);
-                    Set<Object> s = new HashSet<>(Arrays.asList(stack).subList(k, sp));
-                    sp = k;
-                    push(s);
-                }
-                case 'J' -> {
-                    push(in.getInt(pos));
-                    pos += 4;
-                }
-                case 'K' -> push(in.get(pos++) & 0xff);
-                case 'M' -> {
-                    push(in.getShort(pos) & 0xffff);
-                    pos += 2;
-                }
-                case 0x8a -> { // LONG1
-                    int n = in.get(pos++) & 0xff;
-                    push(longValue(n, start));
-                }
-                case 0x8b -> { // LONG4
-                    int n = in.getInt(pos);
-                    pos += 4;
-                    push(longValue(n, start));
-                }
-                case 'G' -> {
-                    push(Double.longBitsToDouble(Long.reverseBytes(in.getLong(pos))));
-                    pos += 8;
-                }
-                case 0x88 -> push(Boolean.TRUE);
-                case 0x89 -> push(Boolean.FALSE);
-                case 'N' -> push(null);
-                case 'X' -> { // BINUNICODE
-                    long n = in.getInt(pos) & 0xffffffffL;
-                    pos += 4;
-                    push(string(n, start, true));
-                }
-                case 0x8c -> push(string(in.get(pos++) & 0xff, start, true));
-                case 0x8d -> {
-                    long n = in.getLong(pos);
-                    pos += 8;
-                    push(string(n, start, true));
-                }
-                case 'T' -> { // BINSTRING (Python 2 str): bytes read as Latin-1
-                    long n = in.getInt(pos);
-                    pos += 4;
-                    push(string(n, start, false));
-                }
-                case 'U' -> push(string(in.get(pos++) & 0xff, start, false));
-                case 'B' -> {
-                    long n = in.getInt(pos) & 0xffffffffL;
-                    pos += 4;
-                    push(bytes(n, start));
-                }
-                case 'C' -> push(bytes(in.get(pos++) & 0xff, start));
-                case 0x8e, 0x96 -> {
-                    long n = in.getLong(pos);
-                    pos += 8;
-                    push(bytes(n, start));
-                }
-                case 'I', 'L', 'F', 'V', 'S', 'g', 'p' -> textOpcode(code, start);
-                case 'q' -> memoize(in.get(pos++) & 0xff, start);
-                case 'r' -> {
-                    long idx = in.getInt(pos) & 0xffffffffL;
-                    pos += 4;
-                    memoize(idx, start);
-                }
-                case 0x94 -> memoize(memoCount, start); // MEMOIZE
-                case 'h' -> push(memoGet(in.get(pos++) & 0xff, start));
-                case 'j' -> {
-                    long idx = in.getInt(pos) & 0xffffffffL;
-                    pos += 4;
-                    push(memoGet(idx, start));
-                }
-                case '0' -> pop(start); // POP
-                case '1' -> sp = popMark(start); // POP_MARK
-                case '2' -> { // DUP
-                    if (sp == 0) {
-                        throw fail(start, "DUP on an empty stack");
-                    }
-                    push(stack[sp - 1]);
-                }
-                default -> throw fail(start, "opcode " + PickleScanner.name(code) + " is not supported");
-            }
+        // One opcode per call: step() is compiled after a few hundred opcodes, where the same loop in one method
+        // runs interpreted until on-stack replacement, tens of thousands of opcodes later (a cold replay decodes
+        // its 600,000 opcodes in a fresh JVM).
+        while (!step()) {
+            // next opcode
         }
+        return stack[0];
+    }
+
+    /** Executes the opcode at {@code pos}. @return whether it was STOP */
+    private boolean step() {
+        int start = pos;
+        int code = in.get(pos++) & 0xff;
+        switch (code) {
+            case 0x80 -> { // PROTO
+                if ((in.get(pos++) & 0xff) > 5) {
+                    throw fail(start, "unsupported pickle protocol");
+                }
+            }
+            case 0x95 -> pos += 8; // FRAME
+            case '.' -> { // STOP
+                if (sp != 1 || mp != 0) {
+                    throw fail(start, "STOP with " + sp + " objects on the stack, " + mp + " open marks");
+                }
+                return true;
+            }
+            case '(' -> mark();
+            case '}' -> push(new PyDict());
+            case ']' -> {
+                if (!memoizedStack()) {
+                    push(new PyList(4));
+                }
+            }
+            case ')' -> push(new Object[0]);
+            case 'd' -> { // DICT
+                int k = popMark(start);
+                PyDict d = new PyDict();
+                putAll(d, k, start);
+                push(d);
+            }
+            case 'l' -> { // LIST
+                int k = popMark(start);
+                PyList l = new PyList(sp - k);
+                addAll(l, k);
+                push(l);
+            }
+            case 't' -> { // TUPLE
+                int k = popMark(start);
+                Object[] t = Arrays.copyOfRange(stack, k, sp);
+                sp = k;
+                push(t);
+            }
+            case 0x85 -> push(new Object[] {pop(start)});
+            case 0x86 -> {
+                Object b = pop(start);
+                push(new Object[] {pop(start), b});
+            }
+            case 0x87 -> {
+                Object c = pop(start);
+                Object b = pop(start);
+                push(new Object[] {pop(start), b, c});
+            }
+            case 's' -> { // SETITEM
+                if (sp < 3) {
+                    throw fail(start, "SETITEM needs a dict, a key and a value on the stack");
+                }
+                dictAt(sp - 3, start, "SETITEM").put(stack[sp - 2], storedValue(stack[sp - 1]));
+                sp -= 2;
+            }
+            case 'u' -> { // SETITEMS
+                int k = popMark(start);
+                if (k < 1) {
+                    throw fail(start, "SETITEMS without a dict");
+                }
+                putAll(dictAt(k - 1, start, "SETITEMS"), k, start);
+            }
+            case 'a' -> { // APPEND
+                Object v = pop(start);
+                listAt(sp - 1, start, "APPEND").add(inDeviceTrace(sp - 1) ? traceValue(v) : appendedValue(v));
+            }
+            case 'e' -> { // APPENDS
+                int k = popMark(start);
+                if (k < 1) {
+                    throw fail(start, "APPENDS without a list");
+                }
+                addAll(listAt(k - 1, start, "APPENDS"), k);
+            }
+            case 0x8f -> push(new HashSet<>()); // EMPTY_SET
+            case 0x90 -> { // ADDITEMS
+                int k = popMark(start);
+                if (k < 1 || !(stack[k - 1] instanceof Set<?>)) {
+                    throw fail(start, "ADDITEMS without a set");
+                }
+                @SuppressWarnings("unchecked")
+                Set<Object> s = (Set<Object>) stack[k - 1];
+                s.addAll(Arrays.asList(stack).subList(k, sp));
+                sp = k;
+            }
+            case 0x91 -> { // FROZENSET
+                int k = popMark(start);
+                Set<Object> s = new HashSet<>(Arrays.asList(stack).subList(k, sp));
+                sp = k;
+                push(s);
+            }
+            case 'J' -> {
+                push(in.getInt(pos));
+                pos += 4;
+            }
+            case 'K' -> push(in.get(pos++) & 0xff);
+            case 'M' -> {
+                push(in.getShort(pos) & 0xffff);
+                pos += 2;
+            }
+            case 0x8a -> { // LONG1
+                int n = in.get(pos++) & 0xff;
+                push(longValue(n, start));
+            }
+            case 0x8b -> { // LONG4
+                int n = in.getInt(pos);
+                pos += 4;
+                push(longValue(n, start));
+            }
+            case 'G' -> {
+                push(Double.longBitsToDouble(Long.reverseBytes(in.getLong(pos))));
+                pos += 8;
+            }
+            case 0x88 -> push(Boolean.TRUE);
+            case 0x89 -> push(Boolean.FALSE);
+            case 'N' -> push(null);
+            case 'X' -> { // BINUNICODE
+                long n = in.getInt(pos) & 0xffffffffL;
+                pos += 4;
+                push(string(n, start, true));
+            }
+            case 0x8c -> push(string(in.get(pos++) & 0xff, start, true));
+            case 0x8d -> {
+                long n = in.getLong(pos);
+                pos += 8;
+                push(string(n, start, true));
+            }
+            case 'T' -> { // BINSTRING (Python 2 str): bytes read as Latin-1
+                long n = in.getInt(pos);
+                pos += 4;
+                push(string(n, start, false));
+            }
+            case 'U' -> push(string(in.get(pos++) & 0xff, start, false));
+            case 'B' -> {
+                long n = in.getInt(pos) & 0xffffffffL;
+                pos += 4;
+                push(bytes(n, start));
+            }
+            case 'C' -> push(bytes(in.get(pos++) & 0xff, start));
+            case 0x8e, 0x96 -> {
+                long n = in.getLong(pos);
+                pos += 8;
+                push(bytes(n, start));
+            }
+            case 'I', 'L', 'F', 'V', 'S', 'g', 'p' -> textOpcode(code, start);
+            case 'q' -> memoize(in.get(pos++) & 0xff, start);
+            case 'r' -> {
+                long idx = in.getInt(pos) & 0xffffffffL;
+                pos += 4;
+                memoize(idx, start);
+            }
+            case 0x94 -> memoize(memoCount, start); // MEMOIZE
+            case 'h' -> push(memoGet(in.get(pos++) & 0xff, start));
+            case 'j' -> {
+                long idx = in.getInt(pos) & 0xffffffffL;
+                pos += 4;
+                push(memoGet(idx, start));
+            }
+            case '0' -> pop(start); // POP
+            case '1' -> sp = popMark(start); // POP_MARK
+            case '2' -> { // DUP
+                if (sp == 0) {
+                    throw fail(start, "DUP on an empty stack");
+                }
+                push(stack[sp - 1]);
+            }
+            default -> throw fail(start, "opcode " + PickleScanner.name(code) + " is not supported");
+        }
+        return false;
     }
 
     // ---- stack -----------------------------------------------------------------------------------------------
