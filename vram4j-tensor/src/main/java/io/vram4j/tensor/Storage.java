@@ -43,7 +43,15 @@ public final class Storage {
      * @param dtype its element type
      */
     static Storage allocate(Device device, long bytes, int[] shape, DType dtype) {
-        long ptr = device.allocator().malloc(bytes, device.stream());
+        return allocate(device, device.stream(), bytes, shape, dtype);
+    }
+
+    /**
+     * Allocates {@code bytes} on {@code stream}, which need not be the device's: the block belongs to that
+     * stream's pool (as an allocation under {@code with torch.cuda.stream(s)}), the storage to {@code device}.
+     */
+    static Storage allocate(Device device, io.vram4j.device.Stream stream, long bytes, int[] shape, DType dtype) {
+        long ptr = device.allocator().malloc(bytes, stream);
         Storage s;
         try {
             s = new Storage(device, ptr, bytes);
