@@ -95,9 +95,13 @@ public class Tensor implements AutoCloseable {
     }
 
     static Tensor allocate(Device device, DType dtype, int[] shape) {
-        return allocate(device, device.stream(), dtype, shape);
+        // not delegating to the overload below: one frame less in every allocation's recorded stack
+        long bytes = Math.multiplyExact(Shapes.numel(shape), dtype.byteSize());
+        Storage s = Storage.allocate(device, device.stream(), bytes, shape, dtype);
+        return new Tensor(s, dtype, shape, Shapes.contiguousStrides(shape), 0);
     }
 
+    /** As {@link #allocate(Device, DType, int[])}, on another stream of the device (see {@link Device#empty(Stream, DType, int...)}). */
     static Tensor allocate(Device device, Stream stream, DType dtype, int[] shape) {
         long bytes = Math.multiplyExact(Shapes.numel(shape), dtype.byteSize());
         Storage s = Storage.allocate(device, stream, bytes, shape, dtype);

@@ -9,7 +9,8 @@ import io.vram4j.tensor.Device;
 /**
  * One epoch's batches as the network takes them: host batches that each step copies in itself (today's path,
  * kept on {@code host} and {@code sim}), or, with a copy stream, device batches from a {@link DeviceLoader}
- * (pinned memory, copied one batch ahead on the side stream). For one thread.
+ * (pinned memory, copied one batch ahead on the side stream). The caller takes each batch and runs the step
+ * itself: the host path adds no stack frame to the allocations a step records. For one thread.
  */
 final class BatchFeed implements AutoCloseable {
     private final DataLoader.Epoch host;
@@ -33,24 +34,22 @@ final class BatchFeed implements AutoCloseable {
         return device != null ? device.hasNext() : host.hasNext();
     }
 
-    /** Runs a training step on the next batch (freeing a device batch after it). */
-    Network.StepStats train(Network net) {
-        if (device == null) {
-            return net.trainStep(host.next());
-        }
-        try (DeviceBatch b = device.next()) {
-            return net.trainStep(b);
-        }
+    /** @return true when batches come as {@link DeviceBatch}es ({@link #nextOnDevice()}), false for host batches */
+    boolean onDevice() {
+        return device != null;
     }
 
-    /** Evaluates the next batch (freeing a device batch after it). */
-    Network.StepStats evaluate(Network net) {
-        if (device == null) {
-            return net.evaluate(host.next());
-        }
-        try (DeviceBatch b = device.next()) {
-            return net.evaluate(b);
-        }
+    /**
+     * @return the next host batch (the caller's step copies it in); called by the step's caller itself, with no
+     *     frame between, so that recorded Java stacks keep their first frames
+     */
+    io.vram4j.data.Batch nextOnHost() {
+        return host.next();
+    }
+
+    /** @return the next batch on the device; the caller closes it after the step */
+    DeviceBatch nextOnDevice() {
+        return device.next();
     }
 
     @Override

@@ -7,6 +7,7 @@ import io.vram4j.data.Batch;
 import io.vram4j.data.CharVocabulary;
 import io.vram4j.data.DataLoader;
 import io.vram4j.data.Dataset;
+import io.vram4j.data.DeviceBatch;
 import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.memory.snapshot.MemorySnapshot;
 
@@ -223,7 +224,14 @@ public final class Trainer implements AutoCloseable {
             try (trainRegion; BatchFeed batches = BatchFeed.open(trainLoader, epoch - 1, dev, copyStream(trainLoader))) {
                 while (batches.hasNext()) {
                     net.setLearningRate(options.learningRate(globalStep, totalSteps));
-                    Network.StepStats s = batches.train(net);
+                    Network.StepStats s;
+                    if (batches.onDevice()) {
+                        try (DeviceBatch b = batches.nextOnDevice()) {
+                            s = net.trainStep(b);
+                        }
+                    } else {
+                        s = net.trainStep(batches.nextOnHost()); // no frame between: recorded stacks keep theirs
+                    }
                     step++;
                     globalStep++;
                     lossSum += s.lossSum();
@@ -398,7 +406,14 @@ public final class Trainer implements AutoCloseable {
         long samples = 0;
         try (BatchFeed batches = BatchFeed.open(loader, 0, dev, copyStream(loader))) {
             while (batches.hasNext()) {
-                Network.StepStats s = batches.evaluate(net);
+                Network.StepStats s;
+                if (batches.onDevice()) {
+                    try (DeviceBatch b = batches.nextOnDevice()) {
+                        s = net.evaluate(b);
+                    }
+                } else {
+                    s = net.evaluate(batches.nextOnHost());
+                }
                 loss += s.lossSum();
                 correct += s.correct();
                 samples += s.samples();
