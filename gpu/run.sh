@@ -6,8 +6,10 @@
 #   3. the differential test against PyTorch: SEEDS sequences of OPS operations under three settings, every
 #      checkpoint's memory_stats and segment layout compared (gpu/differential.py);
 #   4. the GPU benchmarks, vram4j (io.vram4j.bench.gpu.GpuBench) and PyTorch (gpu/bench_pytorch.py) in one run;
-#   5. the main job side by side: ./vram4j train --device cuda (MLP, 3 epochs) and the same MLP in PyTorch
-#      (gpu/train_mlp_pytorch.py), on the Fashion-MNIST subset bundled in the jar (10,000 / 2,000 images).
+#   5. the main job side by side: ./vram4j train --device cuda (MLP, 3 epochs; pinned batches copied on a side
+#      stream, the default) and again with --no-pin-memory (pageable batches copied on the compute stream), and
+#      the same MLP in PyTorch (gpu/train_mlp_pytorch.py), on the Fashion-MNIST subset bundled in the jar
+#      (10,000 / 2,000 images).
 # Logs and results go to $OUT (default /tmp/vram4j-gpu-out); a short table is printed last.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -60,6 +62,9 @@ PY
 "${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --device cuda --epochs 3 --data "$FMNIST" --out "$OUT/train-run" --json \
   > "$OUT/train-vram4j.json" 2> "$OUT/train-vram4j.txt"
 train_rc=$?
+"${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --device cuda --epochs 3 --no-pin-memory --data "$FMNIST" \
+  --out "$OUT/train-run-pageable" --json > "$OUT/train-vram4j-pageable.json" 2> "$OUT/train-vram4j-pageable.txt"
+train_pageable_rc=$?
 python3 gpu/train_mlp_pytorch.py --data "$FMNIST" --epochs 3 > "$OUT/train-pytorch.json" 2> "$OUT/train-pytorch.txt"
 train_torch_rc=$?
 
@@ -74,6 +79,7 @@ echo "differential:   $SEEDS seeds x $OPS ops per setting"
 for r in "${rows[@]}"; do echo "  $r"; done
 echo "train, MLP, 3 epochs on the bundled subset:"
 echo "  vram4j  rc $train_rc  $(if (( train_rc == 0 )); then cat "$OUT/train-vram4j.json"; else grep -v -i incubator "$OUT/train-vram4j.txt" | tail -1; fi)"
+echo "  vram4j --no-pin-memory  rc $train_pageable_rc  $(if (( train_pageable_rc == 0 )); then cat "$OUT/train-vram4j-pageable.json"; else grep -v -i incubator "$OUT/train-vram4j-pageable.txt" | tail -1; fi)"
 echo "  pytorch rc $train_torch_rc  $(if (( train_torch_rc == 0 )); then cat "$OUT/train-pytorch.json"; else tail -1 "$OUT/train-pytorch.txt"; fi)"
 echo
 grep -v -i incubator "$OUT/bench-vram4j.txt"

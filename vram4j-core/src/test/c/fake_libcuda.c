@@ -10,7 +10,11 @@
  *  - cuMemUnmap must name whole mappings (CUDA_ERROR_INVALID_VALUE otherwise), as the real driver requires;
  *  - events complete only once their stream is synchronized (cuEventQuery says CUDA_ERROR_NOT_READY before),
  *    so "work still in flight" can be tested;
+ *  - cuStreamWaitEvent makes a stream depend on an event: synchronizing the waiting stream completes the event's
+ *    stream up to it, as the GPU would have run it first;
  *  - counters of live objects (fake_cuda_live) let tests check that nothing leaks;
+ *  - a trace (fake_cuda_trace_start / fake_cuda_trace_read) lists the host-alloc, copy, event, wait and launch
+ *    calls in order with their streams, so tests can check the order a GPU would see them in;
  *  - modules keep their PTX text: cuModuleGetFunction finds an entry only if the text declares it, and
  *    cuLaunchKernel runs nothing but records the launch (function, dimensions, the parameter values read with the
  *    sizes the entry's .param types give), so tests can check what a launch would pass to a GPU.
@@ -28,7 +32,10 @@
 #define GRANULARITY (2u << 20)
 #define MAX_MAPPINGS 65536
 
-typedef struct fake_stream { unsigned long long recorded, completed; } fake_stream;
+#define MAX_WAITS 16
+typedef struct fake_stream fake_stream;
+typedef struct fake_wait { fake_stream *on; unsigned long long seq; } fake_wait;
+struct fake_stream { unsigned long long recorded, completed; fake_wait waits[MAX_WAITS]; int nwaits; };
 typedef struct fake_event { fake_stream *stream; unsigned long long seq; } fake_event;
 typedef struct fake_mapping { CUdeviceptr base; size_t size; CUmemGenericAllocationHandle handle; } fake_mapping;
 
@@ -71,6 +78,32 @@ long fake_cuda_live(const char *what) {
     if (!strcmp(what, "modules")) return live_modules;
     if (!strcmp(what, "launches")) return launches;
     return -1;
+}
+
+/* The call trace: one line per traced call, "name stream" (streams as 0x..., 0 for the legacy default stream). */
+#define TRACE_CAP (1 << 20)
+static char trace_buf[TRACE_CAP];
+static size_t trace_len;
+static int tracing;
+
+void fake_cuda_trace_start(void) { pthread_mutex_lock(&lock); trace_len = 0; trace_buf[0] = 0; tracing = 1; pthread_mutex_unlock(&lock); }
+
+/* Copies the trace so far (NUL-terminated, truncated to cap) and returns its length. */
+long fake_cuda_trace_read(char *out, long cap) {
+    pthread_mutex_lock(&lock);
+    size_t n = trace_len < (size_t) cap - 1 ? trace_len : (size_t) cap - 1;
+    memcpy(out, trace_buf, n);
+    out[n] = 0;
+    pthread_mutex_unlock(&lock);
+    return (long) n;
+}
+
+static void trace(const char *name, CUstream s) {
+    pthread_mutex_lock(&lock);
+    if (tracing && trace_len + 64 < TRACE_CAP)
+        trace_len += (size_t) snprintf(trace_buf + trace_len, TRACE_CAP - trace_len, "%s 0x%llx\n", name,
+                                       (unsigned long long) (uintptr_t) s);
+    pthread_mutex_unlock(&lock);
 }
 
 #define NEED_CONTEXT() do { if (current_ctx == NULL) return CUDA_ERROR_INVALID_CONTEXT; } while (0)
@@ -218,6 +251,7 @@ CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags) {
     NEED_CONTEXT();
     (void) flags;
     if (!pp || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    trace("cuMemHostAlloc", NULL);
     *pp = malloc(size);
     if (!*pp) return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&lock); live_host++; pthread_mutex_unlock(&lock);
@@ -235,7 +269,7 @@ CUresult cuMemFreeHost(void *p) {
 CUresult cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { NEED_CONTEXT(); memcpy((void *) d, s, n); return CUDA_SUCCESS; }
 CUresult cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { NEED_CONTEXT(); memcpy(d, (void *) s, n); return CUDA_SUCCESS; }
 CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) { NEED_CONTEXT(); memmove((void *) d, (void *) s, n); return CUDA_SUCCESS; }
-CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream st) { (void) st; return cuMemcpyHtoD(d, s, n); }
+CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream st) { trace("cuMemcpyHtoDAsync", st); return cuMemcpyHtoD(d, s, n); }
 CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream st) { (void) st; return cuMemcpyDtoH(d, s, n); }
 CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { (void) st; return cuMemcpyDtoD(d, s, n); }
 CUresult cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) { NEED_CONTEXT(); memset((void *) d, v, n); return CUDA_SUCCESS; }
@@ -258,10 +292,33 @@ CUresult cuStreamDestroy(CUstream s) {
     pthread_mutex_lock(&lock); live_streams--; pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
+/* Completes a stream's work, and the work of other streams up to the events it waits on (under the lock). */
+static void complete_stream(fake_stream *fs) {
+    for (int i = 0; i < fs->nwaits; i++)
+        if (fs->waits[i].on->completed < fs->waits[i].seq) fs->waits[i].on->completed = fs->waits[i].seq;
+    fs->nwaits = 0;
+    fs->completed = fs->recorded;
+}
 CUresult cuStreamSynchronize(CUstream s) {
     NEED_CONTEXT();
-    pthread_mutex_lock(&lock); stream_of(s)->completed = stream_of(s)->recorded; pthread_mutex_unlock(&lock);
+    pthread_mutex_lock(&lock); complete_stream(stream_of(s)); pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
+}
+CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+    NEED_CONTEXT();
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE; /* vram4j waits with CU_EVENT_WAIT_DEFAULT */
+    trace("cuStreamWaitEvent", s);
+    pthread_mutex_lock(&lock);
+    fake_event *ev = (fake_event *) e;
+    fake_stream *fs = stream_of(s);
+    CUresult r = CUDA_SUCCESS;
+    if (ev->stream && ev->stream != fs && ev->stream->completed < ev->seq) {
+        if (fs->nwaits == MAX_WAITS) r = CUDA_ERROR_NOT_SUPPORTED; /* the fake's limit: synchronize more often */
+        else fs->waits[fs->nwaits++] = (fake_wait) {ev->stream, ev->seq};
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
 }
 CUresult cuStreamQuery(CUstream s) {
     NEED_CONTEXT();
@@ -280,6 +337,7 @@ CUresult cuEventCreate(CUevent *e, unsigned int flags) {
 CUresult cuEventRecord(CUevent e, CUstream s) {
     NEED_CONTEXT();
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    trace("cuEventRecord", s);
     pthread_mutex_lock(&lock);
     fake_event *ev = (fake_event *) e;
     ev->stream = stream_of(s);
@@ -480,6 +538,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
                         unsigned int by, unsigned int bz, unsigned int shared, CUstream st, void **params, void **extra) {
     NEED_CONTEXT();
     if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    trace("cuLaunchKernel", st);
     if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long long) bx * by * bz > 1024 || gy > 65535 || gz > 65535
         || shared > 48u * 1024 || extra || (f->nparams > 0 && !params)) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&lock);

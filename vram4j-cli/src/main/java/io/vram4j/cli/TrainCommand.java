@@ -1,6 +1,7 @@
 package io.vram4j.cli;
 
 import io.vram4j.alloc.config.AllocatorConfig;
+import io.vram4j.data.DataLoader;
 import io.vram4j.train.BatchSizeSearch;
 import io.vram4j.train.ModelKind;
 import io.vram4j.train.OptimizerKind;
@@ -112,6 +113,11 @@ final class TrainCommand implements Callable<Integer> {
             + "the peak memory of training and of evaluation (works on sim devices, where nothing is computed)")
     boolean dryRun;
 
+    @Option(names = "--pin-memory", negatable = true, description = "on cuda, batches go through pinned host memory and are copied "
+            + "one batch ahead on a side stream (pin_memory=True, non_blocking=True; default: on for cuda with --model mlp; "
+            + "refused for the transformer; on host and sim it warns as PyTorch does and changes nothing)")
+    Boolean pinMemory;
+
     @Mixin
     JsonOutput json;
 
@@ -122,6 +128,9 @@ final class TrainCommand implements Callable<Integer> {
     public Integer call() {
         TrainOptions options = options();
         TrainProgress.Mode progressMode = progressMode();
+        if (Boolean.TRUE.equals(pinMemory) && !device.strip().toLowerCase(Locale.ROOT).startsWith("cuda")) {
+            System.err.println("vram4j train: warning: --pin-memory: " + DataLoader.NO_ACCELERATOR_WARNING);
+        }
         AllocatorConfig config = allocator.config();
         PrintWriter report = json.report();
         TrainJob job;
@@ -155,6 +164,10 @@ final class TrainCommand implements Callable<Integer> {
                 throw new UserException("--checkpoint: the number of segments must be at least 1, got " + segments);
             }
         }
+        if (Boolean.TRUE.equals(pinMemory) && "transformer".equalsIgnoreCase(model.strip())) {
+            throw new UserException("--pin-memory: the transformer cuts its inputs and targets from token windows on the "
+                    + "host, so its batches are not pinned; use it with --model mlp, or leave it out");
+        }
         try {
             TrainOptions d = TrainOptions.defaults(ModelKind.parse(model));
             OptimizerKind opt = optimizer != null ? OptimizerKind.parse(optimizer) : d.optimizer();
@@ -162,7 +175,8 @@ final class TrainCommand implements Callable<Integer> {
                     .lr(lr != null ? lr : opt.defaultLr()).optimizer(opt).schedule(schedule).momentum(momentum)
                     .weightDecay(weightDecay != null ? weightDecay : opt.defaultWeightDecay()).seed(seed).limit(limit)
                     .historySteps(historySteps).checkpoint(segments)
-                    .amp(amp == null ? Precision.OFF : Precision.parse(amp)).accumulate(accumulate).microBatch(microBatch).build();
+                    .amp(amp == null ? Precision.OFF : Precision.parse(amp)).accumulate(accumulate).microBatch(microBatch)
+                    .pinMemory(pinMemory == null || pinMemory).build();
         } catch (IllegalArgumentException e) {
             throw new UserException(e.getMessage(), e);
         }

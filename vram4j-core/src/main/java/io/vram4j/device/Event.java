@@ -40,6 +40,13 @@ public final class Event {
         }
     }
 
+    /** Queues a wait for this event on {@code waiter} (see {@link Stream#waitEvent}); nothing once complete. */
+    synchronized void waitedOnBy(StreamQueue waiter) {
+        if (!complete) {
+            waiter.waitFor(stream.queue(), token);
+        }
+    }
+
     private synchronized void markComplete() {
         if (!complete) {
             complete = true;

@@ -65,6 +65,23 @@ public final class Stream {
         return new Event(this, queue.record());
     }
 
+    /**
+     * Makes the work queued on this stream from now on wait until {@code event} has completed, without blocking
+     * the calling thread (as {@code cudaStreamWaitEvent} and PyTorch's {@code Stream.wait_event}); the way to
+     * order a stream after a copy queued on another. On {@code cuda} this is {@code cuStreamWaitEvent}. On
+     * {@code host} and {@code sim}, which run nothing asynchronously, it waits for the event (completing it in the
+     * counting model). Nothing is queued when the event has completed already.
+     *
+     * @param event an event of a stream of the same device
+     * @throws IllegalArgumentException if the event belongs to another device
+     */
+    public void waitEvent(Event event) {
+        if (event.stream().deviceIndex != deviceIndex) {
+            throw new IllegalArgumentException(this + " cannot wait for an event of " + event.stream());
+        }
+        event.waitedOnBy(queue);
+    }
+
     /** Waits until every event recorded on this stream so far has completed (as {@code cudaStreamSynchronize}). */
     public void synchronize() {
         queue.synchronize();

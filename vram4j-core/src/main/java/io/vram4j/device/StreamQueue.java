@@ -40,6 +40,18 @@ public interface StreamQueue {
     default void release(long token) {
     }
 
+    /**
+     * Makes work queued here after this call wait for a marker of another queue (as {@code cuStreamWaitEvent}).
+     * The default, for queues that run no work asynchronously, blocks until the marker has completed
+     * ({@link #await} on its queue), which in the counting model completes it.
+     *
+     * @param source the queue the marker was recorded on
+     * @param token a marker of {@code source}, not yet {@linkplain #release released}
+     */
+    default void waitFor(StreamQueue source, long token) {
+        source.await(token);
+    }
+
     /** Blocks until all work queued so far has completed (as {@code cuStreamSynchronize}). */
     void synchronize();
 

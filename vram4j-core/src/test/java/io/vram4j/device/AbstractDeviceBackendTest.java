@@ -296,6 +296,20 @@ public abstract class AbstractDeviceBackendTest {
     }
 
     @Test
+    void waitingForAnEventOfAnotherStreamCompletesItHereWhereNothingRunsAsynchronously() {
+        Stream side = device.newStream();
+        Event copied = side.recordEvent();
+        Event after = side.recordEvent();
+        device.defaultStream().waitEvent(copied);
+        assertTrue(copied.query(), "the host waited for it");
+        assertTrue(device.defaultStream().query(), "nothing was queued on the waiting stream");
+        Event later = side.recordEvent();
+        device.defaultStream().waitEvent(copied); // complete already: nothing to do
+        assertFalse(later.query(), "work recorded after the wait is untouched");
+        assertTrue(after.query(), "the counting model completes what the stream had recorded when it was waited on");
+    }
+
+    @Test
     void deviceSynchronizeCompletesEveryStream() {
         List<Event> events = new ArrayList<>();
         events.add(device.defaultStream().recordEvent());

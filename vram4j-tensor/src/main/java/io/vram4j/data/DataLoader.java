@@ -1,5 +1,8 @@
 package io.vram4j.data;
 
+import io.vram4j.alloc.CachingHostAllocator;
+import io.vram4j.device.cuda.CudaDevice;
+
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 import java.util.Objects;
@@ -8,6 +11,7 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 /**
  * Splits a {@link Dataset} into {@link Batch}es, like PyTorch's {@code DataLoader}: a batch size, optional
@@ -40,9 +44,23 @@ import java.util.concurrent.atomic.AtomicInteger;
  * marking the hand-over), checked ones wrapped in a {@link DataLoaderException}. With {@code prefetch == 0}
  * batches are assembled on the consumer's thread.
  *
+ * <h2>Pinned memory</h2>
+ * With {@link Builder#pinMemory pinMemory(true)} (PyTorch's {@code pin_memory=True}, off by default) each batch
+ * is also copied into blocks of the device's {@link io.vram4j.alloc.CachingHostAllocator} (page-locked memory
+ * from {@code cuMemHostAlloc} on {@code cuda}) by the thread that assembles it: {@link Batch#pinned()}, ready
+ * for an asynchronous copy ({@link DeviceLoader} does it on a side stream). The device is
+ * {@link Builder#pinMemoryDevice} (PyTorch's {@code pin_memory_device}), else the current device
+ * ({@link io.vram4j.tensor.Device#current()}) when {@link #build} runs. When that is no accelerator ({@code host},
+ * {@code sim}, or none), the loader logs PyTorch's warning {@value #NO_ACCELERATOR_WARNING} once, at build, and
+ * pins nothing. A consumer of pinned batches releases them ({@link PinnedSamples#release}); batches the loader
+ * still held when an epoch is closed are released by it.
+ *
  * <p>A DataLoader is immutable and thread-safe; each Epoch is for one consumer thread.
  */
 public final class DataLoader {
+    /** PyTorch's warning (torch/utils/data/dataloader.py) for {@code pin_memory=True} without an accelerator. */
+    public static final String NO_ACCELERATOR_WARNING =
+            "'pin_memory' argument is set as true but no accelerator is found, then device pinned memory won't be used.";
     private static final AtomicInteger THREAD_IDS = new AtomicInteger();
 
     private final Dataset dataset;
@@ -51,8 +69,11 @@ public final class DataLoader {
     private final long seed;
     private final boolean dropLast;
     private final int prefetch;
+    /** Where pinned batches come from; null when batches are not pinned. */
+    private final CachingHostAllocator pinnedFrom;
 
-    private DataLoader(Builder b) {
+    private DataLoader(Builder b, CachingHostAllocator pinnedFrom) {
+        this.pinnedFrom = pinnedFrom;
         this.dataset = b.dataset;
         this.batchSize = b.batchSize;
         this.shuffle = b.shuffle;
@@ -97,6 +118,14 @@ public final class DataLoader {
     /** @return how many batches the background thread may assemble ahead; 0 for none */
     public int prefetch() {
         return prefetch;
+    }
+
+    /**
+     * @return whether batches come with their samples in pinned memory ({@link Batch#pinned()}): asked for with
+     *     {@code pinMemory(true)} and an accelerator found
+     */
+    public boolean pinMemory() {
+        return pinnedFrom != null;
     }
 
     /** @return batches per epoch */
@@ -157,7 +186,14 @@ public final class DataLoader {
             dataset.copyFeatures(s, x, i * f);
             y[i] = dataset.label(s);
         }
-        return new Batch(batchIndex, size, f, x, y);
+        return new Batch(batchIndex, size, f, x, y, pinnedFrom == null ? null : PinnedSamples.copyOf(pinnedFrom, x, y));
+    }
+
+    /** Gives back the pinned blocks of a batch nobody will consume. */
+    private static void drop(Object batch) {
+        if (batch instanceof Batch b && b.pinned() != null) {
+            b.pinned().release();
+        }
     }
 
     /**
@@ -250,7 +286,13 @@ public final class DataLoader {
         private void produce(DataLoader loader, int[] order) {
             try {
                 for (int b = 0; b < batches && !closed; b++) {
-                    queue.put(loader.assemble(order, b));
+                    Batch batch = loader.assemble(order, b);
+                    try {
+                        queue.put(batch);
+                    } catch (InterruptedException e) {
+                        drop(batch); // closed by the consumer before it was handed over
+                        return;
+                    }
                 }
                 queue.put(END);
             } catch (InterruptedException e) {
@@ -330,7 +372,10 @@ public final class DataLoader {
                     interrupted = true;
                 }
             }
-            queue.clear();
+            for (Object o = queue.poll(); o != null; o = queue.poll()) {
+                drop(o);
+            }
+            drop(ready);
             ready = null;
             if (interrupted) {
                 Thread.currentThread().interrupt();
@@ -346,6 +391,10 @@ public final class DataLoader {
         private long seed;
         private boolean dropLast;
         private int prefetch = 2;
+        private boolean pinMemory;
+        private io.vram4j.tensor.Device pinMemoryDevice;
+        private Consumer<String> warnings = message -> System.getLogger(DataLoader.class.getName())
+                .log(System.Logger.Level.WARNING, message);
 
         private Builder(Dataset dataset) {
             this.dataset = Objects.requireNonNull(dataset, "dataset");
@@ -404,9 +453,65 @@ public final class DataLoader {
             return this;
         }
 
-        /** @return the loader */
+        /**
+         * @param pinMemory whether to copy each batch into pinned host memory of the accelerator (PyTorch's
+         *     {@code pin_memory}; see the class comment), off by default
+         * @return this builder
+         */
+        public Builder pinMemory(boolean pinMemory) {
+            this.pinMemory = pinMemory;
+            return this;
+        }
+
+        /**
+         * @param device the accelerator whose pinned memory batches go to (PyTorch's {@code pin_memory_device}),
+         *     or null for the current device at {@link #build}; only with {@code pinMemory(true)}
+         * @return this builder
+         */
+        public Builder pinMemoryDevice(io.vram4j.tensor.Device device) {
+            this.pinMemoryDevice = device;
+            return this;
+        }
+
+        /** Where the no-accelerator warning goes (the System.Logger of DataLoader by default); for tests. */
+        Builder warnings(Consumer<String> sink) {
+            this.warnings = Objects.requireNonNull(sink, "sink");
+            return this;
+        }
+
+        /**
+         * @return the loader
+         * @throws IllegalArgumentException for {@code pinMemoryDevice} without {@code pinMemory(true)}
+         * @throws IllegalStateException when the pinned-memory device is closed
+         */
         public DataLoader build() {
-            return new DataLoader(this);
+            if (pinMemoryDevice != null && !pinMemory) {
+                throw new IllegalArgumentException("pinMemoryDevice(" + pinMemoryDevice.description()
+                        + ") is set but pinMemory is false: set pinMemory(true) or leave the device out");
+            }
+            CachingHostAllocator pinned = null;
+            if (pinMemory) {
+                io.vram4j.tensor.Device d = pinMemoryDevice != null ? pinMemoryDevice : currentOrNull();
+                if (d != null && d.backend() instanceof CudaDevice cuda) {
+                    pinned = cuda.hostAllocator();
+                } else {
+                    warnings.accept(NO_ACCELERATOR_WARNING);
+                }
+            }
+            return new DataLoader(this, pinned);
+        }
+
+        private static io.vram4j.tensor.Device currentOrNull() {
+            try {
+                return io.vram4j.tensor.Device.current();
+            } catch (IllegalStateException none) {
+                return null;
+            }
+        }
+
+        /** For tests: batches pinned in {@code allocator} whatever the device (e.g. pageable host memory). */
+        DataLoader build(CachingHostAllocator allocator) {
+            return new DataLoader(this, Objects.requireNonNull(allocator, "allocator"));
         }
     }
 }

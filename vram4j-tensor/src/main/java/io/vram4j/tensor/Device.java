@@ -311,6 +311,25 @@ public final class Device implements AutoCloseable {
         return Tensor.allocate(this, dtype, Shapes.check(shape));
     }
 
+    /**
+     * A tensor of this device whose block is allocated on another stream of it, as {@code torch.empty} under
+     * {@code with torch.cuda.stream(s)}: the block belongs to {@code allocationStream}'s pool, while ops on the
+     * tensor run on (and allocate their outputs on) {@link #stream()}. The way to receive a copy queued on a side
+     * stream; call {@link Tensor#recordStream} with the stream that uses it before it is freed.
+     *
+     * @param allocationStream a stream of this device
+     * @param dtype the element type
+     * @param shape the extents
+     * @return a tensor whose values are unspecified
+     * @throws IllegalArgumentException if the stream belongs to another device
+     */
+    public Tensor empty(Stream allocationStream, DType dtype, int... shape) {
+        if (allocationStream.deviceIndex() != backend.index()) {
+            throw new IllegalArgumentException(allocationStream + " does not belong to " + description());
+        }
+        return Tensor.allocate(this, allocationStream, dtype, Shapes.check(shape));
+    }
+
     /** @return a float32 tensor of zeros */
     public Tensor zeros(int... shape) {
         return full(DType.FLOAT32, 0f, shape);

@@ -37,13 +37,16 @@ public final class Storage {
     }
 
     /**
-     * Allocates {@code bytes} on the device's stream; the new storage has one reference.
+     * Allocates {@code bytes} on {@code stream} (the device's, or another of it: the block then belongs to that
+     * stream's pool, as an allocation under {@code with torch.cuda.stream(s)}, the storage to {@code device}); the
+     * new storage has one reference. Called straight from {@code Tensor.allocate}: no frame between, so that
+     * recorded Java stacks keep their first frames.
      *
      * @param shape the allocating tensor's shape, kept for the live-tensor report
      * @param dtype its element type
      */
-    static Storage allocate(Device device, long bytes, int[] shape, DType dtype) {
-        long ptr = device.allocator().malloc(bytes, device.stream());
+    static Storage allocate(Device device, io.vram4j.device.Stream stream, long bytes, int[] shape, DType dtype) {
+        long ptr = device.allocator().malloc(bytes, stream);
         Storage s;
         try {
             s = new Storage(device, ptr, bytes);

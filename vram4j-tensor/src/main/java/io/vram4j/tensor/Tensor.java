@@ -1,5 +1,7 @@
 package io.vram4j.tensor;
 
+import io.vram4j.device.Stream;
+
 import io.vram4j.tensor.internal.AutocastHook;
 
 import io.vram4j.autograd.Autograd;
@@ -93,9 +95,35 @@ public class Tensor implements AutoCloseable {
     }
 
     static Tensor allocate(Device device, DType dtype, int[] shape) {
+        // not delegating to the overload below: one frame less in every allocation's recorded stack
         long bytes = Math.multiplyExact(Shapes.numel(shape), dtype.byteSize());
-        Storage s = Storage.allocate(device, bytes, shape, dtype);
+        Storage s = Storage.allocate(device, device.stream(), bytes, shape, dtype);
         return new Tensor(s, dtype, shape, Shapes.contiguousStrides(shape), 0);
+    }
+
+    /** As {@link #allocate(Device, DType, int[])}, on another stream of the device (see {@link Device#empty(Stream, DType, int...)}). */
+    static Tensor allocate(Device device, Stream stream, DType dtype, int[] shape) {
+        long bytes = Math.multiplyExact(Shapes.numel(shape), dtype.byteSize());
+        Storage s = Storage.allocate(device, stream, bytes, shape, dtype);
+        return new Tensor(s, dtype, shape, Shapes.contiguousStrides(shape), 0);
+    }
+
+    /**
+     * Marks the tensor's memory as in use by {@code stream} (PyTorch's {@code Tensor.record_stream}): when the
+     * storage is freed, the caching allocator hands its block out again only after {@code stream} has passed
+     * that point (an event recorded on it at the free has completed). Needed when a tensor allocated on one
+     * stream (e.g. the side stream a batch was copied on) is used by kernels on another. Does nothing for an
+     * empty storage or the block's own stream.
+     *
+     * @param stream a stream of this tensor's device
+     * @throws IllegalArgumentException if the stream belongs to another device
+     * @throws IllegalStateException if the tensor is closed
+     */
+    public void recordStream(Stream stream) {
+        ensureOpen();
+        if (storage.address() != 0) {
+            device.allocator().recordStream(storage.address(), stream);
+        }
     }
 
     /** A new handle over the same storage with other geometry (a view); no autograd. */

@@ -36,6 +36,13 @@ final class CharTransformer extends ModelNetwork {
         return options.describe(options.blockSize() + 1, vocabulary.size());
     }
 
+    /** @throws UnsupportedOperationException always: inputs and targets are cut from the token windows on the host */
+    @Override
+    Tensor[] tensors(io.vram4j.data.DeviceBatch batch) {
+        throw new UnsupportedOperationException("the transformer cuts its inputs and targets from token windows on "
+                + "the host; batches already on the device are for the mlp");
+    }
+
     @Override
     Tensor[] tensors(Batch batch, int from, int count) {
         int f = batch.features();

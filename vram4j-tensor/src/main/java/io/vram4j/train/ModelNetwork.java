@@ -116,6 +116,25 @@ abstract class ModelNetwork implements Network {
     }
 
     @Override
+    public StepStats trainStep(io.vram4j.data.DeviceBatch batch) {
+        return trainStep(() -> tensors(batch), batch.size());
+    }
+
+    @Override
+    public StepStats evaluate(io.vram4j.data.DeviceBatch batch) {
+        return evaluate(() -> tensors(batch), batch.size());
+    }
+
+    /**
+     * The model's input and targets from a batch on the device: the features and labels themselves (the mlp).
+     *
+     * @throws UnsupportedOperationException for a model that makes its inputs otherwise
+     */
+    Tensor[] tensors(io.vram4j.data.DeviceBatch batch) {
+        return new Tensor[] {batch.x(), batch.y()};
+    }
+
+    @Override
     public StepStats simulatedTrainStep(int samples) {
         requireSimulated();
         return trainStep(() -> placeholders(samples), samples);

@@ -30,6 +30,15 @@ interface Network extends AutoCloseable {
     StepStats trainStep(Batch batch);
 
     /**
+     * {@link #trainStep(Batch)} on a batch already on the device (from a {@link io.vram4j.data.DeviceLoader}).
+     *
+     * @param batch the samples: float32 features and int64 labels, left open
+     * @return the batch's summed loss and correct predictions
+     * @throws UnsupportedOperationException for a model whose inputs are not the features as they are
+     */
+    StepStats trainStep(io.vram4j.data.DeviceBatch batch);
+
+    /**
      * {@link #trainStep} on {@code samples} samples of unspecified values, on a device without storage: it
      * allocates exactly as a step on real data and reads no host data (a dry run holds no batch in memory).
      *
@@ -55,6 +64,15 @@ interface Network extends AutoCloseable {
      * @return the batch's summed loss and correct predictions (NaN and 0 on a device without storage)
      */
     StepStats evaluate(Batch batch);
+
+    /**
+     * {@link #evaluate(Batch)} on a batch already on the device.
+     *
+     * @param batch the samples, left open
+     * @return the batch's summed loss and correct predictions
+     * @throws UnsupportedOperationException for a model whose inputs are not the features as they are
+     */
+    StepStats evaluate(io.vram4j.data.DeviceBatch batch);
 
     /** Frees parameters and optimizer state. */
     @Override

@@ -208,6 +208,9 @@ public final class TrainJob {
         String live = null;
         try (Trainer trainer = d.trainer(tensors, options); MemoryProfiler profiler = profileMemory ? MemoryProfiler.start(alloc) : null) {
             report.printf(Locale.ROOT, "model: %s (%,d parameters)%n", trainer.description(), trainer.parameters());
+            if (trainer.pinsMemory()) {
+                report.println("data loader: pinned memory, batches copied one ahead on a side stream");
+            }
             report.println("run folder: " + folder.dir());
             report.flush();
             try {

@@ -30,6 +30,10 @@ import java.util.Objects;
  * <li>{@code limit}: train on the first {@code limit} samples only (0: all)
  * <li>{@code testLimit}: evaluate on the first {@code testLimit} test samples only (0: all)
  * <li>{@code prefetch}: batches the data loader assembles ahead on its thread (0: none)
+ * <li>{@code pinMemory}: on an accelerator ({@code cuda}), batches go through pinned host memory and are copied
+ *                     to the device one batch ahead on a side stream ({@code pin_memory=True} and
+ *                     {@code non_blocking=True}, see {@link io.vram4j.data.DeviceLoader}); on by default, for the
+ *                     mlp only; nothing changes on {@code host} and {@code sim}
  * <li>{@code historySteps}: record the allocator's memory history (with Java stacks) for this many first steps,
  *                     then take a snapshot and stop recording (0: none)
  * <li>{@code maxSteps}: stop after this many steps in all (0: no limit); for quick runs and tests
@@ -85,6 +89,7 @@ public final class TrainOptions {
     private final int limit;
     private final int testLimit;
     private final int prefetch;
+    private final boolean pinMemory;
     private final int historySteps;
     private final int maxSteps;
     private final int blockSize;
@@ -109,6 +114,7 @@ public final class TrainOptions {
         limit = b.limit;
         testLimit = b.testLimit;
         prefetch = b.prefetch;
+        pinMemory = b.pinMemory;
         historySteps = b.historySteps;
         maxSteps = b.maxSteps;
         blockSize = b.blockSize;
@@ -279,6 +285,14 @@ public final class TrainOptions {
     /** @return test samples to use (0: all) */
     public int testLimit() {
         return testLimit;
+    }
+
+    /**
+     * @return whether batches go through pinned memory and a side-stream copy on an accelerator (the mlp on
+     *     {@code cuda}); true by default
+     */
+    public boolean pinMemory() {
+        return pinMemory;
     }
 
     /** @return batches prefetched (0: no loader thread) */
@@ -453,6 +467,14 @@ public final class TrainOptions {
     }
 
     /**
+     * @param v whether batches go through pinned memory and a side-stream copy on an accelerator
+     * @return a copy with it
+     */
+    public TrainOptions withPinMemory(boolean v) {
+        return toBuilder().pinMemory(v).build();
+    }
+
+    /**
      * @param v first steps whose memory history is recorded (0: none)
      * @return a copy with it
      * @throws IllegalArgumentException if the copy's settings are invalid
@@ -529,19 +551,19 @@ public final class TrainOptions {
         return o instanceof TrainOptions t && model == t.model && hidden == t.hidden && layers == t.layers && epochs == t.epochs
                 && batchSize == t.batchSize && Double.compare(lr, t.lr) == 0 && optimizer == t.optimizer && schedule.equals(t.schedule)
                 && Double.compare(momentum, t.momentum) == 0 && Double.compare(weightDecay, t.weightDecay) == 0 && seed == t.seed
-                && limit == t.limit && testLimit == t.testLimit && prefetch == t.prefetch && historySteps == t.historySteps
+                && limit == t.limit && testLimit == t.testLimit && prefetch == t.prefetch && pinMemory == t.pinMemory && historySteps == t.historySteps
                 && maxSteps == t.maxSteps && blockSize == t.blockSize && heads == t.heads && checkpoint == t.checkpoint
                 && amp == t.amp && accumulate == t.accumulate && microBatch == t.microBatch;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+        return Objects.hash(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, pinMemory, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
     }
 
     @Override
     public String toString() {
-        return "TrainOptions[" + "model=" + model + ", " + "hidden=" + hidden + ", " + "layers=" + layers + ", " + "epochs=" + epochs + ", " + "batchSize=" + batchSize + ", " + "lr=" + lr + ", " + "optimizer=" + optimizer + ", " + "schedule=" + schedule + ", " + "momentum=" + momentum + ", " + "weightDecay=" + weightDecay + ", " + "seed=" + seed + ", " + "limit=" + limit + ", " + "testLimit=" + testLimit + ", " + "prefetch=" + prefetch + ", " + "historySteps=" + historySteps + ", " + "maxSteps=" + maxSteps + ", " + "blockSize=" + blockSize + ", " + "heads=" + heads + ", " + "checkpoint=" + checkpoint + ", " + "amp=" + amp + ", " + "accumulate=" + accumulate + ", " + "microBatch=" + microBatch + "]";
+        return "TrainOptions[" + "model=" + model + ", " + "hidden=" + hidden + ", " + "layers=" + layers + ", " + "epochs=" + epochs + ", " + "batchSize=" + batchSize + ", " + "lr=" + lr + ", " + "optimizer=" + optimizer + ", " + "schedule=" + schedule + ", " + "momentum=" + momentum + ", " + "weightDecay=" + weightDecay + ", " + "seed=" + seed + ", " + "limit=" + limit + ", " + "testLimit=" + testLimit + ", " + "prefetch=" + prefetch + ", " + "pinMemory=" + pinMemory + ", " + "historySteps=" + historySteps + ", " + "maxSteps=" + maxSteps + ", " + "blockSize=" + blockSize + ", " + "heads=" + heads + ", " + "checkpoint=" + checkpoint + ", " + "amp=" + amp + ", " + "accumulate=" + accumulate + ", " + "microBatch=" + microBatch + "]";
     }
 
     /**
@@ -654,6 +676,7 @@ public final class TrainOptions {
         private int limit = 0;
         private int testLimit = 0;
         private int prefetch = 2;
+        private boolean pinMemory = true;
         private int historySteps = DEFAULT_HISTORY_STEPS;
         private int maxSteps = 0;
         private int blockSize = LM_BLOCK_SIZE;
@@ -681,6 +704,7 @@ public final class TrainOptions {
             limit = o.limit;
             testLimit = o.testLimit;
             prefetch = o.prefetch;
+            pinMemory = o.pinMemory;
             historySteps = o.historySteps;
             maxSteps = o.maxSteps;
             blockSize = o.blockSize;
@@ -815,6 +839,15 @@ public final class TrainOptions {
          */
         public Builder prefetch(int v) {
             prefetch = v;
+            return this;
+        }
+
+        /**
+         * @param v whether batches go through pinned memory and a side-stream copy on an accelerator (default true)
+         * @return this builder
+         */
+        public Builder pinMemory(boolean v) {
+            pinMemory = v;
             return this;
         }
 

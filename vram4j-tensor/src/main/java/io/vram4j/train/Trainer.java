@@ -7,6 +7,8 @@ import io.vram4j.data.Batch;
 import io.vram4j.data.CharVocabulary;
 import io.vram4j.data.DataLoader;
 import io.vram4j.data.Dataset;
+import io.vram4j.data.DeviceBatch;
+import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.memory.snapshot.MemorySnapshot;
 
 import java.util.ArrayList;
@@ -50,6 +52,10 @@ public final class Trainer implements AutoCloseable {
     private final int features;
     private final int classes;
     private final Network net;
+    /** The network's device. */
+    private final Device dev;
+    /** The side stream batches are copied on with pinned memory; made at the first pinned epoch. */
+    private io.vram4j.device.Stream copyStream;
     private boolean recording;
     private MemorySnapshot snapshot;
     private int recordedSteps;
@@ -114,7 +120,7 @@ public final class Trainer implements AutoCloseable {
             recording = true;
         }
         try {
-            Device dev = device != null ? device : Device.of(alloc);
+            this.dev = device != null ? device : Device.of(alloc);
             this.net = ModelNetwork.create(dev, options, features, classes, vocabulary);
         } catch (RuntimeException e) {
             stopRecording();
@@ -190,10 +196,10 @@ public final class Trainer implements AutoCloseable {
         checkShape(test);
         Dataset trainSet = limit(train, options.limit());
         Dataset testSet = limit(test, options.testLimit());
-        DataLoader trainLoader = DataLoader.builder(trainSet).batchSize(options.batchSize()).shuffle(true)
-                .seed(options.seed()).prefetch(options.prefetch()).build();
-        DataLoader testLoader = DataLoader.builder(testSet).batchSize(options.evalBatchSize())
-                .prefetch(options.prefetch()).build();
+        DataLoader trainLoader = pinned(DataLoader.builder(trainSet).batchSize(options.batchSize()).shuffle(true)
+                .seed(options.seed()).prefetch(options.prefetch())).build();
+        DataLoader testLoader = pinned(DataLoader.builder(testSet).batchSize(options.evalBatchSize())
+                .prefetch(options.prefetch())).build();
         List<EpochResult> epochs = new ArrayList<>();
         long start = System.nanoTime();
         double trainSeconds = 0;
@@ -215,11 +221,17 @@ public final class Trainer implements AutoCloseable {
             long samples = 0;
             int step = 0;
             PeakRegion trainRegion = alloc.openPeakRegion();
-            try (trainRegion; DataLoader.Epoch batches = trainLoader.epoch(epoch - 1)) {
+            try (trainRegion; BatchFeed batches = BatchFeed.open(trainLoader, epoch - 1, dev, copyStream(trainLoader))) {
                 while (batches.hasNext()) {
-                    Batch batch = batches.next();
                     net.setLearningRate(options.learningRate(globalStep, totalSteps));
-                    Network.StepStats s = net.trainStep(batch);
+                    Network.StepStats s;
+                    if (batches.onDevice()) {
+                        try (DeviceBatch b = batches.nextOnDevice()) {
+                            s = net.trainStep(b);
+                        }
+                    } else {
+                        s = net.trainStep(batches.nextOnHost()); // no frame between: recorded stacks keep theirs
+                    }
                     step++;
                     globalStep++;
                     lossSum += s.lossSum();
@@ -373,7 +385,8 @@ public final class Trainer implements AutoCloseable {
     public Evaluation evaluate(Dataset data) {
         ensureOpen();
         checkShape(data);
-        return evaluate(DataLoader.builder(data).batchSize(options.evalBatchSize()).prefetch(options.prefetch()).build());
+        return evaluate(pinned(DataLoader.builder(data).batchSize(options.evalBatchSize()).prefetch(options.prefetch()))
+                .build());
     }
 
     private Evaluation evaluate(DataLoader loader) {
@@ -391,9 +404,16 @@ public final class Trainer implements AutoCloseable {
         double loss = 0;
         long correct = 0;
         long samples = 0;
-        try (DataLoader.Epoch batches = loader.epoch(0)) {
+        try (BatchFeed batches = BatchFeed.open(loader, 0, dev, copyStream(loader))) {
             while (batches.hasNext()) {
-                Network.StepStats s = net.evaluate(batches.next());
+                Network.StepStats s;
+                if (batches.onDevice()) {
+                    try (DeviceBatch b = batches.nextOnDevice()) {
+                        s = net.evaluate(b);
+                    }
+                } else {
+                    s = net.evaluate(batches.nextOnHost());
+                }
                 loss += s.lossSum();
                 correct += s.correct();
                 samples += s.samples();
@@ -401,6 +421,30 @@ public final class Trainer implements AutoCloseable {
         }
         return new Evaluation(samples, samples == 0 ? Double.NaN : loss / samples,
                 samples == 0 ? Double.NaN : (double) correct / samples, (System.nanoTime() - t0) / 1e9);
+    }
+
+    /**
+     * @return whether batches go through pinned memory and a side-stream copy: {@link TrainOptions#pinMemory()},
+     *     the mlp, on {@code cuda}
+     */
+    boolean pinsMemory() {
+        return options.pinMemory() && !options.isTransformer() && dev.backend() instanceof CudaDevice;
+    }
+
+    /** Asks the loader for pinned batches on this trainer's device when {@link #pinsMemory()}. */
+    private DataLoader.Builder pinned(DataLoader.Builder b) {
+        return pinsMemory() ? b.pinMemory(true).pinMemoryDevice(dev) : b;
+    }
+
+    /** @return the side stream for a loader of pinned batches (made once), else null (host batches) */
+    private io.vram4j.device.Stream copyStream(DataLoader loader) {
+        if (!loader.pinMemory()) {
+            return null;
+        }
+        if (copyStream == null) {
+            copyStream = dev.backend().newStream();
+        }
+        return copyStream;
     }
 
     private void captureHistory(int steps) {

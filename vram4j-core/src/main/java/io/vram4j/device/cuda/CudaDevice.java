@@ -53,6 +53,8 @@ public final class CudaDevice extends AbstractDevice {
     /** Mapped ranges of reservations: start to {size, allocation handle}. Guarded by itself. */
     private final TreeMap<Long, long[]> mappings = new TreeMap<>();
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+    private io.vram4j.alloc.CachingHostAllocator hostAllocator; // made on first use; guarded by hostAllocatorLock
+    private final Object hostAllocatorLock = new Object();
 
     private CudaDevice(int ordinal, long capacity, String description, CudaContext context, boolean vmmSupported,
             long vmmGranularity) {
@@ -84,6 +86,21 @@ public final class CudaDevice extends AbstractDevice {
      */
     public static java.util.List<CudaDeviceInfo> list() {
         return list(CudaDriver.system());
+    }
+
+    /**
+     * Opens CUDA device {@code ordinal} of a driver library other than this machine's default: a driver installed
+     * in an unusual place, or a stand-in driver in tests. The library is loaded for the life of the process.
+     *
+     * @param driverLibrary a path or soname of a library with the CUDA driver API (as {@code libcuda.so.1})
+     * @param ordinal the device ordinal
+     * @return the open device; the caller closes it
+     * @throws DeviceUnavailableException when the library cannot be loaded, lacks an entry point, or has no such
+     *     device (one line each, as {@link #open(int)})
+     * @throws CudaException if the driver fails otherwise
+     */
+    public static CudaDevice open(String driverLibrary, int ordinal) {
+        return open(CudaDriver.load(driverLibrary), ordinal);
     }
 
     static java.util.List<CudaDeviceInfo> list(CudaDriver driver) {
@@ -297,6 +314,27 @@ public final class CudaDevice extends AbstractDevice {
         };
     }
 
+    /**
+     * This device's caching allocator of page-locked host memory, over {@link #pinnedMemory()}: what
+     * {@code DataLoader(pin_memory=True)} and {@code tensor.pin_memory()} take their blocks from in PyTorch
+     * (its {@code getCachingHostAllocator()}, one per process there, one per open device here). Made on first
+     * call; {@link #close()} closes it (waiting for the copies still reading its blocks) before the context goes.
+     *
+     * @return the allocator, the same on every call
+     * @throws IllegalStateException after {@link #close()}
+     */
+    public io.vram4j.alloc.CachingHostAllocator hostAllocator() {
+        synchronized (hostAllocatorLock) {
+            if (closed.get()) {
+                throw new IllegalStateException(description() + " is closed");
+            }
+            if (hostAllocator == null) {
+                hostAllocator = io.vram4j.alloc.CachingHostAllocator.create(pinnedMemory());
+            }
+            return hostAllocator;
+        }
+    }
+
     // ---- streams -----------------------------------------------------------------------------------------
 
     @Override
@@ -425,6 +463,15 @@ public final class CudaDevice extends AbstractDevice {
             return;
         }
         RuntimeException failure = null;
+        synchronized (hostAllocatorLock) {
+            try {
+                if (hostAllocator != null) {
+                    hostAllocator.close();
+                }
+            } catch (RuntimeException e) {
+                failure = e;
+            }
+        }
         try {
             super.close();
         } catch (RuntimeException e) {

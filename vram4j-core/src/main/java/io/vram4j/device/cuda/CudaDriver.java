@@ -129,6 +129,7 @@ final class CudaDriver {
     private final MethodHandle cuStreamDestroy;
     private final MethodHandle cuStreamSynchronize;
     private final MethodHandle cuStreamQuery;
+    private final MethodHandle cuStreamWaitEvent;
     private final MethodHandle cuEventCreate;
     private final MethodHandle cuEventRecord;
     private final MethodHandle cuEventQuery;
@@ -181,6 +182,7 @@ final class CudaDriver {
         cuStreamDestroy = b.bind("cuStreamDestroy_v2", I_L);
         cuStreamSynchronize = b.bind("cuStreamSynchronize", I_L);
         cuStreamQuery = b.bind("cuStreamQuery", I_L);
+        cuStreamWaitEvent = b.bind("cuStreamWaitEvent", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT));
         cuEventCreate = b.bind("cuEventCreate", I_PI);
         cuEventRecord = b.bind("cuEventRecord", I_LL);
         cuEventQuery = b.bind("cuEventQuery", I_L);
@@ -677,6 +679,19 @@ final class CudaDriver {
     }
 
     /** {@code cuEventRecord}. */
+    /**
+     * Makes work queued on {@code stream} after this call wait until {@code event} has completed
+     * ({@code cuStreamWaitEvent} with flags 0, {@code CU_EVENT_WAIT_DEFAULT}); the host does not wait.
+     */
+    void streamWaitEvent(long stream, long event) {
+        try {
+            check((int) cuStreamWaitEvent.invokeExact(stream, event, 0),
+                    "cuStreamWaitEvent(" + hex(stream) + ", " + hex(event) + ", 0)");
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     void eventRecord(long event, long stream) {
         try {
             check((int) cuEventRecord.invokeExact(event, stream),

@@ -57,6 +57,19 @@ final class CudaStreamQueue implements StreamQueue {
         eventPool.addFirst(token);
     }
 
+    /**
+     * {@code cuStreamWaitEvent} when the marker is a CUDA event (a queue of a cuda device); otherwise blocks until
+     * it completes, as the default.
+     */
+    @Override
+    public void waitFor(StreamQueue source, long token) {
+        if (source instanceof CudaStreamQueue) {
+            context.current().streamWaitEvent(stream, token);
+        } else {
+            source.await(token);
+        }
+    }
+
     @Override
     public void synchronize() {
         context.current().streamSynchronize(stream);

@@ -154,6 +154,55 @@ class FakeDriverCudaDeviceTest extends CudaDeviceContract {
     }
 
     @Test
+    void aStreamWaitsForAnEventOfAnotherWithoutBlockingTheHost() {
+        try (CudaDevice d = open()) {
+            Stream side = d.newStream();
+            Stream compute = d.defaultStream();
+            long dst = d.malloc(MiB);
+            try (Arena a = Arena.ofConfined()) {
+                NativeTestBuild.fakeDriverTraceStart();
+                d.copyFromHostAsync(a.allocate(MiB), dst, side);
+                Event copied = side.recordEvent();
+                compute.waitEvent(copied);
+                String s = "0x" + Long.toHexString(side.handle());
+                assertEquals(java.util.List.of("cuMemcpyHtoDAsync " + s, "cuEventRecord " + s, "cuStreamWaitEvent 0x0"),
+                        NativeTestBuild.fakeDriverTrace());
+                assertFalse(copied.query(), "the host did not wait");
+                compute.synchronize();
+                assertTrue(copied.query(), "the default stream ran after the copy, so the copy is done");
+                NativeTestBuild.fakeDriverTraceStart();
+                compute.waitEvent(copied);
+                assertEquals(java.util.List.of(), NativeTestBuild.fakeDriverTrace(), "nothing to wait for any more");
+            }
+            CudaDevice other = open();
+            try {
+                Event foreign = other.newStream().recordEvent();
+                assertThrows(IllegalArgumentException.class, () -> new Stream(1, 0).waitEvent(foreign));
+            } finally {
+                other.close();
+            }
+            d.free(dst);
+        }
+    }
+
+    @Test
+    void theDevicesHostAllocatorIsPinnedAndClosedWithIt() {
+        CudaDevice d = open();
+        io.vram4j.alloc.CachingHostAllocator host = d.hostAllocator();
+        assertTrue(host == d.hostAllocator(), "one per device");
+        assertEquals("cuMemHostAlloc", host.source().name());
+        Stream copies = d.newStream();
+        io.vram4j.alloc.PinnedBuffer b = host.allocate(1000);
+        host.recordEvent(b, copies);
+        host.free(b);
+        assertEquals(1, live("host"));
+        d.close();
+        assertEquals(0, live("host"), "the block waiting for its event went back with the device");
+        assertEquals(0, live("events"), "its event too");
+        assertThrows(IllegalStateException.class, d::hostAllocator);
+    }
+
+    @Test
     void listDescribesEveryDevice() throws Throwable {
         configure.invokeExact(2, TOTAL);
         java.util.List<CudaDeviceInfo> list = CudaDevice.list(driver);

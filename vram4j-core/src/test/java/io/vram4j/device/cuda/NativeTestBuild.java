@@ -51,9 +51,37 @@ final class NativeTestBuild {
         }
     }
 
+    /** Starts the fake driver's call trace afresh ({@code fake_cuda_trace_start}). */
+    static void fakeDriverTraceStart() {
+        try {
+            LiveHook.TRACE_START.invokeExact();
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /**
+     * @return the traced calls since {@link #fakeDriverTraceStart()}, one {@code "name 0xSTREAM"} per call
+     *     ({@code fake_cuda_trace_read}): host allocations, asynchronous host-to-device copies, event records,
+     *     stream waits and kernel launches
+     */
+    static List<String> fakeDriverTrace() {
+        try (Arena a = Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment buf = a.allocate(1 << 20);
+            long n = (long) LiveHook.TRACE_READ.invokeExact(buf, (long) (1 << 20));
+            String text = buf.getString(0);
+            return n == 0 ? List.of() : List.of(text.split("\n"));
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
     private static final class LiveHook {
         static final MethodHandle LIVE = fakeDriverHook("fake_cuda_live",
                 FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+        static final MethodHandle TRACE_START = fakeDriverHook("fake_cuda_trace_start", FunctionDescriptor.ofVoid());
+        static final MethodHandle TRACE_READ = fakeDriverHook("fake_cuda_trace_read",
+                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
     }
 
     /** @return the layout printer ({@code cuda_layout.c}), built once per run */

@@ -1,0 +1,221 @@
+package io.vram4j.data;
+
+import io.vram4j.device.Event;
+import io.vram4j.device.Stream;
+import io.vram4j.device.cuda.CudaDevice;
+import io.vram4j.tensor.DType;
+import io.vram4j.tensor.Device;
+import io.vram4j.tensor.Tensor;
+
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.Iterator;
+import java.util.NoSuchElementException;
+import java.util.Objects;
+
+/**
+ * Moves an epoch's batches to a device one batch ahead, as PyTorch training loops do with
+ * {@code DataLoader(pin_memory=True)} and {@code x.to(device, non_blocking=True)} under
+ * {@code with torch.cuda.stream(side)}, so that the copy of batch i+1 overlaps the compute on batch i:
+ * <ol>
+ *   <li>a batch with {@linkplain Batch#pinned() pinned samples} gets its two tensors allocated on the copy stream
+ *       ({@link Device#empty(Stream, DType, int...)}), filled by asynchronous copies queued there
+ *       ({@code cuMemcpyHtoDAsync_v2}), then an event is recorded there ({@code cuEventRecord}) and the pinned
+ *       blocks go back to their {@link io.vram4j.alloc.CachingHostAllocator} with the copy stream recorded, so
+ *       they are handed out again only after the copies completed;</li>
+ *   <li>{@link #next()} makes the device's compute stream wait for that event ({@code cuStreamWaitEvent}; the
+ *       host does not wait), records the tensors' use by the compute stream ({@link Tensor#recordStream}, so
+ *       their blocks are not reused by the copy stream before the compute stream is done with them), queues the
+ *       copies of the following batch, and returns the batch.</li>
+ * </ol>
+ * A batch without pinned samples (a loader without {@code pinMemory}, or on {@code host}) is copied on the
+ * device's stream by {@link Device#tensor}, synchronously, as PyTorch's {@code non_blocking} copy from pageable
+ * memory is: the same tensors, with no overlap.
+ *
+ * <pre>{@code
+ * DataLoader loader = DataLoader.builder(train).batchSize(128).pinMemory(true).pinMemoryDevice(dev).build();
+ * Stream side = ((CudaDevice) dev.backend()).newStream();
+ * try (DeviceLoader batches = DeviceLoader.of(loader.epoch(0), dev, side)) {
+ *     while (batches.hasNext()) {
+ *         try (DeviceBatch b = batches.next()) {
+ *             ... model.forward(b.x()) ... b.y() ...
+ *         }
+ *     }
+ * }
+ * }</pre>
+ *
+ * <p>For one consumer thread. Closing it frees the staged batch, waits for the events it made the compute stream
+ * wait on (so their CUDA events go back to the device's pool) and closes the epoch.
+ */
+public final class DeviceLoader implements Iterator<DeviceBatch>, AutoCloseable {
+    private final DataLoader.Epoch batches;
+    private final Device device;
+    private final Stream copyStream;
+    /** Events the compute stream was told to wait for; polled so that completed ones go back to the pool. */
+    private final Deque<Event> waited = new ArrayDeque<>();
+    private Staged staged;
+    private boolean closed;
+
+    private record Staged(DeviceBatch batch, Event copied) {
+    }
+
+    private DeviceLoader(DataLoader.Epoch batches, Device device, Stream copyStream) {
+        this.batches = batches;
+        this.device = device;
+        this.copyStream = copyStream;
+    }
+
+    /**
+     * Starts moving an epoch's batches: the first batch's copies are queued before this returns.
+     *
+     * @param batches the epoch (closed with this loader)
+     * @param device the device to move batches to; ops run on its {@link Device#stream()}
+     * @param copyStream the side stream copies are queued on, of the same device and not its compute stream
+     * @return the loader
+     * @throws IllegalArgumentException if the copy stream is the compute stream or of another device; the epoch
+     *     is closed then
+     */
+    public static DeviceLoader of(DataLoader.Epoch batches, Device device, Stream copyStream) {
+        Objects.requireNonNull(batches, "batches");
+        try {
+            Objects.requireNonNull(device, "device");
+            Objects.requireNonNull(copyStream, "copyStream");
+            if (copyStream.deviceIndex() != device.backend().index() || copyStream.equals(device.stream())) {
+                throw new IllegalArgumentException("copyStream must be a side stream of " + device.description()
+                        + " (not its compute stream " + device.stream() + "), got " + copyStream);
+            }
+            DeviceLoader loader = new DeviceLoader(batches, device, copyStream);
+            loader.stageNext();
+            return loader;
+        } catch (RuntimeException | Error e) {
+            batches.close();
+            throw e;
+        }
+    }
+
+    /** @return batches in the epoch */
+    public int numBatches() {
+        return batches.numBatches();
+    }
+
+    @Override
+    public boolean hasNext() {
+        return !closed && staged != null;
+    }
+
+    /**
+     * @return the next batch on the device, its copies ordered before the compute stream's next work; the caller
+     *     closes it
+     * @throws NoSuchElementException at the end of the epoch or once closed
+     */
+    @Override
+    public DeviceBatch next() {
+        if (!hasNext()) {
+            throw new NoSuchElementException(closed ? "device loader closed" : "end of epoch");
+        }
+        Staged s = staged;
+        staged = null;
+        releaseCompleted();
+        if (s.copied() != null) {
+            Stream compute = device.stream();
+            compute.waitEvent(s.copied());
+            waited.addLast(s.copied());
+            s.batch().x().recordStream(compute);
+            s.batch().y().recordStream(compute);
+        }
+        try {
+            stageNext();
+        } catch (RuntimeException | Error e) {
+            s.batch().close();
+            throw e;
+        }
+        return s.batch();
+    }
+
+    private void stageNext() {
+        if (!batches.hasNext()) {
+            return;
+        }
+        Batch b = batches.next();
+        PinnedSamples pinned = b.pinned();
+        if (pinned == null) {
+            staged = new Staged(onComputeStream(b), null);
+            return;
+        }
+        boolean copiesQueued = false;
+        Tensor x = null;
+        Tensor y = null;
+        try {
+            if (!(device.backend() instanceof CudaDevice cuda)) {
+                throw new IllegalStateException("pinned batches are copied to a cuda device, not "
+                        + device.description());
+            }
+            x = device.empty(copyStream, DType.FLOAT32, b.size(), b.features());
+            y = device.empty(copyStream, DType.INT64, b.size());
+            cuda.copyFromHostAsync(pinned.features(), x.storage().address(), copyStream);
+            copiesQueued = true;
+            cuda.copyFromHostAsync(pinned.labels(), y.storage().address(), copyStream);
+            Event copied = copyStream.recordEvent();
+            pinned.release(copyStream);
+            staged = new Staged(new DeviceBatch(b.index(), b.size(), x, y), copied);
+        } catch (RuntimeException | Error e) {
+            if (copiesQueued) {
+                pinned.release(copyStream);
+            } else {
+                pinned.release();
+            }
+            if (x != null) {
+                x.close();
+            }
+            if (y != null) {
+                y.close();
+            }
+            throw e;
+        }
+    }
+
+    /** Today's path for pageable samples: tensors written on the device's stream, synchronously. */
+    private DeviceBatch onComputeStream(Batch b) {
+        long[] labels = new long[b.size()];
+        for (int i = 0; i < labels.length; i++) {
+            labels[i] = b.y()[i];
+        }
+        Tensor x = device.tensor(b.x(), b.size(), b.features());
+        try {
+            return new DeviceBatch(b.index(), b.size(), x, device.tensor(labels, b.size()));
+        } catch (RuntimeException | Error e) {
+            x.close();
+            throw e;
+        }
+    }
+
+    private void releaseCompleted() {
+        while (!waited.isEmpty() && waited.peekFirst().query()) {
+            waited.pollFirst();
+        }
+    }
+
+    /** Frees the staged batch, waits for the events still pending and closes the epoch; idempotent. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            if (staged != null) {
+                staged.batch().close(); // its blocks belong to the copy stream, which orders their reuse after the copies
+                if (staged.copied() != null) {
+                    waited.addLast(staged.copied());
+                }
+                staged = null;
+            }
+            for (Event e : waited) {
+                e.synchronize();
+            }
+            waited.clear();
+        } finally {
+            batches.close();
+        }
+    }
+}
