@@ -68,6 +68,9 @@ final class BenchAttentionCommand implements Callable<Integer> {
         if (steps < 1) {
             throw new UserException("--steps must be at least 1, got " + steps);
         }
+        if (contexts.length == 0) {
+            throw new UserException("--contexts: give at least one context length");
+        }
         List<TrainOptions> bases = new ArrayList<>();
         try {
             for (int t : contexts) {
@@ -76,7 +79,7 @@ final class BenchAttentionCommand implements Callable<Integer> {
                         .weightDecay(0.01).prefetch(0).historySteps(0).build());
             }
         } catch (IllegalArgumentException e) {
-            throw new UserException(e.getMessage(), e);
+            throw new UserException(e.getMessage().replace("--block-size", "--contexts"), e);   // the contexts are the block sizes
         }
         PrintWriter report = json.report();
         CharVocabulary vocab = FindBatchSizeCommand.vocabulary(data);

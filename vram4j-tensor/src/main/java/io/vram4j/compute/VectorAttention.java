@@ -63,6 +63,30 @@ final class VectorAttention {
         return s;
     }
 
+    /** {@code tT[x * BC + c] = rows[(r0 + c) * d + x]}: {@code cols} rows of {@code d} floats, transposed into a tile. */
+    private static void transpose(float[] rows, int r0, int cols, int d, float[] tT) {
+        for (int c = 0; c < cols; c++) {
+            int row = (r0 + c) * d;
+            for (int x = 0; x < d; x++) {
+                tT[x * BC + c] = rows[row + x];
+            }
+        }
+    }
+
+    /**
+     * {@code s[c] = scale * (a[ao..ao+d) . tile row c)} for {@code c < n}, the tile transposed ({@link #transpose}):
+     * vectorised across the tile's rows, so no horizontal sums.
+     */
+    private static void scores(float[] a, int ao, float[] tT, int n, int d, float scale, float[] s) {
+        for (int c0 = 0; c0 < n; c0 += L) {
+            FloatVector acc = FloatVector.zero(SP);
+            for (int x = 0; x < d; x++) {
+                acc = FloatVector.fromArray(SP, tT, x * BC + c0).fma(FloatVector.broadcast(SP, a[ao + x]), acc);
+            }
+            acc.mul(scale).intoArray(s, c0, SP.indexInRange(c0, n));
+        }
+    }
+
     /** {@code y[yo..yo+d) = y * beta + alpha * x[xo..xo+d)}. */
     private static void update(float beta, float alpha, float[] x, int xo, float[] y, int yo, int d) {
         int c = 0;
@@ -109,6 +133,7 @@ final class VectorAttention {
                                    MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
         float[] qt = new float[BR * d];
         float[] kt = new float[BC * d];
+        float[] kT = new float[BC * d + L];
         float[] vt = new float[BC * d];
         float[] acc = new float[BR * d];
         float[] s = new float[BC];
@@ -124,15 +149,16 @@ final class VectorAttention {
             for (int j0 = 0; j0 < keys; j0 += BC) {
                 int cols = Math.min(BC, keys - j0);
                 load(k, kOff + (long) j0 * d, kt, cols * d);
+                transpose(kt, 0, cols, d, kT);
                 load(v, vOff + (long) j0 * d, vt, cols * d);
                 for (int r = 0; r < rows; r++) {
                     int n = causal ? Math.min(cols, i0 + r - j0 + 1) : cols;
                     if (n <= 0) {
                         continue;
                     }
+                    scores(qt, r * d, kT, n, d, scale, s);
                     float max = Float.NEGATIVE_INFINITY;
                     for (int c = 0; c < n; c++) {
-                        s[c] = scale * dot(qt, r * d, kt, c * d, d);
                         max = Math.max(max, s[c]);
                     }
                     float mNew = Math.max(m[r], max);
@@ -202,16 +228,19 @@ final class VectorAttention {
         float[] gv = new float[n];
         float[] p = new float[BC];
         float[] ds = new float[BC];
+        float[] kT = new float[BC * d + L];
+        float[] vT = new float[BC * d + L];
         for (int j0 = 0; j0 < t; j0 += BC) {
             int cols = Math.min(BC, t - j0);
+            transpose(ka, j0, cols, d, kT);
+            transpose(va, j0, cols, d, vT);
             for (int i = causal ? j0 : 0; i < t; i++) {
                 int cnt = causal ? Math.min(cols, i - j0 + 1) : cols;
-                for (int c = 0; c < cnt; c++) {
-                    p[c] = scale * dot(qa, i * d, ka, (j0 + c) * d, d);
-                }
+                scores(qa, i * d, kT, cnt, d, scale, p);
                 expShifted(p, cnt, lsea[i]);
+                scores(ga, i * d, vT, cnt, d, 1f, ds);
                 for (int c = 0; c < cnt; c++) {
-                    ds[c] = p[c] * (dot(ga, i * d, va, (j0 + c) * d, d) - di[i]) * scale;
+                    ds[c] = p[c] * (ds[c] - di[i]) * scale;
                 }
                 for (int c = 0; c < cnt; c++) {
                     int row = (j0 + c) * d;
