@@ -593,34 +593,42 @@ __device__ __forceinline__ void attn_stage(const float* a, const float* b, float
     }
 }
 
-// shared memory: 2 * tile * d floats (k and v tiles)
-extern "C" __global__ void v4j_attention_forward_f32(const float* q, const float* k, const float* v, float* out,
-                                                     float* lse, int t, int d, float scale, int causal, int tile) {
-    extern __shared__ float sh[];
-    float* kt = sh;
-    float* vt = sh + (s64) tile * d;
-    s64 base = (s64) blockIdx.y * t * d;
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    bool active = i < t;
-    const float* qi = q + base + (s64) i * d;
-    float* oi = out + base + (s64) i * d;
-    float m = -CUDART_INF_F;
-    float l = 0.0f;
-    if (active) {
-        for (int x = 0; x < d; x++) {
-            oi[x] = 0.0f;
-        }
-    }
+// Stages the key/value tiles of this block's query rows (causal: keys up to its last row) into shared memory, two
+// tiles of `tile` rows of d floats, and calls row(kt, vt, n) for each on the threads whose query row i exists, n
+// being the tile's keys that row sees (j <= i when causal). Every thread reaches every __syncthreads().
+template <typename Row>
+__device__ __forceinline__ void attn_key_tiles(const float* k, const float* v, int t, int d, int causal, int tile, int i,
+                                               Row row) {
+    extern __shared__ float attn_tiles[];
+    float* kt = attn_tiles;
+    float* vt = attn_tiles + (s64) tile * d;
     int keys = causal ? min(t, (int) ((blockIdx.x + 1) * blockDim.x)) : t;
     for (int j0 = 0; j0 < keys; j0 += tile) {
         int cols = min(tile, keys - j0);
         __syncthreads();
-        attn_stage(k + base, v + base, kt, vt, j0, cols, d);
+        attn_stage(k, v, kt, vt, j0, cols, d);
         __syncthreads();
-        if (!active) {
-            continue;
+        if (i < t) {
+            row(kt, vt, causal ? min(cols, i - j0 + 1) : cols);
         }
-        int n = causal ? min(cols, i - j0 + 1) : cols;
+    }
+}
+
+// shared memory: 2 * tile * d floats (k and v tiles)
+extern "C" __global__ void v4j_attention_forward_f32(const float* q, const float* k, const float* v, float* out,
+                                                     float* lse, int t, int d, float scale, int causal, int tile) {
+    s64 base = (s64) blockIdx.y * t * d;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float* qi = q + base + (s64) i * d;
+    float* oi = out + base + (s64) i * d;
+    float m = -CUDART_INF_F;
+    float l = 0.0f;
+    if (i < t) {
+        for (int x = 0; x < d; x++) {
+            oi[x] = 0.0f;
+        }
+    }
+    attn_key_tiles(k + base, v + base, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
         for (int c = 0; c < n; c++) {
             float s = attn_dot(qi, kt + (s64) c * d, d) * scale;
             if (s > m) {
@@ -637,8 +645,8 @@ extern "C" __global__ void v4j_attention_forward_f32(const float* q, const float
                 oi[x] += p * vt[(s64) c * d + x];
             }
         }
-    }
-    if (active) {
+    });
+    if (i < t) {
         for (int x = 0; x < d; x++) {
             oi[x] /= l;
         }
@@ -702,34 +710,21 @@ extern "C" __global__ void v4j_attention_backward_dkdv_f32(const float* q, const
 extern "C" __global__ void v4j_attention_backward_dq_f32(const float* q, const float* k, const float* v,
                                                          const float* out, const float* lse, const float* dout,
                                                          float* dq, int t, int d, float scale, int causal, int tile) {
-    extern __shared__ float sh[];
-    float* kt = sh;
-    float* vt = sh + (s64) tile * d;
     s64 base = (s64) blockIdx.y * t * d;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    bool active = i < t;
     const float* qi = q + base + (s64) i * d;
     const float* gi = dout + base + (s64) i * d;
     float* dqi = dq + base + (s64) i * d;
     float di = 0.0f;
     float lsei = 0.0f;
-    if (active) {
+    if (i < t) {
         di = attn_dot(gi, out + base + (s64) i * d, d);
         lsei = lse[(s64) blockIdx.y * t + i];
         for (int x = 0; x < d; x++) {
             dqi[x] = 0.0f;
         }
     }
-    int keys = causal ? min(t, (int) ((blockIdx.x + 1) * blockDim.x)) : t;
-    for (int j0 = 0; j0 < keys; j0 += tile) {
-        int cols = min(tile, keys - j0);
-        __syncthreads();
-        attn_stage(k + base, v + base, kt, vt, j0, cols, d);
-        __syncthreads();
-        if (!active) {
-            continue;
-        }
-        int n = causal ? min(cols, i - j0 + 1) : cols;
+    attn_key_tiles(k + base, v + base, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
         for (int c = 0; c < n; c++) {
             const float* kc = kt + (s64) c * d;
             float p = expf(attn_dot(qi, kc, d) * scale - lsei);
@@ -738,5 +733,5 @@ extern "C" __global__ void v4j_attention_backward_dq_f32(const float* q, const f
                 dqi[x] += ds * kc[x];
             }
         }
-    }
+    });
 }
