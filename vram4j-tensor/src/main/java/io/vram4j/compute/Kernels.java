@@ -386,6 +386,9 @@ public interface Kernels {
      * @param v values, as {@code q}
      * @param out receives the output, as {@code q}; must not overlap an input
      * @param lse receives {@code batchHeads * t} log-sum-exps (natural logarithm)
+     * @throws IllegalArgumentException besides the common checks, from an implementation that cannot take the
+     *     sizes in one launch (the CUDA kernels: {@code d} above 6,143 or {@code batchHeads} above 65,535), before
+     *     anything is written
      */
     void attentionForward(int batchHeads, int t, int d, float scale, boolean causal,
                           MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
@@ -405,6 +408,7 @@ public interface Kernels {
      * @param dq receives the gradient of {@code q}
      * @param dk receives the gradient of {@code k}
      * @param dv receives the gradient of {@code v}
+     * @throws IllegalArgumentException as {@link #attentionForward}
      */
     void attentionBackward(int batchHeads, int t, int d, float scale, boolean causal,
                            MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
