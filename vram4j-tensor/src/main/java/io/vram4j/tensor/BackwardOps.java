@@ -261,10 +261,7 @@ public final class BackwardOps {
     public static Tensor[] attentionBackward(Tensor g, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse,
                                              boolean causal, float scale) {
         Ops.open(g, q, k, v, out, lse);
-        int r = q.shape.length;
-        int t = q.shape[r - 2];
-        int d = q.shape[r - 1];
-        int bh = FusedAttention.problems(q);
+        FusedAttention.Dims n = FusedAttention.Dims.of(q);
         Tensor[] grads = new Tensor[3];
         try {
             for (int i = 0; i < 3; i++) {
@@ -281,8 +278,8 @@ public final class BackwardOps {
                     for (int i = 0; i < 3; i++) {
                         w[i] = Host.write(grads[i], sc);
                     }
-                    g.device.kernels().attentionBackward(bh, t, d, scale, causal, qv.seg(), qv.off(), kv.seg(), kv.off(),
-                            vv.seg(), vv.off(), ov.seg(), ov.off(), lse.storage.kernelSegment(), lse.offset,
+                    g.device.kernels().attentionBackward(n.problems(), n.t(), n.d(), scale, causal, qv.seg(), qv.off(),
+                            kv.seg(), kv.off(), vv.seg(), vv.off(), ov.seg(), ov.off(), lse.storage.kernelSegment(), lse.offset,
                             gv.seg(), gv.off(), w[0].seg(), w[0].off(), w[1].seg(), w[1].off(), w[2].seg(), w[2].off());
                     for (int i = 0; i < 3; i++) {
                         Host.commit(grads[i], w[i]);

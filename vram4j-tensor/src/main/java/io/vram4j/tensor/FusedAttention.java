@@ -2,6 +2,8 @@ package io.vram4j.tensor;
 
 import io.vram4j.autograd.Prim;
 
+import java.util.Arrays;
+
 /**
  * The fused attention primitive ({@link Prim#SCALED_DOT_PRODUCT_FLASH_ATTENTION}, PyTorch's
  * {@code aten::_scaled_dot_product_flash_attention}): one kernel call computes the output and the per-row
@@ -22,7 +24,7 @@ final class FusedAttention {
         if (q.shape.length < 2) {
             return "q has fewer than 2 dimensions";
         }
-        if (!java.util.Arrays.equals(q.shape, k.shape) || !java.util.Arrays.equals(q.shape, v.shape)) {
+        if (!Arrays.equals(q.shape, k.shape) || !Arrays.equals(q.shape, v.shape)) {
             return "q, k and v have different shapes (" + Shapes.str(q.shape) + ", " + Shapes.str(k.shape) + ", "
                     + Shapes.str(v.shape) + ")";
         }
@@ -38,22 +40,20 @@ final class FusedAttention {
         if (why != null) {
             throw new IllegalArgumentException("fused attention: " + why);
         }
-        int r = q.shape.length;
-        int t = q.shape[r - 2];
-        int d = q.shape[r - 1];
-        int bh = problems(q);
+        Dims n = Dims.of(q);
         Tensor out = Tensor.allocate(q.device, q.dtype, q.shape.clone());
         Tensor lse = null;
         try {
-            lse = Tensor.allocate(q.device, DType.FLOAT32, java.util.Arrays.copyOf(q.shape, r - 1));
+            lse = Tensor.allocate(q.device, DType.FLOAT32, Arrays.copyOf(q.shape, q.shape.length - 1));
             if (q.device.hasStorage()) {
                 try (Scratch sc = new Scratch()) {
                     Host.F32View qv = Host.readContiguous(q, sc);
                     Host.F32View kv = Host.readContiguous(k, sc);
                     Host.F32View vv = Host.readContiguous(v, sc);
                     Host.F32View w = Host.write(out, sc);
-                    q.device.kernels().attentionForward(bh, t, d, scale, causal, qv.seg(), qv.off(), kv.seg(), kv.off(),
-                            vv.seg(), vv.off(), w.seg(), w.off(), lse.storage.kernelSegment(), lse.offset);
+                    q.device.kernels().attentionForward(n.problems(), n.t(), n.d(), scale, causal, qv.seg(), qv.off(),
+                            kv.seg(), kv.off(), vv.seg(), vv.off(), w.seg(), w.off(), lse.storage.kernelSegment(),
+                            lse.offset);
                     Host.commit(out, w);
                 }
             }
@@ -70,9 +70,12 @@ final class FusedAttention {
         return out;
     }
 
-    /** @return the number of {@code [T, d]} problems of {@code q} (the product of its leading dimensions) */
-    static int problems(Tensor q) {
-        int r = q.shape.length;
-        return Math.toIntExact(Shapes.numel(java.util.Arrays.copyOf(q.shape, r - 2)));
+    /** The kernels' sizes of {@code q [..., T, d]}: {@code problems} is the product of the leading dimensions. */
+    record Dims(int problems, int t, int d) {
+        static Dims of(Tensor q) {
+            int r = q.shape.length;
+            return new Dims(Math.toIntExact(Shapes.numel(Arrays.copyOf(q.shape, r - 2))), q.shape[r - 2],
+                    q.shape[r - 1]);
+        }
     }
 }
