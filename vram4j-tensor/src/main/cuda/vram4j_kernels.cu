@@ -566,3 +566,172 @@ extern "C" __global__ void v4j_nll_loss_backward_f32(const float* g, const s64* 
         }
     }
 }
+
+// ------------------------------------------------------------------------------------------------ fused attention
+// Causal (or full) scaled dot-product attention without the t x t probabilities (FlashAttention's method): each
+// problem b of blockIdx.y is [t, d] row-major in q, k, v, out, dout, dq, dk, dv (pointers at problem 0), lse is
+// [t] per problem. One thread per query row (forward, dq) or key row (dk/dv), blocks of blockDim.x rows; tiles of
+// `tile` rows of the other operand are staged in dynamic shared memory; the online softmax keeps a running
+// maximum m and sum l per row and rescales the row's output by exp(m_old - m_new) when m grows. The backward
+// recomputes p = exp(scale q.k - lse) (FlashAttention-2) in two passes, dk/dv then dq, so no atomics are needed
+// and repeating a launch gives the same bits.
+
+__device__ __forceinline__ float attn_dot(const float* a, const float* b, int d) {
+    float s = 0.0f;
+    for (int x = 0; x < d; x++) {
+        s += a[x] * b[x];
+    }
+    return s;
+}
+
+// stages rows [r0, r0 + rows) of a (and of b) into sa (sb), cooperatively
+__device__ __forceinline__ void attn_stage(const float* a, const float* b, float* sa, float* sb, int r0, int rows,
+                                           int d) {
+    for (int e = threadIdx.x; e < rows * d; e += blockDim.x) {
+        sa[e] = a[(s64) r0 * d + e];
+        sb[e] = b[(s64) r0 * d + e];
+    }
+}
+
+// Stages the key/value tiles of this block's query rows (causal: keys up to its last row) into shared memory, two
+// tiles of `tile` rows of d floats, and calls row(kt, vt, n) for each on the threads whose query row i exists, n
+// being the tile's keys that row sees (j <= i when causal). Every thread reaches every __syncthreads().
+template <typename Row>
+__device__ __forceinline__ void attn_key_tiles(const float* k, const float* v, int t, int d, int causal, int tile, int i,
+                                               Row row) {
+    extern __shared__ float attn_tiles[];
+    float* kt = attn_tiles;
+    float* vt = attn_tiles + (s64) tile * d;
+    int keys = causal ? min(t, (int) ((blockIdx.x + 1) * blockDim.x)) : t;
+    for (int j0 = 0; j0 < keys; j0 += tile) {
+        int cols = min(tile, keys - j0);
+        __syncthreads();
+        attn_stage(k, v, kt, vt, j0, cols, d);
+        __syncthreads();
+        if (i < t) {
+            row(kt, vt, causal ? min(cols, i - j0 + 1) : cols);
+        }
+    }
+}
+
+// shared memory: 2 * tile * d floats (k and v tiles)
+extern "C" __global__ void v4j_attention_forward_f32(const float* q, const float* k, const float* v, float* out,
+                                                     float* lse, int t, int d, float scale, int causal, int tile) {
+    s64 base = (s64) blockIdx.y * t * d;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float* qi = q + base + (s64) i * d;
+    float* oi = out + base + (s64) i * d;
+    float m = -CUDART_INF_F;
+    float l = 0.0f;
+    if (i < t) {
+        for (int x = 0; x < d; x++) {
+            oi[x] = 0.0f;
+        }
+    }
+    attn_key_tiles(k + base, v + base, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
+        for (int c = 0; c < n; c++) {
+            float s = attn_dot(qi, kt + (s64) c * d, d) * scale;
+            if (s > m) {
+                float a = expf(m - s);
+                l *= a;
+                for (int x = 0; x < d; x++) {
+                    oi[x] *= a;
+                }
+                m = s;
+            }
+            float p = expf(s - m);
+            l += p;
+            for (int x = 0; x < d; x++) {
+                oi[x] += p * vt[(s64) c * d + x];
+            }
+        }
+    });
+    if (i < t) {
+        for (int x = 0; x < d; x++) {
+            oi[x] /= l;
+        }
+        lse[(s64) blockIdx.y * t + i] = m + logf(l);
+    }
+}
+
+// dk, dv for one key row per thread; shared memory: 2 * tile * d + 2 * tile floats (q, dout, lse and D tiles)
+extern "C" __global__ void v4j_attention_backward_dkdv_f32(const float* q, const float* k, const float* v,
+                                                           const float* out, const float* lse, const float* dout,
+                                                           float* dk, float* dv, int t, int d, float scale, int causal,
+                                                           int tile) {
+    extern __shared__ float sh[];
+    float* qt = sh;
+    float* gt = sh + (s64) tile * d;
+    float* lt = gt + (s64) tile * d;
+    float* dt = lt + tile;
+    s64 base = (s64) blockIdx.y * t * d;
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    bool active = j < t;
+    const float* kj = k + base + (s64) j * d;
+    const float* vj = v + base + (s64) j * d;
+    float* dkj = dk + base + (s64) j * d;
+    float* dvj = dv + base + (s64) j * d;
+    if (active) {
+        for (int x = 0; x < d; x++) {
+            dkj[x] = 0.0f;
+            dvj[x] = 0.0f;
+        }
+    }
+    for (int i0 = causal ? (int) (blockIdx.x * blockDim.x) : 0; i0 < t; i0 += tile) {
+        int rows = min(tile, t - i0);
+        __syncthreads();
+        attn_stage(q + base, dout + base, qt, gt, i0, rows, d);
+        for (int r = threadIdx.x; r < rows; r += blockDim.x) {
+            s64 row = base + (s64) (i0 + r) * d;
+            lt[r] = lse[(s64) blockIdx.y * t + i0 + r];
+            dt[r] = attn_dot(dout + row, out + row, d);
+        }
+        __syncthreads();
+        if (!active) {
+            continue;
+        }
+        for (int r = 0; r < rows; r++) {
+            if (causal && i0 + r < j) {
+                continue;
+            }
+            const float* qr = qt + (s64) r * d;
+            const float* gr = gt + (s64) r * d;
+            float p = expf(attn_dot(qr, kj, d) * scale - lt[r]);
+            float ds = p * (attn_dot(gr, vj, d) - dt[r]) * scale;
+            for (int x = 0; x < d; x++) {
+                dvj[x] += p * gr[x];
+                dkj[x] += ds * qr[x];
+            }
+        }
+    }
+}
+
+// dq for one query row per thread; shared memory: 2 * tile * d floats (k and v tiles)
+extern "C" __global__ void v4j_attention_backward_dq_f32(const float* q, const float* k, const float* v,
+                                                         const float* out, const float* lse, const float* dout,
+                                                         float* dq, int t, int d, float scale, int causal, int tile) {
+    s64 base = (s64) blockIdx.y * t * d;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float* qi = q + base + (s64) i * d;
+    const float* gi = dout + base + (s64) i * d;
+    float* dqi = dq + base + (s64) i * d;
+    float di = 0.0f;
+    float lsei = 0.0f;
+    if (i < t) {
+        di = attn_dot(gi, out + base + (s64) i * d, d);
+        lsei = lse[(s64) blockIdx.y * t + i];
+        for (int x = 0; x < d; x++) {
+            dqi[x] = 0.0f;
+        }
+    }
+    attn_key_tiles(k + base, v + base, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
+        for (int c = 0; c < n; c++) {
+            const float* kc = kt + (s64) c * d;
+            float p = expf(attn_dot(qi, kc, d) * scale - lsei);
+            float ds = p * (attn_dot(gi, vt + (s64) c * d, d) - di) * scale;
+            for (int x = 0; x < d; x++) {
+                dqi[x] += ds * kc[x];
+            }
+        }
+    });
+}

@@ -2,6 +2,7 @@ package io.vram4j.cli;
 
 import io.vram4j.data.CharVocabulary;
 import io.vram4j.memory.stats.FormatSize;
+import io.vram4j.tensor.SDPBackend;
 import io.vram4j.train.BatchSizeFinder;
 import io.vram4j.train.BatchSizeReport;
 import io.vram4j.train.BatchSizeSearch;
@@ -26,7 +27,8 @@ import java.util.concurrent.Callable;
 /**
  * {@code vram4j bench techniques}: peak allocated, peak reserved, activations at the peak and step time of a deep
  * MLP and a 12-block Transformer for the baseline, checkpointing, bf16, fp16, checkpointing + bf16 and
- * accumulation ×4 at a quarter of the batch, with the issue's targets checked, and the batch-size finder's
+ * accumulation ×4 at a quarter of the batch (and, for the Transformer, the unfused attention path beside the fused one of
+ * every other row), with the issue's targets checked, and the batch-size finder's
  * largest batches (dry run).
  */
 @Command(name = "techniques", mixinStandardHelpOptions = true, sortOptions = false,
@@ -126,8 +128,12 @@ final class BenchTechniquesCommand implements Callable<Integer> {
     }
 
     private Map<String, Object> run(String name, TrainOptions base, CharVocabulary vocab, int segments, PrintWriter report) {
-        List<TrainOptions> settings = List.of(base, base.withCheckpoint(segments), base.withAmp(Precision.BF16), base.withAmp(Precision.FP16),
-                base.withCheckpoint(segments).withAmp(Precision.BF16), base.withBatchSize(base.batchSize() / 4).withAccumulate(4));
+        List<TrainOptions> settings = new ArrayList<>(List.of(base, base.withCheckpoint(segments), base.withAmp(Precision.BF16),
+                base.withAmp(Precision.FP16), base.withCheckpoint(segments).withAmp(Precision.BF16),
+                base.withBatchSize(base.batchSize() / 4).withAccumulate(4)));
+        if (base.isTransformer()) {   // the baseline's attention is fused: the unfused path for comparison
+            settings.add(base.withAttention(SDPBackend.MATH));
+        }
         report.printf(Locale.ROOT, "%s: %s; %d timed steps on %s%n", name,
                 base.describe(base.isTransformer() ? base.blockSize() + 1 : 784, vocab != null ? vocab.size() : 10)
                         .replaceAll(", \\d+ epochs?, seed \\d+", ""), steps, device);

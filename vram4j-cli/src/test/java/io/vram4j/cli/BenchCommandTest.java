@@ -23,8 +23,13 @@ class BenchCommandTest {
         assertEquals(2, json.get("models").size());
         for (JsonNode m : json.get("models")) {
             JsonNode rows = m.get("rows");
-            assertEquals(6, rows.size());
+            boolean lm = m.get("model").asText().equals("transformer");
+            assertEquals(lm ? 7 : 6, rows.size());
             assertEquals("baseline", rows.get(0).get("technique").asText());
+            if (lm) {   // the baseline's attention is fused; the unfused path is the last row
+                assertEquals("unfused (math) attention", rows.get(6).get("technique").asText());
+                assertTrue(rows.get(6).get("peak_allocated_bytes").asLong() > rows.get(0).get("peak_allocated_bytes").asLong());
+            }
             assertEquals("accumulation x4", rows.get(5).get("technique").asText());
             assertEquals(4, rows.get(5).get("accumulate").asInt());
             assertEquals(rows.get(0).get("batch_size").asInt() / 4, rows.get(5).get("batch_size").asInt());
@@ -39,6 +44,36 @@ class BenchCommandTest {
                 "target accumulation x4 cuts activation memory", "target batch-size finder")) {
             assertTrue(r.err().contains(s), s + " in " + r.err());
         }
+    }
+
+    @Test
+    void attentionTableOnHostAndTheTargetOnSim() throws Exception {
+        CliRunner.Result r = CliRunner.run("bench", "attention", "--contexts", "16,40", "--steps", "1", "--layers", "1",
+                "--hidden", "16", "--heads", "2", "--batch-size", "2", "--device", "host:1GiB", "--data", TEXT, "--json");
+        assertEquals(0, r.exitCode(), r.err());
+        JsonNode rows = new ObjectMapper().readTree(r.out()).get("rows");
+        assertEquals(4, rows.size());
+        for (int i = 0; i < 4; i += 2) {
+            JsonNode math = rows.get(i);
+            JsonNode flash = rows.get(i + 1);
+            assertEquals("math", math.get("attention").asText());
+            assertEquals("flash", flash.get("attention").asText());
+            assertEquals(math.get("context").asInt(), flash.get("context").asInt());
+            assertTrue(flash.get("peak_allocated_bytes").asLong() < math.get("peak_allocated_bytes").asLong(), rows.toString());
+            assertEquals(1 - flash.get("peak_allocated_bytes").asDouble() / math.get("peak_allocated_bytes").asDouble(),
+                    flash.get("peak_allocated_cut").asDouble(), 1e-12);
+            assertTrue(math.get("step_seconds_median").asDouble() > 0);
+        }
+        assertFalse(r.err().contains("target"), "no context 1024, no target: " + r.err());
+
+        CliRunner.Result sim = CliRunner.run("bench", "attention", "--contexts", "1024", "--steps", "1", "--layers", "2",
+                "--hidden", "64", "--heads", "4", "--batch-size", "2", "--device", "sim:8GiB", "--data", TEXT, "--json");
+        assertEquals(0, sim.exitCode(), sim.err());
+        JsonNode json = new ObjectMapper().readTree(sim.out());
+        assertEquals(1024, json.get("target_context").asInt());
+        assertEquals(json.get("rows").get(1).get("peak_allocated_cut").asDouble(), json.get("target_peak_allocated_cut").asDouble());
+        String line = sim.err().lines().filter(l -> l.contains("target fused attention")).findFirst().orElseThrow();
+        assertEquals(json.get("target_peak_allocated_cut").asDouble() >= 0.3, line.contains(" MET "), line);
     }
 
     @Test
@@ -63,8 +98,11 @@ class BenchCommandTest {
                 {"bench", "techniques", "--batch-size", "6"},
                 {"bench", "loss-curves", "--every", "0"},
                 {"bench", "loss-curves", "--data", "/nonexistent.txt"},
+                {"bench", "attention", "--steps", "0"},
+                {"bench", "attention", "--contexts", "0"},
+                {"bench", "attention", "--heads", "3"},
         };
-        String[] expected = {"--steps", "--model", "--batch-size", "--every", "--data"};
+        String[] expected = {"--steps", "--model", "--batch-size", "--every", "--data", "--steps", "--contexts", "--heads"};
         for (int i = 0; i < cases.length; i++) {
             CliRunner.Result r = CliRunner.run(cases[i]);
             String what = String.join(" ", cases[i]);

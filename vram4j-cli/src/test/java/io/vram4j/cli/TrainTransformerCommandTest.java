@@ -103,13 +103,24 @@ class TrainTransformerCommandTest {
 
     @Test
     void dryRunOnASimulatedDeviceComputesNothing(@TempDir Path tmp) throws Exception {
-        CliRunner.Result r = CliRunner.run("train", "--model", "transformer", "--dry-run", "--device", "sim:A100-80GB",
-                "--data", TEXT.toString(), "--layers", "12", "--block-size", "256", "--batch-size", "64", "--out", tmp.toString(), "--json");
-        assertEquals(0, r.exitCode(), r.err());
-        JsonNode json = new ObjectMapper().readTree(r.out());
-        assertEquals(64, json.get("batch_size").asInt());
-        // 12 blocks keep at least their 4 heads' attention probabilities: 12 x 64 x 4 x 256 x 256 floats
-        assertTrue(json.get("peak_allocated_bytes").asLong() > 12L * 64 * 4 * 256 * 256 * 4, json.toString());
+        long[] peaks = new long[2];
+        String[] backends = {"math", "flash"};
+        for (int i = 0; i < 2; i++) {
+            CliRunner.Result r = CliRunner.run("train", "--model", "transformer", "--dry-run", "--device", "sim:A100-80GB",
+                    "--data", TEXT.toString(), "--layers", "12", "--block-size", "256", "--batch-size", "64",
+                    "--attention", backends[i], "--out", tmp.resolve(backends[i]).toString(), "--json");
+            assertEquals(0, r.exitCode(), r.err());
+            JsonNode json = new ObjectMapper().readTree(r.out());
+            assertEquals(64, json.get("batch_size").asInt());
+            assertEquals(i == 0 ? "unfused (math) attention" : "", json.get("techniques").asText());
+            peaks[i] = json.get("peak_allocated_bytes").asLong();
+        }
+        // unfused, 12 blocks keep at least their 4 heads' attention probabilities: 12 x 64 x 4 x 256 x 256 floats
+        long probabilities = 12L * 64 * 4 * 256 * 256 * 4;
+        assertTrue(peaks[0] > probabilities, "math peak " + peaks[0]);
+        // fused, they are never stored (the fused op keeps its output [64, 4, 256, 32] and log-sum-exps instead)
+        assertTrue(peaks[0] - peaks[1] >= probabilities - 12L * 64 * 256 * (128 + 4) * 4,
+                "peaks: math " + peaks[0] + ", flash " + peaks[1]);
     }
 
     @Test
@@ -126,9 +137,10 @@ class TrainTransformerCommandTest {
                 {"--model", "rnn"},
                 {"--data", "/nonexistent/text.txt"},
                 {"--block-size", "500000"},
+                {"--attention", "efficient"},
         };
         String[] expected = {"--heads", "--block-size", "--amp", "--checkpoint", "--checkpoint", "--accumulate", "--micro-batch",
-                "--micro-batch", "--model", "--data", "--block-size"};
+                "--micro-batch", "--model", "--data", "--block-size", "--attention"};
         for (int i = 0; i < cases.length; i++) {
             CliRunner.Result r = run(tmp.resolve("never"), cases[i]);
             String what = String.join(" ", cases[i]);

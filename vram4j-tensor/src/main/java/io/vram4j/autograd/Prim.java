@@ -63,7 +63,12 @@ public enum Prim {
     /** Fill of the strictly upper triangle of the last two dimensions with -inf. */
     CAUSAL_MASK,
     /** Mean negative log-likelihood of target classes. */
-    NLL_LOSS;
+    NLL_LOSS,
+    /**
+     * Fused scaled dot-product attention ({@code aten::_scaled_dot_product_flash_attention}): saves q, k, v, the
+     * output and the per-row log-sum-exps, not the probabilities.
+     */
+    SCALED_DOT_PRODUCT_FLASH_ATTENTION;
 
     /** @return the node name in PyTorch style, e.g. {@code MulBackward} */
     public String backwardName() {

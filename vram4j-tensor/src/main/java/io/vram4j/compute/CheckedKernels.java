@@ -330,4 +330,65 @@ final class CheckedKernels implements Kernels {
         unchecked.layerNormBackwardRows(rows, cols, dy, dyOff, x, xOff, mean, meanOff, rstd, rstdOff,
                 gamma, gammaOff, dx, dxOff, dgamma, dgammaOff, dbeta, dbetaOff);
     }
+
+    // ------------------------------------------------------------------------------------------------ attention
+
+    @Override
+    public void attentionForward(int batchHeads, int t, int d, float scale, boolean causal,
+                                 MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                 MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
+        attentionOperands(batchHeads, t, d, q, qOff, k, kOff, v, vOff, out, outOff, lse, lseOff);
+        Checks.writable(out, "out");
+        Checks.writable(lse, "lse");
+        unchecked.attentionForward(batchHeads, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff, lse, lseOff);
+    }
+
+    @Override
+    public void attentionBackward(int batchHeads, int t, int d, float scale, boolean causal,
+                                  MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                  MemorySegment out, long outOff, MemorySegment lse, long lseOff,
+                                  MemorySegment dout, long doutOff,
+                                  MemorySegment dq, long dqOff, MemorySegment dk, long dkOff,
+                                  MemorySegment dv, long dvOff) {
+        long n = attentionOperands(batchHeads, t, d, q, qOff, k, kOff, v, vOff, out, outOff, lse, lseOff);
+        Checks.range(dout, doutOff, n, "dout");
+        Checks.range(dq, dqOff, n, "dq");
+        Checks.range(dk, dkOff, n, "dk");
+        Checks.range(dv, dvOff, n, "dv");
+        Checks.writable(dq, "dq");
+        Checks.writable(dk, "dk");
+        Checks.writable(dv, "dv");
+        unchecked.attentionBackward(batchHeads, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff,
+                lse, lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
+    }
+
+    /**
+     * Checks the sizes and the operands both attention kernels take (q, k, v, out: {@code [batchHeads, t, d]};
+     * lse: {@code [batchHeads, t]}).
+     *
+     * @return the floats of one {@code [batchHeads, t, d]} operand
+     */
+    private static long attentionOperands(int batchHeads, int t, int d, MemorySegment q, long qOff,
+                                          MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                          MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
+        long n = attentionSizes(batchHeads, t, d);
+        Checks.range(q, qOff, n, "q");
+        Checks.range(k, kOff, n, "k");
+        Checks.range(v, vOff, n, "v");
+        Checks.range(out, outOff, n, "out");
+        Checks.range(lse, lseOff, (long) batchHeads * t, "lse");
+        return n;
+    }
+
+    /** @return the floats of one {@code [batchHeads, t, d]} operand, after checking the sizes */
+    private static long attentionSizes(int batchHeads, int t, int d) {
+        Checks.nonNegative(batchHeads, "batchHeads");
+        Checks.nonNegative(t, "t");
+        Checks.nonNegative(d, "d");
+        try {
+            return Math.multiplyExact(Math.multiplyExact((long) batchHeads, t), d);
+        } catch (ArithmeticException e) {
+            throw new IllegalArgumentException("batchHeads * t * d overflows: " + batchHeads + " * " + t + " * " + d);
+        }
+    }
 }

@@ -363,4 +363,56 @@ public interface Kernels {
                                MemorySegment gamma, long gammaOff,
                                MemorySegment dx, long dxOff, MemorySegment dgamma, long dgammaOff,
                                MemorySegment dbeta, long dbetaOff);
+
+    // ------------------------------------------------------------------------------------------------ attention
+
+    /**
+     * Fused scaled dot-product attention forward over {@code batchHeads} independent problems, each of
+     * {@code t} query, key and value rows of {@code d} floats, stored contiguously ({@code [batchHeads, t, d]}
+     * row-major): {@code out = softmax(scale q k^T [+ causal mask]) v} and, per query row, the log-sum-exp of
+     * its scaled scores {@code lse[i] = log(sum_j exp(scale q_i . k_j))} (over {@code j <= i} when causal), the
+     * only statistic the backward pass needs. Computed by FlashAttention's method (Dao et al. 2022, online
+     * softmax over key tiles): nothing of size {@code t x t} is stored, in memory or scratch. A causal mask is
+     * the lower triangle, aligned top-left as {@code torch.nn.functional.scaled_dot_product_attention}'s
+     * {@code is_causal}.
+     *
+     * @param batchHeads number of independent problems (batch times heads), at least 0
+     * @param t rows per problem (queries = keys = values), at least 0
+     * @param d floats per row (head dimension), at least 0
+     * @param scale factor of the scores, e.g. {@code 1 / sqrt(d)}
+     * @param causal whether row {@code i} attends to rows {@code j <= i} only
+     * @param q queries, {@code batchHeads * t * d} floats
+     * @param k keys, as {@code q}
+     * @param v values, as {@code q}
+     * @param out receives the output, as {@code q}; must not overlap an input
+     * @param lse receives {@code batchHeads * t} log-sum-exps (natural logarithm)
+     * @throws IllegalArgumentException besides the common checks, from an implementation that cannot take the
+     *     sizes in one launch (the CUDA kernels: {@code d} above 6,143 or {@code batchHeads} above 65,535), before
+     *     anything is written
+     */
+    void attentionForward(int batchHeads, int t, int d, float scale, boolean causal,
+                          MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                          MemorySegment out, long outOff, MemorySegment lse, long lseOff);
+
+    /**
+     * Fused attention backward (FlashAttention-2's, Dao 2023): recomputes the probabilities tile by tile from
+     * {@code q}, {@code k} and {@code lse} ({@code p_ij = exp(scale q_i . k_j - lse_i)}), with
+     * {@code D_i = rowsum(dout_i * out_i)}: {@code dv_j = sum_i p_ij dout_i}, {@code dp_ij = dout_i . v_j},
+     * {@code ds_ij = p_ij (dp_ij - D_i)}, {@code dq_i = scale sum_j ds_ij k_j}, {@code dk_j = scale sum_i ds_ij q_i}.
+     * Shapes and layout as {@link #attentionForward}; {@code dq}, {@code dk} and {@code dv} are overwritten,
+     * must not overlap each other or an input, and nothing of size {@code t x t} is stored.
+     *
+     * @param out the forward output
+     * @param lse the forward log-sum-exps
+     * @param dout the gradient of {@code out}
+     * @param dq receives the gradient of {@code q}
+     * @param dk receives the gradient of {@code k}
+     * @param dv receives the gradient of {@code v}
+     * @throws IllegalArgumentException as {@link #attentionForward}
+     */
+    void attentionBackward(int batchHeads, int t, int d, float scale, boolean causal,
+                           MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                           MemorySegment out, long outOff, MemorySegment lse, long lseOff,
+                           MemorySegment dout, long doutOff,
+                           MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv, long dvOff);
 }

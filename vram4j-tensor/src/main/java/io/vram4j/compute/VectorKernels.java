@@ -786,4 +786,25 @@ final class VectorKernels implements HostConversions {
             }
         }
     }
+
+    // ------------------------------------------------------------------------------------------------ attention
+
+    @Override
+    public void attentionForward(int batchHeads, int t, int d, float scale, boolean causal,
+                                 MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                 MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
+        VectorAttention.forward(threads, batchHeads, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff,
+                lse, lseOff);
+    }
+
+    @Override
+    public void attentionBackward(int batchHeads, int t, int d, float scale, boolean causal,
+                                  MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                  MemorySegment out, long outOff, MemorySegment lse, long lseOff,
+                                  MemorySegment dout, long doutOff,
+                                  MemorySegment dq, long dqOff, MemorySegment dk, long dkOff,
+                                  MemorySegment dv, long dvOff) {
+        VectorAttention.backward(threads, batchHeads, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff,
+                lse, lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
+    }
 }

@@ -55,6 +55,7 @@ final class WarmUp {
             MemorySegment out2 = arena.allocate((long) len * Float.BYTES, 64);
             MemorySegment stats = arena.allocate((long) rows * 2 * Float.BYTES, 64);
             MemorySegment gamma = floats(arena, cols, 1f);
+            MemorySegment grads = arena.allocate(3L * rows * cols * Float.BYTES, 64);
             float sink = 0;
             for (int r = -GEMM_ROUNDS; r < ROUNDS; r++) {
                 boolean ta = (r & 1) != 0;
@@ -100,6 +101,10 @@ final class WarmUp {
                 k.layerNormRows(rows, cols, a, 0, gamma, 0, b, 0, 1e-5f, out, 0, stats, 0, stats, rows);
                 k.layerNormBackwardRows(rows, cols, b, 0, a, 0, stats, 0, stats, rows, gamma, 0,
                         out2, 0, out, 0, out, cols);
+                // fused attention: one problem of 16 rows of 37 (a partial tile, an odd head dimension)
+                k.attentionForward(1, rows, cols, 0.25f, (r & 1) == 0, a, 0, b, 0, a, 0, out, 0, stats, 0);
+                k.attentionBackward(1, rows, cols, 0.25f, (r & 1) == 0, a, 0, b, 0, a, 0, out, 0, stats, 0, b, 0,
+                        grads, 0, grads, rows * cols, grads, 2 * rows * cols);
             }
             if (Float.isNaN(sink)) {
                 // keeps the reductions from being dead code; never true for these inputs

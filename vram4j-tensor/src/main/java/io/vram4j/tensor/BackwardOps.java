@@ -250,4 +250,50 @@ public final class BackwardOps {
             }
         });
     }
+
+    /**
+     * The fused attention backward ({@link io.vram4j.compute.Kernels#attentionBackward}): gradients of
+     * {@code q}, {@code k} and {@code v} from the saved inputs, output and float32 log-sum-exps, recomputing the
+     * probabilities tile by tile. Results have the dtype of {@code q}.
+     *
+     * @return {@code {dq, dk, dv}}
+     */
+    public static Tensor[] attentionBackward(Tensor g, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse,
+                                             boolean causal, float scale) {
+        Ops.open(g, q, k, v, out, lse);
+        FusedAttention.Dims n = FusedAttention.Dims.of(q);
+        Tensor[] grads = new Tensor[3];
+        try {
+            for (int i = 0; i < 3; i++) {
+                grads[i] = like(q, q.shape);
+            }
+            if (g.device.hasStorage()) {
+                try (Scratch sc = new Scratch()) {
+                    Host.F32View qv = Host.readContiguous(q, sc);
+                    Host.F32View kv = Host.readContiguous(k, sc);
+                    Host.F32View vv = Host.readContiguous(v, sc);
+                    Host.F32View ov = Host.readContiguous(out, sc);
+                    Host.F32View gv = Host.readContiguous(g, sc);
+                    Host.F32View[] w = new Host.F32View[3];
+                    for (int i = 0; i < 3; i++) {
+                        w[i] = Host.write(grads[i], sc);
+                    }
+                    g.device.kernels().attentionBackward(n.problems(), n.t(), n.d(), scale, causal, qv.seg(), qv.off(),
+                            kv.seg(), kv.off(), vv.seg(), vv.off(), ov.seg(), ov.off(), lse.storage.kernelSegment(), lse.offset,
+                            gv.seg(), gv.off(), w[0].seg(), w[0].off(), w[1].seg(), w[1].off(), w[2].seg(), w[2].off());
+                    for (int i = 0; i < 3; i++) {
+                        Host.commit(grads[i], w[i]);
+                    }
+                }
+            }
+            return grads;
+        } catch (RuntimeException | Error e) {
+            for (Tensor x : grads) {
+                if (x != null) {
+                    x.close();
+                }
+            }
+            throw e;
+        }
+    }
 }

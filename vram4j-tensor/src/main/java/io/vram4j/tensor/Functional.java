@@ -92,14 +92,24 @@ public final class Functional {
 
     /**
      * Scaled dot-product attention {@code softmax(q k^T / sqrt(d) [+ causal mask]) v} over the last two
-     * dimensions, batched over the leading ones. Saves the attention probabilities ({@code [..., T, S]}) for
-     * backward, as the unfused PyTorch formulation does.
+     * dimensions, batched over the leading ones, as {@code torch.nn.functional.scaled_dot_product_attention}
+     * (with {@code is_causal}; no {@code attn_mask} or dropout). The backend is chosen as PyTorch chooses among
+     * those enabled on this thread ({@link SdpaKernel}, default: all): {@link SDPBackend#FLASH_ATTENTION}, one fused
+     * op that saves q, k, v, the output and float32 log-sum-exps ({@code [..., T]}) but never the
+     * {@code [..., T, S]} probabilities, when q, k and v have one shape and dtype; else {@link SDPBackend#MATH},
+     * the separate ops that save the probabilities. Non-causal calls are fused too. Under
+     * {@link io.vram4j.amp.Autocast} the inputs arrive in the lower precision ({@code scaled_dot_product_attention}
+     * is on PyTorch's lower-precision list); the fused kernels read them as float32, compute in float32 and write
+     * the output in the inputs' dtype, the log-sum-exps in float32 (PyTorch's flash kernel keeps its
+     * log-sum-exp in float32 too).
      *
      * @param q {@code [..., T, d]}
      * @param k {@code [..., S, d]}
      * @param v {@code [..., S, dv]}
      * @param causal whether position {@code i} may only attend to positions {@code j <= i}
      * @return {@code [..., T, dv]}
+     * @throws IllegalArgumentException when only {@link SDPBackend#FLASH_ATTENTION} is enabled and it does not take
+     *     the inputs (PyTorch's "No available kernel"), naming why
      */
     public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, boolean causal) {
         return AutocastHook.run("scaled_dot_product_attention", new Tensor[] {q, k, v},
@@ -108,6 +118,22 @@ public final class Functional {
 
     private static Tensor attention(Tensor q, Tensor k, Tensor v, boolean causal) {
         float scale = (float) (1.0 / Math.sqrt(q.size(-1)));
+        java.util.Set<SDPBackend> enabled = SdpaKernel.enabled();
+        if (enabled.contains(SDPBackend.FLASH_ATTENTION)) {
+            String why = FusedAttention.unsupported(q, k, v);
+            if (why == null) {
+                return FusedAttention.forward(q, k, v, causal, scale);
+            }
+            if (!enabled.contains(SDPBackend.MATH)) {
+                throw new IllegalArgumentException("scaled_dot_product_attention: no available kernel: "
+                        + "FLASH_ATTENTION is the only backend enabled and " + why);
+            }
+        }
+        return mathAttention(q, k, v, causal, scale);
+    }
+
+    /** The unfused formulation ({@link SDPBackend#MATH}). */
+    private static Tensor mathAttention(Tensor q, Tensor k, Tensor v, boolean causal, float scale) {
         Tensor probs;
         try (Tensor kt = k.transpose(-2, -1); Tensor scores = q.matmul(kt); Tensor scaled = scores.mul(scale)) {
             if (causal) {

@@ -10,6 +10,7 @@ import io.vram4j.data.CharVocabulary;
 import io.vram4j.tensor.Device;
 import io.vram4j.tensor.Functional;
 import io.vram4j.tensor.MemoryScope;
+import io.vram4j.tensor.SdpaKernel;
 import io.vram4j.tensor.Tensor;
 
 /**
@@ -157,7 +158,8 @@ abstract class ModelNetwork implements Network {
         model.train();
         double[] lossSum = {0};
         int[] correct = {0};
-        try (MemoryScope scope = MemoryScope.open()) {
+        // the attention backend holds for the backward pass too: checkpointing recomputes the forward there
+        try (MemoryScope scope = MemoryScope.open(); SdpaKernel attention = SdpaKernel.enable(options.attention())) {
             Tensor[] xy = inputs.get();
             if (options.microBatch() > 0 && options.microBatch() < size) {
                 // micro-batches: each weighted by its share of the batch, gradients summed; then one accumulation step
@@ -204,7 +206,8 @@ abstract class ModelNetwork implements Network {
     private StepStats evaluate(java.util.function.Supplier<Tensor[]> inputs, int size) {
         ensureOpen();
         model.eval();
-        try (NoGrad noGrad = NoGrad.enter(); MemoryScope scope = MemoryScope.open()) {
+        try (NoGrad noGrad = NoGrad.enter(); MemoryScope scope = MemoryScope.open();
+             SdpaKernel attention = SdpaKernel.enable(options.attention())) {
             Tensor[] xy = inputs.get();
             Tensor[] lossAndLogits = forwardLoss(xy[0], xy[1], false); // in the training's precision, as torch.autocast around both
             return stats(lossAndLogits[1], lossAndLogits[0], xy[1], size);

@@ -1,5 +1,8 @@
 package io.vram4j.train;
 
+import io.vram4j.tensor.SDPBackend;
+import io.vram4j.tensor.SdpaKernel;
+
 import java.util.Locale;
 import java.util.Objects;
 
@@ -47,6 +50,9 @@ import java.util.Objects;
  *                     loss divided by {@code accumulate} (1: off)
  * <li>{@code microBatch}: split every batch into micro-batches of this many samples whose gradients are summed
  *                     before the optimizer step (0: off)
+ * <li>{@code attention}: the transformer's attention backend: {@link SDPBackend#FLASH_ATTENTION} (the fused
+ *                     kernel, default) or {@link SDPBackend#MATH} (the unfused ops that save the probabilities), as
+ *                     {@code torch.nn.attention.sdpa_kernel}; the job runs inside {@link SdpaKernel} with it
  * </ul>
  */
 public final class TrainOptions {
@@ -98,6 +104,7 @@ public final class TrainOptions {
     private final Precision amp;
     private final int accumulate;
     private final int microBatch;
+    private final SDPBackend attention;
 
     private TrainOptions(Builder b) {
         model = b.model;
@@ -123,6 +130,7 @@ public final class TrainOptions {
         amp = b.amp;
         accumulate = b.accumulate;
         microBatch = b.microBatch;
+        attention = b.attention;
         check();
     }
 
@@ -132,6 +140,7 @@ public final class TrainOptions {
         Objects.requireNonNull(optimizer, "optimizer");
         Objects.requireNonNull(schedule, "schedule");
         Objects.requireNonNull(amp, "amp");
+        Objects.requireNonNull(attention, "attention");
         if (!schedule.equals("cosine") && !schedule.equals("constant")) {
             throw new IllegalArgumentException("--schedule: unknown schedule '" + schedule + "'; expected cosine or constant");
         }
@@ -340,6 +349,11 @@ public final class TrainOptions {
         return microBatch;
     }
 
+    /** @return the attention backend of the transformer ({@link SDPBackend#FLASH_ATTENTION} by default) */
+    public SDPBackend attention() {
+        return attention;
+    }
+
     /**
      * @param v the model
      * @return a copy with it
@@ -546,6 +560,14 @@ public final class TrainOptions {
         return toBuilder().microBatch(v).build();
     }
 
+    /**
+     * @param v the attention backend
+     * @return a copy with it
+     */
+    public TrainOptions withAttention(SDPBackend v) {
+        return toBuilder().attention(v).build();
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof TrainOptions t && model == t.model && hidden == t.hidden && layers == t.layers && epochs == t.epochs
@@ -553,17 +575,18 @@ public final class TrainOptions {
                 && Double.compare(momentum, t.momentum) == 0 && Double.compare(weightDecay, t.weightDecay) == 0 && seed == t.seed
                 && limit == t.limit && testLimit == t.testLimit && prefetch == t.prefetch && pinMemory == t.pinMemory && historySteps == t.historySteps
                 && maxSteps == t.maxSteps && blockSize == t.blockSize && heads == t.heads && checkpoint == t.checkpoint
-                && amp == t.amp && accumulate == t.accumulate && microBatch == t.microBatch;
+                && amp == t.amp && accumulate == t.accumulate && microBatch == t.microBatch
+                && attention == t.attention;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, pinMemory, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch);
+        return Objects.hash(model, hidden, layers, epochs, batchSize, lr, optimizer, schedule, momentum, weightDecay, seed, limit, testLimit, prefetch, pinMemory, historySteps, maxSteps, blockSize, heads, checkpoint, amp, accumulate, microBatch, attention);
     }
 
     @Override
     public String toString() {
-        return "TrainOptions[" + "model=" + model + ", " + "hidden=" + hidden + ", " + "layers=" + layers + ", " + "epochs=" + epochs + ", " + "batchSize=" + batchSize + ", " + "lr=" + lr + ", " + "optimizer=" + optimizer + ", " + "schedule=" + schedule + ", " + "momentum=" + momentum + ", " + "weightDecay=" + weightDecay + ", " + "seed=" + seed + ", " + "limit=" + limit + ", " + "testLimit=" + testLimit + ", " + "prefetch=" + prefetch + ", " + "pinMemory=" + pinMemory + ", " + "historySteps=" + historySteps + ", " + "maxSteps=" + maxSteps + ", " + "blockSize=" + blockSize + ", " + "heads=" + heads + ", " + "checkpoint=" + checkpoint + ", " + "amp=" + amp + ", " + "accumulate=" + accumulate + ", " + "microBatch=" + microBatch + "]";
+        return "TrainOptions[" + "model=" + model + ", " + "hidden=" + hidden + ", " + "layers=" + layers + ", " + "epochs=" + epochs + ", " + "batchSize=" + batchSize + ", " + "lr=" + lr + ", " + "optimizer=" + optimizer + ", " + "schedule=" + schedule + ", " + "momentum=" + momentum + ", " + "weightDecay=" + weightDecay + ", " + "seed=" + seed + ", " + "limit=" + limit + ", " + "testLimit=" + testLimit + ", " + "prefetch=" + prefetch + ", " + "pinMemory=" + pinMemory + ", " + "historySteps=" + historySteps + ", " + "maxSteps=" + maxSteps + ", " + "blockSize=" + blockSize + ", " + "heads=" + heads + ", " + "checkpoint=" + checkpoint + ", " + "amp=" + amp + ", " + "accumulate=" + accumulate + ", " + "microBatch=" + microBatch + ", " + "attention=" + attention + "]";
     }
 
     /**
@@ -654,6 +677,9 @@ public final class TrainOptions {
         if (microBatch > 0) {
             parts.add("micro-batches of " + microBatch);
         }
+        if (model == ModelKind.TRANSFORMER && attention == SDPBackend.MATH) {
+            parts.add("unfused (math) attention");
+        }
         return String.join(", ", parts);
     }
 
@@ -685,6 +711,7 @@ public final class TrainOptions {
         private Precision amp = Precision.OFF;
         private int accumulate = 1;
         private int microBatch = 0;
+        private SDPBackend attention = SDPBackend.FLASH_ATTENTION;
 
         private Builder() {
         }
@@ -713,6 +740,7 @@ public final class TrainOptions {
             amp = o.amp;
             accumulate = o.accumulate;
             microBatch = o.microBatch;
+            attention = o.attention;
         }
 
         /**
@@ -920,6 +948,15 @@ public final class TrainOptions {
          */
         public Builder microBatch(int v) {
             microBatch = v;
+            return this;
+        }
+
+        /**
+         * @param v the transformer's attention backend
+         * @return this builder
+         */
+        public Builder attention(SDPBackend v) {
+            attention = v;
             return this;
         }
 

@@ -5,6 +5,8 @@ import io.vram4j.tensor.Device;
 import io.vram4j.tensor.Functional;
 import io.vram4j.tensor.Generator;
 import io.vram4j.tensor.MemoryScope;
+import io.vram4j.tensor.SDPBackend;
+import io.vram4j.tensor.SdpaKernel;
 import io.vram4j.tensor.Tensor;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -125,6 +127,18 @@ class GradCheckTest {
                 g -> new Tensor[] {u(g, -2, 0, 4, 5), dev.tensor(new int[] {1, 0, 4, 2}, 4)}));
         add(Prim.NLL_LOSS, new Case("crossEntropy with ignoreIndex", x -> Functional.crossEntropy(x[0], x[1], 3),
                 g -> new Tensor[] {u(g, -2, 2, 2, 3, 5), dev.tensor(new long[] {1, 3, 4, 0, 3, 2}, 2, 3)}));
+        add(Prim.SCALED_DOT_PRODUCT_FLASH_ATTENTION, new Case("fused causal attention [2,5,3]",
+                x -> Functional.scaledDotProductAttention(x[0], x[1], x[2], true),
+                g -> new Tensor[] {u(g, -1, 1, 2, 5, 3), u(g, -1, 1, 2, 5, 3), u(g, -1, 1, 2, 5, 3)}));
+        add(Prim.SCALED_DOT_PRODUCT_FLASH_ATTENTION, new Case("fused attention, not causal, [1,2,4,5]",
+                x -> Functional.scaledDotProductAttention(x[0], x[1], x[2], false),
+                g -> new Tensor[] {u(g, -2, 2, 1, 2, 4, 5), u(g, -2, 2, 1, 2, 4, 5), u(g, -1, 1, 1, 2, 4, 5)}));
+        add(Prim.SCALED_DOT_PRODUCT_FLASH_ATTENTION, new Case("fused causal attention of transposed views",
+                x -> {
+                    try (Tensor q = x[0].transpose(1, 2); Tensor k = x[1].transpose(1, 2); Tensor v = x[2].transpose(1, 2)) {
+                        return Functional.scaledDotProductAttention(q, k, v, true);
+                    }
+                }, g -> new Tensor[] {u(g, -1, 1, 1, 6, 2, 3), u(g, -1, 1, 1, 6, 2, 3), u(g, -1, 1, 1, 6, 2, 3)}));
     }
 
     /** Well-separated values (so a small step never changes the argmax). */
@@ -182,8 +196,10 @@ class GradCheckTest {
     void compositeOpsAreDifferentiatedThroughTheirPrimitives() {
         try (MemoryScope s = MemoryScope.open()) {
             Generator g = new Generator(7);
-            GradCheck.check(x -> Functional.scaledDotProductAttention(x[0], x[1], x[2], true),
-                    u(g, -1, 1, 2, 4, 3), u(g, -1, 1, 2, 4, 3), u(g, -1, 1, 2, 4, 3));
+            try (SdpaKernel math = SdpaKernel.enable(SDPBackend.MATH)) {   // the unfused attention: its primitives
+                GradCheck.check(x -> Functional.scaledDotProductAttention(x[0], x[1], x[2], true),
+                        u(g, -1, 1, 2, 4, 3), u(g, -1, 1, 2, 4, 3), u(g, -1, 1, 2, 4, 3));
+            }
             GradCheck.check(x -> Functional.linear(x[0], x[1], x[2]), u(g, -1, 1, 2, 3, 4), u(g, -1, 1, 5, 4), u(g, -1, 1, 5));
             GradCheck.check(x -> {
                 try (Tensor h = x[0].matmul(x[1]); Tensor r = h.tanh()) {

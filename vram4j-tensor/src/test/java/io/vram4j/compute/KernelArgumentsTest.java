@@ -81,7 +81,10 @@ class KernelArgumentsTest {
             Map.entry("layerNormRows", "rows cols x xOff gamma? gammaOff beta? betaOff eps out* outOff "
                     + "mean?* meanOff rstd?* rstdOff"),
             Map.entry("layerNormBackwardRows", "rows cols dy dyOff x xOff mean meanOff rstd rstdOff gamma? gammaOff "
-                    + "dx?* dxOff dgamma?* dgammaOff dbeta?* dbetaOff"));
+                    + "dx?* dxOff dgamma?* dgammaOff dbeta?* dbetaOff"),
+            Map.entry("attentionForward", "batchHeads t d scale causal q qOff k kOff v vOff out* outOff lse* lseOff"),
+            Map.entry("attentionBackward", "batchHeads t d scale causal q qOff k kOff v vOff out outOff lse lseOff "
+                    + "dout doutOff dq* dqOff dk* dkOff dv* dvOff"));
 
     private static final int SEGMENT_FLOATS = 64;
 

@@ -119,7 +119,15 @@ class DeviceKernelsParityTest {
                 c("embedding", t -> Functional.embedding(t[0], indices(t[0].device(), 6, 5)).mul(t[1]),
                         new int[] {5, 3}, new int[] {6, 3}),
                 c("attention", t -> Functional.scaledDotProductAttention(t[0], t[1], t[2], true),
-                        new int[] {2, 5, 4}, new int[] {2, 5, 4}, new int[] {2, 5, 4}))
+                        new int[] {2, 5, 4}, new int[] {2, 5, 4}, new int[] {2, 5, 4}),
+                c("fused attention of transposed views, not causal", t -> Functional.scaledDotProductAttention(
+                        t[0].transpose(0, 1), t[1].transpose(0, 1), t[2].transpose(0, 1), false),
+                        new int[] {7, 2, 3}, new int[] {7, 2, 3}, new int[] {7, 2, 3}),
+                c("math attention", t -> {
+                    try (SdpaKernel math = SdpaKernel.enable(SDPBackend.MATH)) {
+                        return Functional.scaledDotProductAttention(t[0], t[1], t[2], true);
+                    }
+                }, new int[] {2, 5, 4}, new int[] {2, 5, 4}, new int[] {2, 5, 4}))
                 .map(Arguments::of);
     }
 

@@ -1,5 +1,6 @@
 package io.vram4j.train;
 
+import io.vram4j.tensor.SDPBackend;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -55,6 +56,20 @@ class TrainOptionsBuilderTest {
         assertEquals("--micro-batch 200 is larger than --batch-size 128",
                 assertThrows(IllegalArgumentException.class, () -> TrainOptions.builder().microBatch(200).build()).getMessage());
         assertThrows(NullPointerException.class, () -> TrainOptions.builder().amp(null).build());
+    }
+
+    @Test
+    void attentionIsFusedByDefaultAndTheUnfusedPathIsATechniqueOfTheTransformer() {
+        TrainOptions lm = TrainOptions.defaults(ModelKind.TRANSFORMER);
+        assertEquals(SDPBackend.FLASH_ATTENTION, lm.attention());
+        assertEquals("", lm.techniques());
+        TrainOptions math = lm.withAttention(SDPBackend.MATH);
+        assertEquals(SDPBackend.MATH, math.attention());
+        assertNotEquals(lm, math);
+        assertEquals(math, math.toBuilder().build());
+        assertEquals("unfused (math) attention", math.techniques());
+        assertEquals("", TrainOptions.defaults().withAttention(SDPBackend.MATH).techniques(), "the MLP has no attention");
+        assertThrows(NullPointerException.class, () -> TrainOptions.builder().attention(null).build());
     }
 
     @Test

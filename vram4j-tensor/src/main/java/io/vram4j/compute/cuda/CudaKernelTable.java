@@ -83,6 +83,13 @@ final class CudaKernelTable {
     static final CudaKernel NLL_LOSS = CudaKernel.of("v4j_nll_loss_f32", PTR, PTR, PTR, PTR, I32, I32, S64, PTR);
     static final CudaKernel NLL_LOSS_BACKWARD = CudaKernel.of("v4j_nll_loss_backward_f32",
             PTR, PTR, PTR, I32, I32, S64, PTR);
+    // fused attention: forward, then the backward's two passes (dk and dv, then dq)
+    static final CudaKernel ATTENTION_FORWARD = CudaKernel.of("v4j_attention_forward_f32",
+            PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
+    static final CudaKernel ATTENTION_BACKWARD_DKDV = CudaKernel.of("v4j_attention_backward_dkdv_f32",
+            PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
+    static final CudaKernel ATTENTION_BACKWARD_DQ = CudaKernel.of("v4j_attention_backward_dq_f32",
+            PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
 
     /** Every descriptor. */
     static final List<CudaKernel> ALL = List.of(ADD, SUB, MUL, DIV, BINARY_BCAST4, GATHER4, AXPY, SCALE, ADD_SCALAR,
@@ -90,7 +97,7 @@ final class CudaKernelTable {
             SOFTMAX_ROWS, LOG_SOFTMAX_ROWS, SOFTMAX_BACKWARD_ROWS, LOG_SOFTMAX_BACKWARD_ROWS, LAYER_NORM_ROWS,
             LAYER_NORM_BACKWARD_ROWS, LAYER_NORM_PARAM_GRADS, MASK_UPPER, EMBEDDING, EMBEDDING_BACKWARD, DROPOUT,
             DROPOUT_BACKWARD, F32_TO_F16, F16_TO_F32, F32_TO_BF16, BF16_TO_F32, SGD_MULTI, ADAMW_MULTI, NLL_LOSS,
-            NLL_LOSS_BACKWARD);
+            NLL_LOSS_BACKWARD, ATTENTION_FORWARD, ATTENTION_BACKWARD_DKDV, ATTENTION_BACKWARD_DQ);
 
     private CudaKernelTable() {
     }

@@ -526,6 +526,71 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         elementwise(CudaKernelTable.NLL_LOSS_BACKWARD, n, g, targets, dlogp, n, c, ignoreIndex, count);
     }
 
+    // ------------------------------------------------------------------------------------------------ attention
+
+    /** Threads per block of the attention kernels: one query (or key) row each. */
+    static final int ATTENTION_BLOCK = 64;
+    /** Largest tile of staged rows. */
+    static final int ATTENTION_TILE = 64;
+    /** Dynamic shared memory every CUDA GPU grants without opting in, in bytes. */
+    static final int ATTENTION_SHARED_BYTES = 48 * 1024;
+
+    /**
+     * @return rows per staged tile at head dimension {@code d}: two tiles of {@code d} floats and two floats per
+     *     row (the backward's lse and D) fit {@link #ATTENTION_SHARED_BYTES}
+     * @throws IllegalArgumentException when not even one row fits (d above 6,143) or the batch exceeds the grid
+     */
+    static int attentionTile(int batchHeads, int d) {
+        int tile = Math.min(ATTENTION_TILE, ATTENTION_SHARED_BYTES / ((2 * d + 2) * Float.BYTES));
+        if (tile < 1) {
+            throw new IllegalArgumentException("d: a head dimension of " + d + " does not fit the fused attention "
+                    + "kernels' shared memory (at most " + (ATTENTION_SHARED_BYTES / Float.BYTES / 2 - 1) + ")");
+        }
+        if (batchHeads > LaunchConfig.MAX_GRID_Y) {
+            throw new IllegalArgumentException("batchHeads: " + batchHeads + " problems exceed one launch's gridDim.y ("
+                    + LaunchConfig.MAX_GRID_Y + ")");
+        }
+        return tile;
+    }
+
+    private static LaunchConfig attentionLaunch(int batchHeads, int t, int sharedFloats) {
+        int blocks = (t + ATTENTION_BLOCK - 1) / ATTENTION_BLOCK;
+        return new LaunchConfig(batchHeads == 0 ? 0 : blocks, batchHeads, ATTENTION_BLOCK, sharedFloats * Float.BYTES);
+    }
+
+    @Override
+    public void attentionForward(int batchHeads, int t, int d, float scale, boolean causal,
+                                 MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                 MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
+        int tile = attentionTile(batchHeads, d);
+        LaunchConfig config = attentionLaunch(batchHeads, t, 2 * tile * d);
+        if (!config.isEmpty()) {
+            launcher.launch(CudaKernelTable.ATTENTION_FORWARD, config, stream, ptr(q, qOff), ptr(k, kOff),
+                    ptr(v, vOff), ptr(out, outOff), ptr(lse, lseOff), t, d, scale, causal ? 1 : 0, tile);
+        }
+    }
+
+    @Override
+    public void attentionBackward(int batchHeads, int t, int d, float scale, boolean causal,
+                                  MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                  MemorySegment out, long outOff, MemorySegment lse, long lseOff,
+                                  MemorySegment dout, long doutOff,
+                                  MemorySegment dq, long dqOff, MemorySegment dk, long dkOff,
+                                  MemorySegment dv, long dvOff) {
+        int tile = attentionTile(batchHeads, d);
+        LaunchConfig config = attentionLaunch(batchHeads, t, 2 * tile * d + 2 * tile);
+        if (config.isEmpty()) {
+            return;
+        }
+        int c = causal ? 1 : 0;
+        launcher.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV, config, stream, ptr(q, qOff), ptr(k, kOff),
+                ptr(v, vOff), ptr(out, outOff), ptr(lse, lseOff), ptr(dout, doutOff), ptr(dk, dkOff), ptr(dv, dvOff),
+                t, d, scale, c, tile);
+        launcher.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ, attentionLaunch(batchHeads, t, 2 * tile * d), stream,
+                ptr(q, qOff), ptr(k, kOff), ptr(v, vOff), ptr(out, outOff), ptr(lse, lseOff), ptr(dout, doutOff),
+                ptr(dq, dqOff), t, d, scale, c, tile);
+    }
+
     /** Unloads the module and returns the cuBLAS workspace to the allocator. Closing twice does nothing. */
     @Override
     public synchronized void close() {

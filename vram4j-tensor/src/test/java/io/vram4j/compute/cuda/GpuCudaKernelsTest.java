@@ -543,4 +543,46 @@ class GpuCudaKernelsTest {
         cuda.dropoutBackward(5, onGpu(dy).address(), mask.address(), dx.address(), 2f);
         assertArrayEquals(new float[] {dy[0] * 2, 0, dy[2] * 2, dy[3] * 2, 0}, back(dx, 5));
     }
+
+    /**
+     * The fused attention kernels (forward; backward in its two passes) against the scalar reference: t across the
+     * 64-row blocks, odd head dimensions and one (200) where the shared-memory tile shrinks below 64 rows, causal
+     * and not. Sums run in another order, so the absolute floor grows with the t terms of each sum.
+     */
+    @Test
+    void fusedAttentionForwardAndBackward() {
+        int[][] shapes = {{3, 130, 33}, {2, 64, 64}, {1, 97, 200}, {4, 1, 7}};
+        for (int[] sh : shapes) {
+            for (boolean causal : new boolean[] {true, false}) {
+                int bh = sh[0];
+                int t = sh[1];
+                int d = sh[2];
+                int n = bh * t * d;
+                float scale = (float) (1 / Math.sqrt(d));
+                float[] q = values(n, -2, 2);
+                float[] k = values(n, -2, 2);
+                float[] v = values(n, -1, 1);
+                float[] dout = values(n, -1, 1);
+                float[][] e = {new float[n], new float[bh * t], new float[n], new float[n], new float[n]};
+                CPU.attentionForward(bh, t, d, scale, causal, MemorySegment.ofArray(q), 0, MemorySegment.ofArray(k), 0,
+                        MemorySegment.ofArray(v), 0, MemorySegment.ofArray(e[0]), 0, MemorySegment.ofArray(e[1]), 0);
+                CPU.attentionBackward(bh, t, d, scale, causal, MemorySegment.ofArray(q), 0, MemorySegment.ofArray(k), 0,
+                        MemorySegment.ofArray(v), 0, MemorySegment.ofArray(e[0]), 0, MemorySegment.ofArray(e[1]), 0,
+                        MemorySegment.ofArray(dout), 0, MemorySegment.ofArray(e[2]), 0, MemorySegment.ofArray(e[3]), 0,
+                        MemorySegment.ofArray(e[4]), 0);
+                MemorySegment gq = onGpu(q);
+                MemorySegment gk = onGpu(k);
+                MemorySegment gv = onGpu(v);
+                MemorySegment[] g = {empty(n), empty(bh * t), empty(n), empty(n), empty(n)};
+                cuda.attentionForward(bh, t, d, scale, causal, gq, 0, gk, 0, gv, 0, g[0], 0, g[1], 0);
+                cuda.attentionBackward(bh, t, d, scale, causal, gq, 0, gk, 0, gv, 0, g[0], 0, g[1], 0, onGpu(dout), 0,
+                        g[2], 0, g[3], 0, g[4], 0);
+                String[] names = {"out", "lse", "dq", "dk", "dv"};
+                for (int i = 0; i < names.length; i++) {
+                    closeSums(e[i], back(g[i], e[i].length), t,
+                            "attention " + names[i] + " " + java.util.Arrays.toString(sh) + (causal ? " causal" : ""));
+                }
+            }
+        }
+    }
 }

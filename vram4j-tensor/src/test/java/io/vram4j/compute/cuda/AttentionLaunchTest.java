@@ -1,0 +1,35 @@
+package io.vram4j.compute.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * The fused attention kernels' shared-memory tiles (computed in Java, launched with the tile as a parameter):
+ * two tiles of {@code d} floats plus two floats a row within the 48 KiB every CUDA GPU grants, 64 rows at most;
+ * what does not fit one launch is refused in one line naming the argument, before anything is launched.
+ */
+class AttentionLaunchTest {
+    @Test
+    void tilesShrinkWithTheHeadDimensionToFitSharedMemory() {
+        assertEquals(64, CudaKernels.attentionTile(1, 64));
+        assertEquals(64, CudaKernels.attentionTile(1, 1));
+        assertEquals(30, CudaKernels.attentionTile(12, 200));   // 30 rows of 402 floats: 48,240 bytes; 31 would not fit
+        assertEquals(1, CudaKernels.attentionTile(1, 6143));
+        for (int d : new int[] {1, 64, 95, 96, 128, 200, 1000, 6143}) {
+            int tile = CudaKernels.attentionTile(1, d);
+            assertTrue((2L * tile * d + 2L * tile) * Float.BYTES <= 48 * 1024, "d " + d + ": tile " + tile);
+        }
+    }
+
+    @Test
+    void whatDoesNotFitOneLaunchIsRefusedInOneLine() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> CudaKernels.attentionTile(1, 6144));
+        assertEquals("d: a head dimension of 6144 does not fit the fused attention kernels' shared memory (at most 6143)",
+                e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> CudaKernels.attentionTile(65536, 64));
+        assertEquals("batchHeads: 65536 problems exceed one launch's gridDim.y (65535)", e.getMessage());
+    }
+}
