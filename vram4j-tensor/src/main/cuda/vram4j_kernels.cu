@@ -386,7 +386,7 @@ extern "C" __global__ void v4j_mask_upper_f32(const float* x, float* out, u64 n,
 // ------------------------------------------------------------------------------------------------ embedding
 
 // out[i, :] = weight[idx[i], :]; an index outside [0, rows) leaves its row unwritten and sets *bad to 1
-// (the caller reports it as the CPU op does).
+// (the caller reports it as the CPU op does), or, when bad is null, traps (the stream fails).
 extern "C" __global__ void v4j_embedding_f32(const float* weight, const s64* idx, float* out, u64 count, int cols,
                                              s64 rows, int* bad) {
     u64 n = count * (u64) cols;
@@ -394,6 +394,9 @@ extern "C" __global__ void v4j_embedding_f32(const float* weight, const s64* idx
         u64 k = i / cols;
         s64 row = idx[k];
         if (row < 0 || row >= rows) {
+            if (bad == nullptr) {
+                __trap();   // no flag to set: fail the stream, as PyTorch's device-side assert does
+            }
             *bad = 1;
         } else {
             out[i] = weight[row * cols + (s64) (i % cols)];
@@ -530,7 +533,7 @@ extern "C" __global__ void v4j_adamw_multi_f32(const u64* params, const u64* gra
 
 // NLL loss over log-probabilities [n, c] (cross-entropy is log_softmax then this): out = -sum(logp[i, t_i]) /
 // count over targets != ignoreIndex, count written to *count. One block, fixed summation order. A target
-// outside [0, c) (and not ignored) sets *bad to 1.
+// outside [0, c) (and not ignored) sets *bad to 1, or traps when bad is null.
 extern "C" __global__ void v4j_nll_loss_f32(const float* logp, const s64* targets, float* out, int* count,
                                             int n, int c, s64 ignoreIndex, int* bad) {
     extern __shared__ float sh[];
@@ -542,6 +545,9 @@ extern "C" __global__ void v4j_nll_loss_f32(const float* logp, const s64* target
             continue;
         }
         if (t < 0 || t >= c) {
+            if (bad == nullptr) {
+                __trap();   // as in v4j_embedding_f32
+            }
             *bad = 1;
             continue;
         }
@@ -565,4 +571,67 @@ extern "C" __global__ void v4j_nll_loss_backward_f32(const float* g, const s64* 
             dlogp[(s64) i * c + t] = -*g / (float) *count;
         }
     }
+}
+
+// ------------------------------------------------------------------------------------------------ dimension reductions
+
+// out[o, i] = 0 + x[o, 0, i] + x[o, 1, i] + ... over a contiguous [outer, n, inner] block, one thread per output
+// element, in index order (Kernels.sumDim).
+extern "C" __global__ void v4j_sum_dim_f32(const float* x, float* out, int outer, int n, int inner) {
+    GRID_STRIDE(k, (u64) outer * inner) {
+        u64 o = k / inner;
+        u64 i = k % inner;
+        const float* p = x + o * n * inner + i;
+        float s = 0.0f;
+        for (int j = 0; j < n; j++) {
+            s += p[(u64) j * inner];
+        }
+        out[k] = s;
+    }
+}
+
+// The maximum over the middle dimension of [outer, n, inner] and its first index (NaN wins, then the first of
+// equal maxima), as torch.max(x, dim); values may be null (argmax).
+extern "C" __global__ void v4j_max_dim_f32(const float* x, float* values, s64* indices, int outer, int n, int inner) {
+    GRID_STRIDE(k, (u64) outer * inner) {
+        u64 o = k / inner;
+        u64 i = k % inner;
+        const float* p = x + o * n * inner + i;
+        float best = p[0];
+        s64 arg = 0;
+        for (int j = 1; j < n && !isnan(best); j++) {
+            float v = p[(u64) j * inner];
+            if (v > best || isnan(v)) {
+                best = v;
+                arg = j;
+            }
+        }
+        indices[k] = arg;
+        if (values != nullptr) {
+            values[k] = best;
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------ strided copy
+
+// Copies a strided float32 view of up to 4 dimensions into another strided layout (a slice written,
+// Kernels.copy4); destination elements are distinct.
+extern "C" __global__ void v4j_copy4_f32(const float* src, float* dst, u64 n, int d0, int d1, int d2, int d3,
+                                         s64 s0, s64 s1, s64 s2, s64 s3, s64 t0, s64 t1, s64 t2, s64 t3) {
+    GRID_STRIDE(i, n) {
+        u64 r = i;
+        s64 i3 = r % d3; r /= d3;
+        s64 i2 = r % d2; r /= d2;
+        s64 i1 = r % d1; r /= d1;
+        (void) d0;
+        dst[(s64) r * t0 + i1 * t1 + i2 * t2 + i3 * t3] = src[(s64) r * s0 + i1 * s1 + i2 * s2 + i3 * s3];
+    }
+}
+
+// ------------------------------------------------------------------------------------------------ positions
+
+// out[i] = i as int64 (torch.arange(n, dtype=torch.long); Kernels.iota)
+extern "C" __global__ void v4j_iota_s64(s64* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = (s64) i; }
 }

@@ -77,7 +77,7 @@ final class GradientRules {
         RULES.put(Prim.CAUSAL_MASK, (n, g) -> new Tensor[] {BackwardOps.causalMaskBackward(g)});
         // inputs = {log-probabilities [N, C], targets [N]}; saved = {targets}; ints = {ignoreIndex, count}
         RULES.put(Prim.NLL_LOSS, (n, g) -> new Tensor[] {
-                BackwardOps.nllLossBackward(g, n.saved(0), n.shapes[0], n.ints[0], n.ints[1]), null});
+                BackwardOps.nllLossBackward(g, n.saved(0), n.shapes[0], n.ints[0]), null});
         for (Prim p : Prim.values()) {
             if (!RULES.containsKey(p)) {
                 throw new ExceptionInInitializerError("no gradient rule for " + p);

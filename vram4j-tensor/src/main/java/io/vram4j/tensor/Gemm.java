@@ -36,7 +36,11 @@ final class Gemm {
         if (c == v) {
             throw new IllegalStateException("unexpected layout");
         }
-        return new Mat(c.seg(), c.off(), Arrays.copyOf(c.strides(), r - 2), false, Math.max(1, cols));
+        return gathered(c, r, cols);
+    }
+
+    private static Mat gathered(Host.F32View c, int rank, int cols) {
+        return new Mat(c.seg(), c.off(), Arrays.copyOf(c.strides(), rank - 2), false, Math.max(1, cols));
     }
 
     private static boolean fitsInt(long v) {
@@ -59,9 +63,19 @@ final class Gemm {
             long[] sa = broadcastBatch(a.shape, ma.batchStrides(), batch);
             long[] sb = broadcastBatch(b.shape, mb.batchStrides(), batch);
             long[] sw = Arrays.copyOf(w.strides(), batch.length);
+            if (w.device() && batchLoops(batch, sw, sa, sb)) {
+                // on a device, views whose batch dimensions do not fold (the heads of attention) are gathered
+                // first (one launch each), so that the whole batch is one sgemmBatched instead of a launch per row
+                ma = gathered(Host.readContiguous(a, sc), a.shape.length, k);
+                mb = gathered(Host.readContiguous(b, sc), b.shape.length, n);
+                sa = broadcastBatch(a.shape, ma.batchStrides(), batch);
+                sb = broadcastBatch(b.shape, mb.batchStrides(), batch);
+            }
+            Mat fa = ma;
+            Mat fb = mb;
             StridedLoop.run(batch, new long[][] {sw, sa, sb}, new long[] {w.off(), ma.off(), mb.off()}, (o, len, st) ->
-                    kern.sgemmBatched(Math.toIntExact(len), ma.trans(), mb.trans(), m, n, k, 1f,
-                            ma.seg(), o[1], ma.ld(), st[1], mb.seg(), o[2], mb.ld(), st[2],
+                    kern.sgemmBatched(Math.toIntExact(len), fa.trans(), fb.trans(), m, n, k, 1f,
+                            fa.seg(), o[1], fa.ld(), st[1], fb.seg(), o[2], fb.ld(), st[2],
                             0f, w.seg(), o[0], n, st[0] == 0 ? (long) m * n : st[0]));
             Host.commit(out, w);
         }
@@ -82,6 +96,12 @@ final class Gemm {
         kern.sgemm(false, mb.trans(), (int) rows, n, k, 1f, v.seg(), v.off(), (int) Math.max(st[0], 1),
                 mb.seg(), mb.off(), mb.ld(), 0f, w.seg(), w.off(), n);
         return true;
+    }
+
+    /** @return true when walking the batch takes more than one sgemmBatched call */
+    private static boolean batchLoops(int[] batch, long[] sw, long[] sa, long[] sb) {
+        Layout4 l = Layout4.of(batch, sw, sa, sb);
+        return l == null || l.rank() > 1;
     }
 
     private static long[] broadcastBatch(int[] shape, long[] batchStrides, int[] batch) {
