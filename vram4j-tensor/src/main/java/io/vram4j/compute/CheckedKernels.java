@@ -492,4 +492,15 @@ final class CheckedKernels implements Kernels {
         Checks.tensors(count, sizes, vs, "vs", true);
         unchecked.adamwMulti(count, sizes, params, grads, ms, vs, beta1, beta2, eps, decay, stepSize, bc2Sqrt);
     }
+
+    @Override
+    public void gemmBatched16(boolean bf16, int batch, boolean transA, boolean transB, int m, int n, int k,
+                              float alpha, MemorySegment a, long aOff, int lda, long strideA, MemorySegment b,
+                              long bOff, int ldb, long strideB, float beta, MemorySegment c, long cOff, int ldc,
+                              long strideC) {
+        Checks.gemmBatched(batch, transA, transB, m, n, k, a, aOff, lda, strideA, b, bOff, ldb, strideB,
+                c, cOff, ldc, strideC, Short.BYTES);
+        unchecked.gemmBatched16(bf16, batch, transA, transB, m, n, k, alpha, a, aOff, lda, strideA, b, bOff, ldb,
+                strideB, beta, c, cOff, ldc, strideC);
+    }
 }

@@ -50,6 +50,11 @@ final class Checks {
 
     /** Checks a row-major matrix of {@code rows x cols} with row stride {@code ld}. */
     static void matrix(MemorySegment seg, long off, int rows, int cols, int ld, String name) {
+        matrix(seg, off, rows, cols, ld, name, Float.BYTES);
+    }
+
+    /** As {@link #matrix(MemorySegment, long, int, int, int, String)} for elements of {@code bytes} bytes (4 or 2). */
+    static void matrix(MemorySegment seg, long off, int rows, int cols, int ld, String name, int bytes) {
         if (ld < Math.max(1, cols)) {
             throw new IllegalArgumentException("ld" + name.toLowerCase() + " = " + ld + " < max(1, " + cols + ")");
         }
@@ -57,19 +62,25 @@ final class Checks {
             Objects.requireNonNull(seg, name);
             return;
         }
-        range(seg, off, (long) (rows - 1) * ld + cols, name);
+        range(seg, off, (long) (rows - 1) * ld + cols, name, bytes, bytes == Float.BYTES ? "floats" : "16-bit values");
     }
 
     /** Validates sgemm arguments; returns normally when they are consistent and in range. */
     static void gemm(boolean transA, boolean transB, int m, int n, int k,
                      MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
                      MemorySegment c, long cOff, int ldc) {
+        gemm(transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, c, cOff, ldc, Float.BYTES);
+    }
+
+    private static void gemm(boolean transA, boolean transB, int m, int n, int k,
+                             MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
+                             MemorySegment c, long cOff, int ldc, int bytes) {
         nonNegative(m, "m");
         nonNegative(n, "n");
         nonNegative(k, "k");
-        matrix(a, aOff, transA ? k : m, transA ? m : k, lda, "A");
-        matrix(b, bOff, transB ? n : k, transB ? k : n, ldb, "B");
-        matrix(c, cOff, m, n, ldc, "C");
+        matrix(a, aOff, transA ? k : m, transA ? m : k, lda, "A", bytes);
+        matrix(b, bOff, transB ? n : k, transB ? k : n, ldb, "B", bytes);
+        matrix(c, cOff, m, n, ldc, "C", bytes);
         writable(c, "C");
     }
 
@@ -78,18 +89,27 @@ final class Checks {
                             MemorySegment a, long aOff, int lda, long strideA,
                             MemorySegment b, long bOff, int ldb, long strideB,
                             MemorySegment c, long cOff, int ldc, long strideC) {
+        gemmBatched(batch, transA, transB, m, n, k, a, aOff, lda, strideA, b, bOff, ldb, strideB, c, cOff, ldc, strideC,
+                Float.BYTES);
+    }
+
+    /** As {@link #gemmBatched} for matrices of elements of {@code bytes} bytes (4, or 2 for float16/bfloat16). */
+    static void gemmBatched(int batch, boolean transA, boolean transB, int m, int n, int k,
+                            MemorySegment a, long aOff, int lda, long strideA,
+                            MemorySegment b, long bOff, int ldb, long strideB,
+                            MemorySegment c, long cOff, int ldc, long strideC, int bytes) {
         nonNegative(batch, "batch");
         nonNegative(strideA, "strideA");
         nonNegative(strideB, "strideB");
         nonNegative(strideC, "strideC");
-        gemm(transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, c, cOff, ldc);
+        gemm(transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, c, cOff, ldc, bytes);
         if (batch > 1) {
             if (strideC == 0 && m > 0 && n > 0) {
                 throw new IllegalArgumentException("strideC must be > 0 when batch > 1");
             }
             long last = batch - 1L;
             gemm(transA, transB, m, n, k, a, aOff + last * strideA, lda, b, bOff + last * strideB, ldb,
-                    c, cOff + last * strideC, ldc);
+                    c, cOff + last * strideC, ldc, bytes);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.vram4j.compute;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -201,6 +202,54 @@ interface HostDevicePaths extends Kernels {
         fill((long) rows * cols, 0f, dweight, dweightOff);
         for (long i = 0; i < count; i++) {
             axpy(cols, 1f, g, gOff + i * cols, dweight, dweightOff + idx.getAtIndex(I64, idxOff + i) * cols);
+        }
+    }
+
+    /** Widens matrix {@code i} of a batch of 16-bit matrices, {@code op(X)} of {@code rows x cols}, into row-major floats. */
+    private static void widen(boolean bf16, MemorySegment x, long off, int ld, boolean trans, int rows, int cols,
+                              MemorySegment dst, long dstOff) {
+        for (int r = 0; r < rows; r++) {
+            for (int j = 0; j < cols; j++) {
+                short h = x.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, off + (trans ? (long) j * ld + r
+                        : (long) r * ld + j));
+                dst.setAtIndex(F, dstOff + (long) r * cols + j, bf16 ? Half.bf16ToFloat(h) : Half.fp16ToFloat(h));
+            }
+        }
+    }
+
+    @Override
+    default void gemmBatched16(boolean bf16, int batch, boolean transA, boolean transB, int m, int n, int k,
+                               float alpha, MemorySegment a, long aOff, int lda, long strideA, MemorySegment b,
+                               long bOff, int ldb, long strideB, float beta, MemorySegment c, long cOff, int ldc,
+                               long strideC) {
+        if (batch == 0 || m == 0 || n == 0) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            long mk = (long) m * k;
+            long kn = (long) k * n;
+            long mn = (long) m * n;
+            MemorySegment a32 = arena.allocate(Math.max(1, batch * mk) * Float.BYTES, 64);
+            MemorySegment b32 = arena.allocate(Math.max(1, batch * kn) * Float.BYTES, 64);
+            MemorySegment c32 = arena.allocate(batch * mn * Float.BYTES, 64);
+            for (int i = 0; i < batch; i++) {
+                widen(bf16, a, aOff + i * strideA, lda, transA, m, k, a32, i * mk);
+                widen(bf16, b, bOff + i * strideB, ldb, transB, k, n, b32, i * kn);
+                if (beta != 0) {
+                    widen(bf16, c, cOff + i * strideC, ldc, false, m, n, c32, i * mn);
+                }
+            }
+            sgemmBatched(batch, false, false, m, n, k, alpha, a32, 0, Math.max(1, k), mk, b32, 0, Math.max(1, n), kn,
+                    beta, c32, 0, n, mn);
+            for (int i = 0; i < batch; i++) {
+                for (int r = 0; r < m; r++) {
+                    for (int j = 0; j < n; j++) {
+                        float v = c32.getAtIndex(F, i * mn + (long) r * n + j);
+                        c.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, cOff + i * strideC + (long) r * ldc + j,
+                                bf16 ? Half.floatToBf16(v) : Half.floatToFp16(v));
+                    }
+                }
+            }
         }
     }
 

@@ -480,6 +480,22 @@ public interface Kernels {
     /** {@code out[i] = i} as int64 for {@code i < n} ({@code torch.arange(n, dtype=torch.long)}, e.g. positions). */
     void iota(long n, MemorySegment out, long outOff);
 
+    // ------------------------------------------------------------------------------------------------ 16-bit gemm
+
+    /**
+     * {@link #sgemmBatched} on float16 ({@code bf16 == false}) or bfloat16 matrices, accumulated in float32 and rounded
+     * once to the 16-bit type (nearest even), as {@code torch.matmul} on CUDA ({@code cublasGemmEx} with
+     * {@code CUBLAS_COMPUTE_32F}). Offsets, leading dimensions and strides count 16-bit elements. The CPU kernels
+     * widen {@code op(A)}, {@code op(B)} (and {@code C} when {@code beta != 0}) into contiguous float32, run their
+     * {@link #sgemmBatched}, and narrow the result: the values the tensor ops compute for 16-bit matmul on the host.
+     *
+     * @param bf16 true for bfloat16, false for float16
+     * @see #sgemmBatched
+     */
+    void gemmBatched16(boolean bf16, int batch, boolean transA, boolean transB, int m, int n, int k, float alpha,
+                       MemorySegment a, long aOff, int lda, long strideA, MemorySegment b, long bOff, int ldb,
+                       long strideB, float beta, MemorySegment c, long cOff, int ldc, long strideC);
+
     // ------------------------------------------------------------------------------------------------ fused optimizers
     // One call per parameter group (PyTorch's foreach/fused optimizers): tensor i of the group is sizes[i] floats
     // at the start of params[i], grads[i] and its state segments (each at least that long).

@@ -98,6 +98,8 @@ class KernelArgumentsTest {
             Map.entry("embeddingBackward", "count rows cols g gOff idx# idxOff dweight* dweightOff"),
             Map.entry("maskUpper", "mats=2 t s fill x xOff out* outOff"),
             Map.entry("iota", "n out* outOff"),
+            Map.entry("gemmBatched16", "bf16 batch transA transB m n k alpha A aOff lda strideA B bOff ldb strideB "
+                    + "beta C* cOff ldc strideC"),
             // fused optimizers: tensor lists
             Map.entry("sgdMulti", "count sizes params* grads bufs* lr momentum weightDecay nesterov first"),
             Map.entry("adamwMulti", "count sizes params* grads ms* vs* beta1 beta2 eps decay stepSize bc2Sqrt"));

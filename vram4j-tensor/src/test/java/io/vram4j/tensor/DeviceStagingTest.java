@@ -83,6 +83,11 @@ class DeviceStagingTest {
             assertEquals(0, s.valueReads(), what + ": kernel results read back by Java in a step: " + s);
         }
         assertTrue(small.launches() > 10, what + ": the step ran on the device's kernels: " + small);
+        if (what.endsWith("+bf16")) {
+            assertTrue(small.byKernel().getOrDefault("gemmBatched16", 0L) > 0
+                            && !small.byKernel().containsKey("sgemm") && !small.byKernel().containsKey("sgemmBatched"),
+                    what + ": the products under autocast are 16-bit GEMMs: " + small.byKernel());
+        }
         String fused = what.contains("sgd") ? "sgdMulti" : "adamwMulti";
         assertEquals(1L, small.byKernel().get(fused), what + ": the optimizer step is one fused call: " + small);
         assertEquals(small.byKernel(), large.byKernel(),

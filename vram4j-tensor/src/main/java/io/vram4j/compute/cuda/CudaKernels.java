@@ -164,6 +164,23 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         }
     }
 
+    /** {@code cublasGemmStridedBatchedEx} on 16-bit A, B and C ({@code CUDA_R_16BF}/{@code CUDA_R_16F}), float32 compute. */
+    @Override
+    public void gemmBatched16(boolean bf16, int batch, boolean transA, boolean transB, int m, int n, int k,
+                              float alpha, MemorySegment a, long aOff, int lda, long strideA, MemorySegment b,
+                              long bOff, int ldb, long strideB, float beta, MemorySegment c, long cOff, int ldc,
+                              long strideC) {
+        if (batch == 0 || m == 0 || n == 0) {
+            return;
+        }
+        long h = cublasHandle();
+        synchronized (this) {
+            cublas.gemmBatched(h, ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha,
+                    ptr16(a, aOff), strideA, ptr16(b, bOff), strideB, beta, ptr16(c, cOff), strideC, batch,
+                    bf16 ? Cublas.CUDA_R_16BF : Cublas.CUDA_R_16F, Cublas.CUBLAS_COMPUTE_32F);
+        }
+    }
+
     // ------------------------------------------------------------------------------------------------ element-wise
 
     @Override

@@ -679,4 +679,46 @@ class GpuCudaKernelsTest {
             close(vsCpu[t].toArray(ValueLayout.JAVA_FLOAT), back(vsDev[t], n), "second moments " + t);
         }
     }
+
+    @Test
+    void sixteenBitGemmMatchesTheCpuKernelsWithinTheirPrecision() {
+        int batch = 3;
+        int m = 33;
+        int n = 20;
+        int k = 64;
+        for (boolean bf16 : new boolean[] {true, false}) {
+            for (boolean trans : new boolean[] {false, true}) {
+                short[] a = new short[batch * m * k];
+                short[] b = new short[batch * k * n];
+                for (short[] x : new short[][] {a, b}) {
+                    for (int i = 0; i < x.length; i++) {
+                        float v = (float) random.nextGaussian();
+                        x[i] = bf16 ? Half.floatToBf16(v) : Half.floatToFp16(v);
+                    }
+                }
+                short[] expected = new short[batch * m * n];
+                int lda = trans ? m : k;   // A stored [k, m] and used transposed
+                CPU.gemmBatched16(bf16, batch, trans, false, m, n, k, 1f, MemorySegment.ofArray(a), 0, lda,
+                        (long) m * k, MemorySegment.ofArray(b), 0, n, (long) k * n, 0f, MemorySegment.ofArray(expected),
+                        0, n, (long) m * n);
+                MemorySegment da = empty(a.length / 2 + 1);
+                MemorySegment db = empty(b.length / 2 + 1);
+                MemorySegment dc = empty(expected.length / 2 + 1);
+                gpu.copyFromHost(MemorySegment.ofArray(a), da.address());
+                gpu.copyFromHost(MemorySegment.ofArray(b), db.address());
+                cuda.gemmBatched16(bf16, batch, trans, false, m, n, k, 1f, da, 0, lda, (long) m * k, db, 0, n,
+                        (long) k * n, 0f, dc, 0, n, (long) m * n);
+                short[] got = new short[expected.length];
+                gpu.synchronize();
+                gpu.copyToHost(dc.address(), MemorySegment.ofArray(got));
+                float rel = bf16 ? 1f / 64 : 1f / 512;   // two units in the last place of the 16-bit type
+                for (int i = 0; i < got.length; i++) {
+                    float e = bf16 ? Half.bf16ToFloat(expected[i]) : Half.fp16ToFloat(expected[i]);
+                    float g = bf16 ? Half.bf16ToFloat(got[i]) : Half.fp16ToFloat(got[i]);
+                    assertTrue(Math.abs(e - g) <= rel * Math.max(Math.abs(e), 1f),
+                            (bf16 ? "bf16" : "fp16") + (trans ? " transposed" : "") + " C[" + i + "]: " + e + " vs " + g);
+                }
+            }
+        }
+    }
 }
