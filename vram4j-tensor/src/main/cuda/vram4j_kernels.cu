@@ -54,6 +54,15 @@ extern "C" __global__ void v4j_div_f32(const float* a, const float* b, float* ou
     GRID_STRIDE(i, n) { out[i] = a[i] / b[i]; }
 }
 
+// The element offset of linear index i of a row-major [d0, d1, d2, d3] walk in a layout of strides s0..s3
+// (d0 is implied by the index range).
+__device__ __forceinline__ s64 offset4(u64 i, int d1, int d2, int d3, s64 s0, s64 s1, s64 s2, s64 s3) {
+    s64 i3 = i % d3; i /= d3;
+    s64 i2 = i % d2; i /= d2;
+    s64 i1 = i % d1; i /= d1;
+    return (s64) i * s0 + i1 * s1 + i2 * s2 + i3 * s3;
+}
+
 // Broadcasting binary op into a contiguous output of up to 4 dimensions (extents d0..d3, outermost first;
 // unused leading dimensions have extent 1). a and b are read with their own element strides, 0 where they
 // are broadcast.
@@ -61,15 +70,10 @@ extern "C" __global__ void v4j_binary_bcast4_f32(int op, const float* a, const f
                                                  int d0, int d1, int d2, int d3,
                                                  s64 as0, s64 as1, s64 as2, s64 as3,
                                                  s64 bs0, s64 bs1, s64 bs2, s64 bs3) {
+    (void) d0;
     GRID_STRIDE(i, n) {
-        u64 r = i;
-        s64 i3 = r % d3; r /= d3;
-        s64 i2 = r % d2; r /= d2;
-        s64 i1 = r % d1; r /= d1;
-        s64 i0 = r;
-        (void) d0;
-        float x = a[i0 * as0 + i1 * as1 + i2 * as2 + i3 * as3];
-        float y = b[i0 * bs0 + i1 * bs1 + i2 * bs2 + i3 * bs3];
+        float x = a[offset4(i, d1, d2, d3, as0, as1, as2, as3)];
+        float y = b[offset4(i, d1, d2, d3, bs0, bs1, bs2, bs3)];
         out[i] = binop(op, x, y);
     }
 }
@@ -77,14 +81,8 @@ extern "C" __global__ void v4j_binary_bcast4_f32(int op, const float* a, const f
 // Gathers a strided float32 view of up to 4 dimensions into contiguous memory (contiguous(), expand()).
 extern "C" __global__ void v4j_gather4_f32(const float* src, float* dst, u64 n, int d0, int d1, int d2, int d3,
                                            s64 s0, s64 s1, s64 s2, s64 s3) {
-    GRID_STRIDE(i, n) {
-        u64 r = i;
-        s64 i3 = r % d3; r /= d3;
-        s64 i2 = r % d2; r /= d2;
-        s64 i1 = r % d1; r /= d1;
-        (void) d0;
-        dst[i] = src[(s64) r * s0 + i1 * s1 + i2 * s2 + i3 * s3];
-    }
+    (void) d0;
+    GRID_STRIDE(i, n) { dst[i] = src[offset4(i, d1, d2, d3, s0, s1, s2, s3)]; }
 }
 
 // ------------------------------------------------------------------------------------------------ with a scalar
@@ -619,14 +617,8 @@ extern "C" __global__ void v4j_max_dim_f32(const float* x, float* values, s64* i
 // Kernels.copy4); destination elements are distinct.
 extern "C" __global__ void v4j_copy4_f32(const float* src, float* dst, u64 n, int d0, int d1, int d2, int d3,
                                          s64 s0, s64 s1, s64 s2, s64 s3, s64 t0, s64 t1, s64 t2, s64 t3) {
-    GRID_STRIDE(i, n) {
-        u64 r = i;
-        s64 i3 = r % d3; r /= d3;
-        s64 i2 = r % d2; r /= d2;
-        s64 i1 = r % d1; r /= d1;
-        (void) d0;
-        dst[(s64) r * t0 + i1 * t1 + i2 * t2 + i3 * t3] = src[(s64) r * s0 + i1 * s1 + i2 * s2 + i3 * s3];
-    }
+    (void) d0;
+    GRID_STRIDE(i, n) { dst[offset4(i, d1, d2, d3, t0, t1, t2, t3)] = src[offset4(i, d1, d2, d3, s0, s1, s2, s3)]; }
 }
 
 // ------------------------------------------------------------------------------------------------ positions

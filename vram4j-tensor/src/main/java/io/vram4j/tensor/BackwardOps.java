@@ -155,15 +155,9 @@ public final class BackwardOps {
         Tensor out = like(g, new int[] {rows, cols});
         return run(out, () -> {
             Kernels k = out.device.kernels();
-            if (indices.dtype == DType.INT64 && indices.isContiguous()) {   // the embedding backward kernel
-                try (Scratch sc = new Scratch()) {
-                    Host.F32View dy = Host.readContiguous(g, sc);
-                    Host.F32View w = Host.write(out, sc);
-                    k.embeddingBackward(indices.numel(), rows, cols, dy.seg(), dy.off(), indices.storage.kernelSegment(),
-                            indices.offset, w.seg(), w.off());
-                    Host.commit(out, w);
-                }
-                return;
+            if (Host.indexed(g, indices, out, (dy, idx, idxOff, w) -> k.embeddingBackward(indices.numel(), rows, cols,
+                    dy.seg(), dy.off(), idx, idxOff, w.seg(), w.off()))) {
+                return;   // the embedding backward kernel
             }
             long[] idx = indices.toLongArray();
             try (Scratch sc = new Scratch()) {

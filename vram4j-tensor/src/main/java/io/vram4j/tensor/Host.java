@@ -176,6 +176,30 @@ final class Host {
                 d, dOff, l.s(0, 0), l.s(0, 1), l.s(0, 2), l.s(0, 3));
     }
 
+    /** A kernel over a float32 input, int64 indices ({@code (segment, offset)}) and a float32 output. */
+    interface IndexedKernel {
+        void apply(F32View x, MemorySegment idx, long idxOff, F32View out);
+    }
+
+    /**
+     * Runs an indexed kernel (embedding and its backward) on {@code x}'s contiguous float32 view, the indices as
+     * stored and {@code out}'s view, then commits {@code out}.
+     *
+     * @return false, having done nothing, when the indices are not contiguous int64 (the caller reads them instead)
+     */
+    static boolean indexed(Tensor x, Tensor indices, Tensor out, IndexedKernel kernel) {
+        if (indices.dtype != DType.INT64 || !indices.isContiguous()) {
+            return false;
+        }
+        try (Scratch sc = new Scratch()) {
+            F32View r = readContiguous(x, sc);
+            F32View w = write(out, sc);
+            kernel.apply(r, indices.storage.kernelSegment(), indices.offset, w);
+            commit(out, w);
+        }
+        return true;
+    }
+
     static F32View write(Tensor out, Scratch sc) {
         long[] cs = Shapes.contiguousStrides(out.shape);
         if (out.dtype == DType.FLOAT32) {

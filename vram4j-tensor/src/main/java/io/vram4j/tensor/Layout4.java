@@ -2,9 +2,8 @@ package io.vram4j.tensor;
 
 /**
  * A shape walked by several operands, each with its own element strides, folded into at most 4 dimensions for the
- * strided kernels ({@code Kernels.copy4}, {@code Kernels.binary4}): dimensions of extent 1 are dropped and adjacent
- * dimensions contiguous for every operand merged, as {@link StridedLoop} does; leading dimensions of extent 1 pad
- * the result to 4.
+ * strided kernels ({@code Kernels.copy4}, {@code Kernels.binary4}), with {@link StridedLoop#fold}; leading dimensions
+ * of extent 1 pad the result to 4 (a shape with an extent of 0 folds to {@code [1, 1, 1, 0]}).
  *
  * @param dims the 4 extents, outermost first
  * @param strides for each operand, its 4 strides
@@ -18,36 +17,24 @@ record Layout4(int[] dims, long[][] strides) {
      */
     static Layout4 of(int[] shape, long[]... operandStrides) {
         int ops = operandStrides.length;
-        int[] dims = new int[shape.length];
+        long[] dims = new long[shape.length];
         long[][] st = new long[ops][shape.length];
-        int r = 0;
-        for (int d = 0; d < shape.length; d++) {
-            if (shape[d] == 1) {
-                continue;
-            }
-            boolean merge = r > 0;
-            for (int o = 0; o < ops && merge; o++) {
-                merge = st[o][r - 1] == operandStrides[o][d] * shape[d];
-            }
-            if (merge) {
-                dims[r - 1] *= shape[d];
-                for (int o = 0; o < ops; o++) {
-                    st[o][r - 1] = operandStrides[o][d];
-                }
-                continue;
-            }
-            dims[r] = shape[d];
-            for (int o = 0; o < ops; o++) {
-                st[o][r] = operandStrides[o][d];
-            }
-            r++;
-        }
+        int r = StridedLoop.fold(shape, operandStrides, dims, st);
         if (r > 4) {
             return null;
         }
         int[] d4 = {1, 1, 1, 1};
         long[][] s4 = new long[ops][4];
-        System.arraycopy(dims, 0, d4, 4 - r, r);
+        if (r < 0) {   // an extent of 0: nothing to walk
+            d4[3] = 0;
+            return new Layout4(d4, s4);
+        }
+        for (int i = 0; i < r; i++) {
+            if (dims[i] > Integer.MAX_VALUE) {
+                return null;
+            }
+            d4[4 - r + i] = (int) dims[i];
+        }
         for (int o = 0; o < ops; o++) {
             System.arraycopy(st[o], 0, s4[o], 4 - r, r);
         }

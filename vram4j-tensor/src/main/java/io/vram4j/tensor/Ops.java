@@ -382,8 +382,8 @@ final class Ops {
             }
             throw e;
         }
-        if (x.storage.deviceMemory()) {
-            try (Scratch sc = new Scratch()) {   // the device's max kernel
+        if (x.device.hasStorage()) {
+            try (Scratch sc = new Scratch()) {   // the max kernel, on host memory and on a device's
                 Host.F32View r = Host.readContiguous(x, sc);
                 Host.F32View w = values == null ? null : Host.write(values, sc);
                 x.device.kernels().maxDim(Math.toIntExact(Shapes.numel(Arrays.copyOf(x.shape, dim))), n,
@@ -392,41 +392,6 @@ final class Ops {
                         indices.storage.kernelSegment(), indices.offset);
                 if (values != null) {
                     Host.commit(values, w);
-                }
-            } catch (RuntimeException | Error e) {
-                indices.close();
-                if (values != null) {
-                    values.close();
-                }
-                throw e;
-            }
-        } else if (x.device.hasStorage()) {
-            try {   // host memory: the loop over the values, as the max kernels
-                float[] xs = x.toFloatArray();
-                long outer = Shapes.numel(Arrays.copyOf(x.shape, dim));
-                long inner = Shapes.numel(Arrays.copyOfRange(x.shape, dim + 1, x.shape.length));
-                float[] best = new float[Math.toIntExact(outer * inner)];
-                long[] args = new long[best.length];
-                for (long o = 0; o < outer; o++) {
-                    for (long i = 0; i < inner; i++) {
-                        int base = Math.toIntExact(o * n * inner + i);
-                        float b = xs[base];
-                        long arg = 0;
-                        for (long j = 1; j < n && !Float.isNaN(b); j++) {
-                            float v = xs[Math.toIntExact(base + j * inner)];
-                            if (v > b || Float.isNaN(v)) {
-                                b = v;
-                                arg = j;
-                            }
-                        }
-                        int oi = Math.toIntExact(o * inner + i);
-                        best[oi] = b;
-                        args[oi] = arg;
-                    }
-                }
-                Elements.write(indices, args);
-                if (values != null) {
-                    Elements.write(values, best);
                 }
             } catch (RuntimeException | Error e) {
                 indices.close();
@@ -683,15 +648,9 @@ final class Ops {
         Tensor out = Tensor.allocate(weight.device, weight.dtype, outShape);
         compute(out, () -> {
             Kernels k = out.device.kernels();
-            if (indices.dtype == DType.INT64 && indices.isContiguous()) {   // the embedding kernel: no host work
-                try (Scratch sc = new Scratch()) {
-                    Host.F32View r = Host.readContiguous(weight, sc);
-                    Host.F32View w = Host.write(out, sc);
-                    k.embedding(indices.numel(), rows, cols, r.seg(), r.off(), indices.storage.kernelSegment(),
-                            indices.offset, w.seg(), w.off());
-                    Host.commit(out, w);
-                }
-                return;
+            if (Host.indexed(weight, indices, out, (r, idx, idxOff, w) -> k.embedding(indices.numel(), rows, cols,
+                    r.seg(), r.off(), idx, idxOff, w.seg(), w.off()))) {
+                return;   // the embedding kernel: no host work
             }
             long[] idx = indices.toLongArray();
             try (Scratch sc = new Scratch()) {

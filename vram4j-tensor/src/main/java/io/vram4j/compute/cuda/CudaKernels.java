@@ -153,15 +153,8 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     public void sgemmBatched(int batch, boolean transA, boolean transB, int m, int n, int k, float alpha,
                              MemorySegment a, long aOff, int lda, long strideA, MemorySegment b, long bOff, int ldb,
                              long strideB, float beta, MemorySegment c, long cOff, int ldc, long strideC) {
-        if (batch == 0 || m == 0 || n == 0) {
-            return;
-        }
-        long h = cublasHandle();
-        synchronized (this) {
-            cublas.gemmBatched(h, ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha,
-                    ptr(a, aOff), strideA, ptr(b, bOff), strideB, beta, ptr(c, cOff), strideC, batch,
-                    Cublas.CUDA_R_32F, Cublas.CUBLAS_COMPUTE_32F);
-        }
+        stridedBatched(Cublas.CUDA_R_32F, batch, transA, transB, m, n, k, alpha, ptr(a, aOff), lda, strideA,
+                ptr(b, bOff), ldb, strideB, beta, ptr(c, cOff), ldc, strideC);
     }
 
     /** {@code cublasGemmStridedBatchedEx} on 16-bit A, B and C ({@code CUDA_R_16BF}/{@code CUDA_R_16F}), float32 compute. */
@@ -170,14 +163,21 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                               float alpha, MemorySegment a, long aOff, int lda, long strideA, MemorySegment b,
                               long bOff, int ldb, long strideB, float beta, MemorySegment c, long cOff, int ldc,
                               long strideC) {
+        stridedBatched(bf16 ? Cublas.CUDA_R_16BF : Cublas.CUDA_R_16F, batch, transA, transB, m, n, k, alpha,
+                ptr16(a, aOff), lda, strideA, ptr16(b, bOff), ldb, strideB, beta, ptr16(c, cOff), ldc, strideC);
+    }
+
+    /** {@code cublasGemmStridedBatchedEx} with A, B and C of one CUDA type, float32 compute. */
+    private void stridedBatched(int type, int batch, boolean transA, boolean transB, int m, int n, int k, float alpha,
+                                long a, int lda, long strideA, long b, int ldb, long strideB, float beta, long c,
+                                int ldc, long strideC) {
         if (batch == 0 || m == 0 || n == 0) {
             return;
         }
         long h = cublasHandle();
         synchronized (this) {
             cublas.gemmBatched(h, ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha,
-                    ptr16(a, aOff), strideA, ptr16(b, bOff), strideB, beta, ptr16(c, cOff), strideC, batch,
-                    bf16 ? Cublas.CUDA_R_16BF : Cublas.CUDA_R_16F, Cublas.CUBLAS_COMPUTE_32F);
+                    a, strideA, b, strideB, beta, c, strideC, batch, type, Cublas.CUBLAS_COMPUTE_32F);
         }
     }
 
