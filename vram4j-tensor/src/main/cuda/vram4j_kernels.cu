@@ -54,6 +54,15 @@ extern "C" __global__ void v4j_div_f32(const float* a, const float* b, float* ou
     GRID_STRIDE(i, n) { out[i] = a[i] / b[i]; }
 }
 
+// The element offset of linear index i of a row-major [d0, d1, d2, d3] walk in a layout of strides s0..s3
+// (d0 is implied by the index range).
+__device__ __forceinline__ s64 offset4(u64 i, int d1, int d2, int d3, s64 s0, s64 s1, s64 s2, s64 s3) {
+    s64 i3 = i % d3; i /= d3;
+    s64 i2 = i % d2; i /= d2;
+    s64 i1 = i % d1; i /= d1;
+    return (s64) i * s0 + i1 * s1 + i2 * s2 + i3 * s3;
+}
+
 // Broadcasting binary op into a contiguous output of up to 4 dimensions (extents d0..d3, outermost first;
 // unused leading dimensions have extent 1). a and b are read with their own element strides, 0 where they
 // are broadcast.
@@ -61,15 +70,10 @@ extern "C" __global__ void v4j_binary_bcast4_f32(int op, const float* a, const f
                                                  int d0, int d1, int d2, int d3,
                                                  s64 as0, s64 as1, s64 as2, s64 as3,
                                                  s64 bs0, s64 bs1, s64 bs2, s64 bs3) {
+    (void) d0;
     GRID_STRIDE(i, n) {
-        u64 r = i;
-        s64 i3 = r % d3; r /= d3;
-        s64 i2 = r % d2; r /= d2;
-        s64 i1 = r % d1; r /= d1;
-        s64 i0 = r;
-        (void) d0;
-        float x = a[i0 * as0 + i1 * as1 + i2 * as2 + i3 * as3];
-        float y = b[i0 * bs0 + i1 * bs1 + i2 * bs2 + i3 * bs3];
+        float x = a[offset4(i, d1, d2, d3, as0, as1, as2, as3)];
+        float y = b[offset4(i, d1, d2, d3, bs0, bs1, bs2, bs3)];
         out[i] = binop(op, x, y);
     }
 }
@@ -77,14 +81,8 @@ extern "C" __global__ void v4j_binary_bcast4_f32(int op, const float* a, const f
 // Gathers a strided float32 view of up to 4 dimensions into contiguous memory (contiguous(), expand()).
 extern "C" __global__ void v4j_gather4_f32(const float* src, float* dst, u64 n, int d0, int d1, int d2, int d3,
                                            s64 s0, s64 s1, s64 s2, s64 s3) {
-    GRID_STRIDE(i, n) {
-        u64 r = i;
-        s64 i3 = r % d3; r /= d3;
-        s64 i2 = r % d2; r /= d2;
-        s64 i1 = r % d1; r /= d1;
-        (void) d0;
-        dst[i] = src[(s64) r * s0 + i1 * s1 + i2 * s2 + i3 * s3];
-    }
+    (void) d0;
+    GRID_STRIDE(i, n) { dst[i] = src[offset4(i, d1, d2, d3, s0, s1, s2, s3)]; }
 }
 
 // ------------------------------------------------------------------------------------------------ with a scalar
@@ -386,7 +384,7 @@ extern "C" __global__ void v4j_mask_upper_f32(const float* x, float* out, u64 n,
 // ------------------------------------------------------------------------------------------------ embedding
 
 // out[i, :] = weight[idx[i], :]; an index outside [0, rows) leaves its row unwritten and sets *bad to 1
-// (the caller reports it as the CPU op does).
+// (the caller reports it as the CPU op does), or, when bad is null, traps (the stream fails).
 extern "C" __global__ void v4j_embedding_f32(const float* weight, const s64* idx, float* out, u64 count, int cols,
                                              s64 rows, int* bad) {
     u64 n = count * (u64) cols;
@@ -394,6 +392,9 @@ extern "C" __global__ void v4j_embedding_f32(const float* weight, const s64* idx
         u64 k = i / cols;
         s64 row = idx[k];
         if (row < 0 || row >= rows) {
+            if (bad == nullptr) {
+                __trap();   // no flag to set: fail the stream, as PyTorch's device-side assert does
+            }
             *bad = 1;
         } else {
             out[i] = weight[row * cols + (s64) (i % cols)];
@@ -530,7 +531,7 @@ extern "C" __global__ void v4j_adamw_multi_f32(const u64* params, const u64* gra
 
 // NLL loss over log-probabilities [n, c] (cross-entropy is log_softmax then this): out = -sum(logp[i, t_i]) /
 // count over targets != ignoreIndex, count written to *count. One block, fixed summation order. A target
-// outside [0, c) (and not ignored) sets *bad to 1.
+// outside [0, c) (and not ignored) sets *bad to 1, or traps when bad is null.
 extern "C" __global__ void v4j_nll_loss_f32(const float* logp, const s64* targets, float* out, int* count,
                                             int n, int c, s64 ignoreIndex, int* bad) {
     extern __shared__ float sh[];
@@ -542,6 +543,9 @@ extern "C" __global__ void v4j_nll_loss_f32(const float* logp, const s64* target
             continue;
         }
         if (t < 0 || t >= c) {
+            if (bad == nullptr) {
+                __trap();   // as in v4j_embedding_f32
+            }
             *bad = 1;
             continue;
         }
@@ -565,6 +569,63 @@ extern "C" __global__ void v4j_nll_loss_backward_f32(const float* g, const s64* 
             dlogp[(s64) i * c + t] = -*g / (float) *count;
         }
     }
+}
+
+// ------------------------------------------------------------------------------------------------ dimension reductions
+
+// out[o, i] = 0 + x[o, 0, i] + x[o, 1, i] + ... over a contiguous [outer, n, inner] block, one thread per output
+// element, in index order (Kernels.sumDim).
+extern "C" __global__ void v4j_sum_dim_f32(const float* x, float* out, int outer, int n, int inner) {
+    GRID_STRIDE(k, (u64) outer * inner) {
+        u64 o = k / inner;
+        u64 i = k % inner;
+        const float* p = x + o * n * inner + i;
+        float s = 0.0f;
+        for (int j = 0; j < n; j++) {
+            s += p[(u64) j * inner];
+        }
+        out[k] = s;
+    }
+}
+
+// The maximum over the middle dimension of [outer, n, inner] and its first index (NaN wins, then the first of
+// equal maxima), as torch.max(x, dim); values may be null (argmax).
+extern "C" __global__ void v4j_max_dim_f32(const float* x, float* values, s64* indices, int outer, int n, int inner) {
+    GRID_STRIDE(k, (u64) outer * inner) {
+        u64 o = k / inner;
+        u64 i = k % inner;
+        const float* p = x + o * n * inner + i;
+        float best = p[0];
+        s64 arg = 0;
+        for (int j = 1; j < n && !isnan(best); j++) {
+            float v = p[(u64) j * inner];
+            if (v > best || isnan(v)) {
+                best = v;
+                arg = j;
+            }
+        }
+        indices[k] = arg;
+        if (values != nullptr) {
+            values[k] = best;
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------ strided copy
+
+// Copies a strided float32 view of up to 4 dimensions into another strided layout (a slice written,
+// Kernels.copy4); destination elements are distinct.
+extern "C" __global__ void v4j_copy4_f32(const float* src, float* dst, u64 n, int d0, int d1, int d2, int d3,
+                                         s64 s0, s64 s1, s64 s2, s64 s3, s64 t0, s64 t1, s64 t2, s64 t3) {
+    (void) d0;
+    GRID_STRIDE(i, n) { dst[offset4(i, d1, d2, d3, t0, t1, t2, t3)] = src[offset4(i, d1, d2, d3, s0, s1, s2, s3)]; }
+}
+
+// ------------------------------------------------------------------------------------------------ positions
+
+// out[i] = i as int64 (torch.arange(n, dtype=torch.long); Kernels.iota)
+extern "C" __global__ void v4j_iota_s64(s64* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = (s64) i; }
 }
 
 // ------------------------------------------------------------------------------------------------ fused attention

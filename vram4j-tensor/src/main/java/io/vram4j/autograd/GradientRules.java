@@ -77,7 +77,7 @@ final class GradientRules {
         RULES.put(Prim.CAUSAL_MASK, (n, g) -> new Tensor[] {BackwardOps.causalMaskBackward(g)});
         // inputs = {log-probabilities [N, C], targets [N]}; saved = {targets}; ints = {ignoreIndex, count}
         RULES.put(Prim.NLL_LOSS, (n, g) -> new Tensor[] {
-                BackwardOps.nllLossBackward(g, n.saved(0), n.shapes[0], n.ints[0], n.ints[1]), null});
+                BackwardOps.nllLossBackward(g, n.saved(0), n.shapes[0], n.ints[0]), null});
         // inputs = {q, k, v}; saved = {q, k, v, out, lse}; ints = {causal}; scalar = the scores' scale
         RULES.put(Prim.SCALED_DOT_PRODUCT_FLASH_ATTENTION, (n, g) -> BackwardOps.attentionBackward(g, n.saved(0),
                 n.saved(1), n.saved(2), n.saved(3), n.saved(4), n.ints[0] != 0, n.scalar));

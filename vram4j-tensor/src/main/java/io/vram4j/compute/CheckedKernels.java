@@ -331,6 +331,179 @@ final class CheckedKernels implements Kernels {
                 gamma, gammaOff, dx, dxOff, dgamma, dgammaOff, dbeta, dbetaOff);
     }
 
+    // ------------------------------------------------------------------------------------------------ device paths
+
+    @Override
+    public void copy4(int d0, int d1, int d2, int d3, MemorySegment src, long srcOff, long s0, long s1, long s2,
+                      long s3, MemorySegment dst, long dstOff, long t0, long t1, long t2, long t3) {
+        Checks.extents4(d0, d1, d2, d3);
+        Checks.strided4(d0, d1, d2, d3, src, srcOff, "src", s0, s1, s2, s3, "s");
+        Checks.strided4(d0, d1, d2, d3, dst, dstOff, "dst", t0, t1, t2, t3, "t");
+        Checks.writable(dst, "dst");
+        unchecked.copy4(d0, d1, d2, d3, src, srcOff, s0, s1, s2, s3, dst, dstOff, t0, t1, t2, t3);
+    }
+
+    @Override
+    public void binary4(int op, int d0, int d1, int d2, int d3, MemorySegment a, long aOff, long as0, long as1,
+                        long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1, long bs2, long bs3,
+                        MemorySegment out, long outOff) {
+        if (op < 0 || op > 3) {
+            throw new IllegalArgumentException("op must be 0 (add), 1 (sub), 2 (mul) or 3 (div), got " + op);
+        }
+        long n = Checks.extents4(d0, d1, d2, d3);
+        Checks.strided4(d0, d1, d2, d3, a, aOff, "a", as0, as1, as2, as3, "as");
+        Checks.strided4(d0, d1, d2, d3, b, bOff, "b", bs0, bs1, bs2, bs3, "bs");
+        Checks.range(out, outOff, n, "out");
+        Checks.writable(out, "out");
+        unchecked.binary4(op, d0, d1, d2, d3, a, aOff, as0, as1, as2, as3, b, bOff, bs0, bs1, bs2, bs3, out, outOff);
+    }
+
+    @Override
+    public void sumDim(int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        long m = Checks.dims3(outer, n, inner, x, xOff);
+        Checks.range(out, outOff, m, "out");
+        Checks.writable(out, "out");
+        unchecked.sumDim(outer, n, inner, x, xOff, out, outOff);
+    }
+
+    @Override
+    public void maxDim(int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment values, long valuesOff,
+                       MemorySegment indices, long indicesOff) {
+        long m = Checks.dims3(outer, n, inner, x, xOff);
+        if (n < 1) {
+            throw new IllegalArgumentException("n must be >= 1 (max over an empty dimension), got " + n);
+        }
+        Checks.optionalRange(values, valuesOff, m, "values");
+        Checks.writable(values, "values");
+        Checks.longs(indices, indicesOff, m, "indices");
+        Checks.writable(indices, "indices");
+        unchecked.maxDim(outer, n, inner, x, xOff, values, valuesOff, indices, indicesOff);
+    }
+
+    @Override
+    public void dropout(long n, float p, float scale, long seed, MemorySegment x, long xOff, MemorySegment out,
+                        long outOff, MemorySegment mask, long maskOff) {
+        if (!(p >= 0 && p <= 1)) {
+            throw new IllegalArgumentException("p must be in [0, 1], got " + p);
+        }
+        Checks.range2(n, x, xOff, "x", out, outOff, "out");
+        Checks.bytes(mask, maskOff, n, "mask");
+        Checks.writable(mask, "mask");
+        unchecked.dropout(n, p, scale, seed, x, xOff, out, outOff, mask, maskOff);
+    }
+
+    @Override
+    public void dropoutBackward(long n, float scale, MemorySegment dy, long dyOff, MemorySegment mask, long maskOff,
+                                MemorySegment dx, long dxOff) {
+        Checks.range2(n, dy, dyOff, "dy", dx, dxOff, "dx");
+        Checks.bytes(mask, maskOff, n, "mask");
+        unchecked.dropoutBackward(n, scale, dy, dyOff, mask, maskOff, dx, dxOff);
+    }
+
+    private static void nll(int n, int c, MemorySegment logp, long logpOff, String logpName, MemorySegment targets,
+                            long targetsOff) {
+        Checks.nonNegative(n, "n");
+        Checks.nonNegative(c, "c");
+        Checks.range(logp, logpOff, (long) n * c, logpName);
+        Checks.longs(targets, targetsOff, n, "targets");
+    }
+
+    @Override
+    public void nllLoss(int n, int c, long ignoreIndex, MemorySegment logp, long logpOff, MemorySegment targets,
+                        long targetsOff, MemorySegment out, long outOff) {
+        nll(n, c, logp, logpOff, "logp", targets, targetsOff);
+        Checks.range(out, outOff, 1, "out");
+        Checks.writable(out, "out");
+        unchecked.nllLoss(n, c, ignoreIndex, logp, logpOff, targets, targetsOff, out, outOff);
+    }
+
+    @Override
+    public void nllLossBackward(int n, int c, long ignoreIndex, MemorySegment g, long gOff, MemorySegment targets,
+                                long targetsOff, MemorySegment dlogp, long dlogpOff) {
+        nll(n, c, dlogp, dlogpOff, "dlogp", targets, targetsOff);
+        Checks.range(g, gOff, 1, "g");
+        Checks.writable(dlogp, "dlogp");
+        unchecked.nllLossBackward(n, c, ignoreIndex, g, gOff, targets, targetsOff, dlogp, dlogpOff);
+    }
+
+    private static void table(long count, int rows, int cols, MemorySegment table, long tableOff, String tableName,
+                              MemorySegment idx, long idxOff, MemorySegment g, long gOff, String gName) {
+        Checks.nonNegative(count, "count");
+        Checks.rows(rows, cols);
+        Checks.range(table, tableOff, (long) rows * cols, tableName);
+        Checks.longs(idx, idxOff, count, "idx");
+        Checks.range(g, gOff, Math.multiplyExact(count, (long) cols), gName);
+    }
+
+    @Override
+    public void embedding(long count, int rows, int cols, MemorySegment weight, long weightOff, MemorySegment idx,
+                          long idxOff, MemorySegment out, long outOff) {
+        table(count, rows, cols, weight, weightOff, "weight", idx, idxOff, out, outOff, "out");
+        Checks.writable(out, "out");
+        unchecked.embedding(count, rows, cols, weight, weightOff, idx, idxOff, out, outOff);
+    }
+
+    @Override
+    public void embeddingBackward(long count, int rows, int cols, MemorySegment g, long gOff, MemorySegment idx,
+                                  long idxOff, MemorySegment dweight, long dweightOff) {
+        table(count, rows, cols, dweight, dweightOff, "dweight", idx, idxOff, g, gOff, "g");
+        Checks.writable(dweight, "dweight");
+        unchecked.embeddingBackward(count, rows, cols, g, gOff, idx, idxOff, dweight, dweightOff);
+    }
+
+    @Override
+    public void maskUpper(long mats, int t, int s, float fill, MemorySegment x, long xOff, MemorySegment out,
+                          long outOff) {
+        Checks.nonNegative(mats, "mats");
+        Checks.nonNegative(t, "t");
+        Checks.nonNegative(s, "s");
+        Checks.range2(Math.multiplyExact(mats, (long) t * s), x, xOff, "x", out, outOff, "out");
+        unchecked.maskUpper(mats, t, s, fill, x, xOff, out, outOff);
+    }
+
+    @Override
+    public void iota(long n, MemorySegment out, long outOff) {
+        Checks.nonNegative(n, "n");
+        Checks.longs(out, outOff, n, "out");
+        Checks.writable(out, "out");
+        unchecked.iota(n, out, outOff);
+    }
+
+    @Override
+    public void sgdMulti(int count, long[] sizes, MemorySegment[] params, MemorySegment[] grads, MemorySegment[] bufs,
+                         float lr, float momentum, float weightDecay, boolean nesterov, boolean first) {
+        Checks.tensorList(count, sizes);
+        Checks.tensors(count, sizes, params, "params", true);
+        Checks.tensors(count, sizes, grads, "grads", false);
+        if (bufs != null || momentum != 0) {
+            Checks.tensors(count, sizes, bufs, "bufs", true);
+        }
+        unchecked.sgdMulti(count, sizes, params, grads, bufs, lr, momentum, weightDecay, nesterov, first);
+    }
+
+    @Override
+    public void adamwMulti(int count, long[] sizes, MemorySegment[] params, MemorySegment[] grads, MemorySegment[] ms,
+                           MemorySegment[] vs, float beta1, float beta2, float eps, float decay, float stepSize,
+                           float bc2Sqrt) {
+        Checks.tensorList(count, sizes);
+        Checks.tensors(count, sizes, params, "params", true);
+        Checks.tensors(count, sizes, grads, "grads", false);
+        Checks.tensors(count, sizes, ms, "ms", true);
+        Checks.tensors(count, sizes, vs, "vs", true);
+        unchecked.adamwMulti(count, sizes, params, grads, ms, vs, beta1, beta2, eps, decay, stepSize, bc2Sqrt);
+    }
+
+    @Override
+    public void gemmBatched16(boolean bf16, int batch, boolean transA, boolean transB, int m, int n, int k,
+                              float alpha, MemorySegment a, long aOff, int lda, long strideA, MemorySegment b,
+                              long bOff, int ldb, long strideB, float beta, MemorySegment c, long cOff, int ldc,
+                              long strideC) {
+        Checks.gemmBatched(batch, transA, transB, m, n, k, a, aOff, lda, strideA, b, bOff, ldb, strideB,
+                c, cOff, ldc, strideC, Short.BYTES);
+        unchecked.gemmBatched16(bf16, batch, transA, transB, m, n, k, alpha, a, aOff, lda, strideA, b, bOff, ldb,
+                strideB, beta, c, cOff, ldc, strideC);
+    }
+
     // ------------------------------------------------------------------------------------------------ attention
 
     @Override

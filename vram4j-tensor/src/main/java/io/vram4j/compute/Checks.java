@@ -21,7 +21,7 @@ final class Checks {
     }
 
     /** Checks that elements {@code [off, off + n)} of {@code bytes} bytes each lie inside {@code seg}. */
-    private static void range(MemorySegment seg, long off, long n, String name, int bytes, String unit) {
+    static void range(MemorySegment seg, long off, long n, String name, int bytes, String unit) {
         Objects.requireNonNull(seg, name);
         if (off < 0 || n < 0 || n > (Long.MAX_VALUE >> 3) || off > (Long.MAX_VALUE >> 3) - n
                 || (off + n) * bytes > seg.byteSize()) {
@@ -50,6 +50,11 @@ final class Checks {
 
     /** Checks a row-major matrix of {@code rows x cols} with row stride {@code ld}. */
     static void matrix(MemorySegment seg, long off, int rows, int cols, int ld, String name) {
+        matrix(seg, off, rows, cols, ld, name, Float.BYTES);
+    }
+
+    /** As {@link #matrix(MemorySegment, long, int, int, int, String)} for elements of {@code bytes} bytes (4 or 2). */
+    static void matrix(MemorySegment seg, long off, int rows, int cols, int ld, String name, int bytes) {
         if (ld < Math.max(1, cols)) {
             throw new IllegalArgumentException("ld" + name.toLowerCase() + " = " + ld + " < max(1, " + cols + ")");
         }
@@ -57,19 +62,25 @@ final class Checks {
             Objects.requireNonNull(seg, name);
             return;
         }
-        range(seg, off, (long) (rows - 1) * ld + cols, name);
+        range(seg, off, (long) (rows - 1) * ld + cols, name, bytes, bytes == Float.BYTES ? "floats" : "16-bit values");
     }
 
     /** Validates sgemm arguments; returns normally when they are consistent and in range. */
     static void gemm(boolean transA, boolean transB, int m, int n, int k,
                      MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
                      MemorySegment c, long cOff, int ldc) {
+        gemm(transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, c, cOff, ldc, Float.BYTES);
+    }
+
+    private static void gemm(boolean transA, boolean transB, int m, int n, int k,
+                             MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
+                             MemorySegment c, long cOff, int ldc, int bytes) {
         nonNegative(m, "m");
         nonNegative(n, "n");
         nonNegative(k, "k");
-        matrix(a, aOff, transA ? k : m, transA ? m : k, lda, "A");
-        matrix(b, bOff, transB ? n : k, transB ? k : n, ldb, "B");
-        matrix(c, cOff, m, n, ldc, "C");
+        matrix(a, aOff, transA ? k : m, transA ? m : k, lda, "A", bytes);
+        matrix(b, bOff, transB ? n : k, transB ? k : n, ldb, "B", bytes);
+        matrix(c, cOff, m, n, ldc, "C", bytes);
         writable(c, "C");
     }
 
@@ -78,18 +89,27 @@ final class Checks {
                             MemorySegment a, long aOff, int lda, long strideA,
                             MemorySegment b, long bOff, int ldb, long strideB,
                             MemorySegment c, long cOff, int ldc, long strideC) {
+        gemmBatched(batch, transA, transB, m, n, k, a, aOff, lda, strideA, b, bOff, ldb, strideB, c, cOff, ldc, strideC,
+                Float.BYTES);
+    }
+
+    /** As {@link #gemmBatched} for matrices of elements of {@code bytes} bytes (4, or 2 for float16/bfloat16). */
+    static void gemmBatched(int batch, boolean transA, boolean transB, int m, int n, int k,
+                            MemorySegment a, long aOff, int lda, long strideA,
+                            MemorySegment b, long bOff, int ldb, long strideB,
+                            MemorySegment c, long cOff, int ldc, long strideC, int bytes) {
         nonNegative(batch, "batch");
         nonNegative(strideA, "strideA");
         nonNegative(strideB, "strideB");
         nonNegative(strideC, "strideC");
-        gemm(transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, c, cOff, ldc);
+        gemm(transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, c, cOff, ldc, bytes);
         if (batch > 1) {
             if (strideC == 0 && m > 0 && n > 0) {
                 throw new IllegalArgumentException("strideC must be > 0 when batch > 1");
             }
             long last = batch - 1L;
             gemm(transA, transB, m, n, k, a, aOff + last * strideA, lda, b, bOff + last * strideB, ldb,
-                    c, cOff + last * strideC, ldc);
+                    c, cOff + last * strideC, ldc, bytes);
         }
     }
 
@@ -136,5 +156,81 @@ final class Checks {
     static void rows(int rows, int cols) {
         nonNegative(rows, "rows");
         nonNegative(cols, "cols");
+    }
+
+    // ------------------------------------------------------------------------------------------------ device paths
+
+    /** Checks {@code n} int64 indices of {@code seg} from {@code off}. */
+    static void longs(MemorySegment seg, long off, long n, String name) {
+        range(seg, off, n, name, Long.BYTES, "int64 values");
+    }
+
+    /** Checks {@code n} bytes (mask elements) of {@code seg} from {@code off}. */
+    static void bytes(MemorySegment seg, long off, long n, String name) {
+        range(seg, off, n, name, 1, "bytes");
+    }
+
+    /** Checks four extents; @return their product */
+    static long extents4(int d0, int d1, int d2, int d3) {
+        nonNegative(d0, "d0");
+        nonNegative(d1, "d1");
+        nonNegative(d2, "d2");
+        nonNegative(d3, "d3");
+        return (long) d0 * d1 * d2 * d3;
+    }
+
+    /**
+     * Checks a strided operand of extents {@code d0..d3} (already checked): its strides are at least 0 and every
+     * element it reaches lies in {@code seg}.
+     */
+    static void strided4(int d0, int d1, int d2, int d3, MemorySegment seg, long off, String name,
+                         long s0, long s1, long s2, long s3, String strideName) {
+        long[] s = {s0, s1, s2, s3};
+        int[] d = {d0, d1, d2, d3};
+        long reach = 0;
+        for (int i = 0; i < 4; i++) {
+            nonNegative(s[i], strideName + i);
+            reach = Math.addExact(reach, Math.multiplyExact(Math.max(d[i] - 1L, 0), s[i]));
+        }
+        range(seg, off, (long) d0 * d1 * d2 * d3 == 0 ? 0 : reach + 1, name);
+    }
+
+    /** Checks a contiguous {@code [outer, n, inner]} block and an output of {@code outer * inner} floats. */
+    static long dims3(int outer, int n, int inner, MemorySegment x, long xOff) {
+        nonNegative(outer, "outer");
+        nonNegative(n, "n");
+        nonNegative(inner, "inner");
+        range(x, xOff, (long) outer * n * inner, "x");
+        return (long) outer * inner;
+    }
+
+    // ------------------------------------------------------------------------------------------------ tensor lists
+
+    /** Checks a fused optimizer's count and sizes: {@code 0 <= count <= sizes.length}, every size at least 0. */
+    static void tensorList(int count, long[] sizes) {
+        nonNegative(count, "count");
+        Objects.requireNonNull(sizes, "sizes");
+        if (count > sizes.length) {
+            throw new IllegalArgumentException("count = " + count + " > " + sizes.length + " sizes");
+        }
+        for (int i = 0; i < count; i++) {
+            if (sizes[i] < 0) {
+                throw new IllegalArgumentException("sizes: [" + i + "] = " + sizes[i] + " < 0");
+            }
+        }
+    }
+
+    /** Checks {@code count} segments of a tensor list, each holding at least {@code sizes[i]} floats. */
+    static void tensors(int count, long[] sizes, MemorySegment[] segs, String name, boolean output) {
+        Objects.requireNonNull(segs, name);
+        if (count > segs.length) {
+            throw new IllegalArgumentException(name + ": " + segs.length + " segments for count = " + count);
+        }
+        for (int i = 0; i < count; i++) {
+            range(segs[i], 0, sizes[i], name + ": [" + i + "]");
+            if (output) {
+                writable(segs[i], name + ": [" + i + "]");
+            }
+        }
     }
 }

@@ -364,6 +364,167 @@ public interface Kernels {
                                MemorySegment dx, long dxOff, MemorySegment dgamma, long dgammaOff,
                                MemorySegment dbeta, long dbetaOff);
 
+    // ------------------------------------------------------------------------------------------------ device paths
+    // Kernels that let the tensor ops on device memory run without host work or one launch per element (issue 10).
+    // Index and mask segments: int64 indices and one byte per mask element; their offsets count those elements.
+
+    /**
+     * Copies a strided float view of up to 4 dimensions into another strided layout ({@code contiguous()},
+     * {@code expand()} materialised, a slice written): {@code dst[i . t] = src[i . s]} for every index
+     * {@code i = (i0, i1, i2, i3)} of extents {@code d0..d3}, outermost first (unused leading dimensions have extent 1).
+     * The destination elements must be distinct and must not overlap the source.
+     *
+     * @param s0 element stride of dimension 0 in {@code src}, at least 0 (0 where broadcast); likewise s1..s3
+     * @param t0 element stride of dimension 0 in {@code dst}, at least 0; likewise t1..t3
+     * @throws IllegalArgumentException for a negative extent or stride
+     */
+    void copy4(int d0, int d1, int d2, int d3, MemorySegment src, long srcOff, long s0, long s1, long s2, long s3,
+               MemorySegment dst, long dstOff, long t0, long t1, long t2, long t3);
+
+    /**
+     * A broadcasting binary op into a contiguous output of up to 4 dimensions:
+     * {@code out[i] = a[i . aStrides] op b[i . bStrides]}, each input read with its own element strides (0 where
+     * broadcast), so nothing is materialised. Element results are those of {@link #add}, {@link #sub}, {@link #mul},
+     * {@link #div}.
+     *
+     * @param op 0 add, 1 sub, 2 mul, 3 div
+     * @throws IllegalArgumentException for another op, a negative extent or stride
+     */
+    void binary4(int op, int d0, int d1, int d2, int d3, MemorySegment a, long aOff, long as0, long as1, long as2,
+                 long as3, MemorySegment b, long bOff, long bs0, long bs1, long bs2, long bs3,
+                 MemorySegment out, long outOff);
+
+    /**
+     * Sums the middle dimension of a contiguous {@code [outer, n, inner]} block:
+     * {@code out[o][i] = 0 + x[o][0][i] + x[o][1][i] + ...} in that order, or, when {@code inner == 1},
+     * {@code 0 + sum(x[o][0..n))} with this implementation's {@link #sum} (the order the tensor ops' host loop
+     * adds in, so results equal it bit for bit).
+     */
+    void sumDim(int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /**
+     * The maximum of the middle dimension of a contiguous {@code [outer, n, inner]} block and its first index
+     * ({@code torch.max(x, dim)}): NaN wins (its first index), else the first of equal maxima.
+     *
+     * @param values receives {@code outer * inner} floats, or null for the indices only ({@code argmax})
+     * @param indices receives {@code outer * inner} int64 indices in {@code [0, n)}
+     * @throws IllegalArgumentException if {@code n < 1}
+     */
+    void maxDim(int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment values, long valuesOff,
+                MemorySegment indices, long indicesOff);
+
+    /**
+     * Dropout with the counter-based mask of {@code io.vram4j.tensor}: element {@code i} is kept when
+     * {@code uniform(seed, i) >= p}, where {@code uniform} is the top 24 bits of SplitMix64's finalizer of
+     * {@code seed + i * 0x9E3779B97F4A7C15}, times 2^-24 (so a mask drawn by any implementation, and its
+     * recomputation under checkpointing, is the same): {@code out = keep ? x * scale : 0}, {@code mask = keep}.
+     *
+     * @param p drop probability in [0, 1]
+     * @param scale {@code 1 / (1 - p)} (0 when {@code p == 1})
+     * @param seed any value
+     * @param mask receives {@code n} bytes, 1 kept, 0 dropped
+     */
+    void dropout(long n, float p, float scale, long seed, MemorySegment x, long xOff, MemorySegment out, long outOff,
+                 MemorySegment mask, long maskOff);
+
+    /** Dropout backward: {@code dx[i] = mask[i] != 0 ? dy[i] * scale : 0}. */
+    void dropoutBackward(long n, float scale, MemorySegment dy, long dyOff, MemorySegment mask, long maskOff,
+                         MemorySegment dx, long dxOff);
+
+    /**
+     * Negative log-likelihood loss, mean reduction ({@code torch.nn.functional.nll_loss}): the float at {@code out}
+     * gets {@code -sum(logp[i][t_i]) / count} over the {@code n} int64 targets other than {@code ignoreIndex},
+     * summed in double in index order and rounded once (NaN when every target is ignored, as PyTorch).
+     *
+     * @param ignoreIndex any value; targets equal to it are skipped
+     * @throws IndexOutOfBoundsException (host implementations, before writing) for a target outside {@code [0, c)}
+     *     that is not ignored; device implementations cannot raise it without a round trip and fail the stream
+     *     instead, as PyTorch's device-side assert does
+     */
+    void nllLoss(int n, int c, long ignoreIndex, MemorySegment logp, long logpOff, MemorySegment targets,
+                 long targetsOff, MemorySegment out, long outOff);
+
+    /**
+     * NLL loss backward: {@code dlogp} ({@code n x c}, overwritten) is 0 except {@code -g / count} at each kept
+     * target, {@code g} the float at {@code g}, {@code count} the number of kept targets.
+     *
+     * @param ignoreIndex any value
+     */
+    void nllLossBackward(int n, int c, long ignoreIndex, MemorySegment g, long gOff, MemorySegment targets,
+                         long targetsOff, MemorySegment dlogp, long dlogpOff);
+
+    /**
+     * Embedding gather: {@code out[i] = weight[idx[i]]}, rows of {@code cols} floats of a {@code rows x cols} table,
+     * for {@code count} int64 indices.
+     *
+     * @throws IndexOutOfBoundsException (host implementations, before writing) for an index outside
+     *     {@code [0, rows)}; device implementations fail the stream instead, as {@link #nllLoss}
+     */
+    void embedding(long count, int rows, int cols, MemorySegment weight, long weightOff, MemorySegment idx,
+                   long idxOff, MemorySegment out, long outOff);
+
+    /**
+     * Embedding backward: {@code dweight} ({@code rows x cols}, overwritten) is 0 plus row {@code i} of {@code g}
+     * added into row {@code idx[i]}, for {@code i} in index order (host implementations; a device's order of
+     * additions into one row may vary, as PyTorch's).
+     */
+    void embeddingBackward(long count, int rows, int cols, MemorySegment g, long gOff, MemorySegment idx,
+                           long idxOff, MemorySegment dweight, long dweightOff);
+
+    /**
+     * Copies {@code mats} contiguous {@code t x s} matrices, writing {@code fill} where column &gt; row (the causal
+     * mask: {@code -Inf} forward, 0 backward).
+     */
+    void maskUpper(long mats, int t, int s, float fill, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /** {@code out[i] = i} as int64 for {@code i < n} ({@code torch.arange(n, dtype=torch.long)}, e.g. positions). */
+    void iota(long n, MemorySegment out, long outOff);
+
+    // ------------------------------------------------------------------------------------------------ 16-bit gemm
+
+    /**
+     * {@link #sgemmBatched} on float16 ({@code bf16 == false}) or bfloat16 matrices, accumulated in float32 and rounded
+     * once to the 16-bit type (nearest even), as {@code torch.matmul} on CUDA ({@code cublasGemmEx} with
+     * {@code CUBLAS_COMPUTE_32F}). Offsets, leading dimensions and strides count 16-bit elements. The CPU kernels
+     * widen {@code op(A)}, {@code op(B)} (and {@code C} when {@code beta != 0}) into contiguous float32, run their
+     * {@link #sgemmBatched}, and narrow the result: the values the tensor ops compute for 16-bit matmul on the host.
+     *
+     * @param bf16 true for bfloat16, false for float16
+     * @see #sgemmBatched
+     */
+    void gemmBatched16(boolean bf16, int batch, boolean transA, boolean transB, int m, int n, int k, float alpha,
+                       MemorySegment a, long aOff, int lda, long strideA, MemorySegment b, long bOff, int ldb,
+                       long strideB, float beta, MemorySegment c, long cOff, int ldc, long strideC);
+
+    // ------------------------------------------------------------------------------------------------ fused optimizers
+    // One call per parameter group (PyTorch's foreach/fused optimizers): tensor i of the group is sizes[i] floats
+    // at the start of params[i], grads[i] and its state segments (each at least that long).
+
+    /**
+     * One SGD step over {@code count} tensors, as {@code torch.optim.SGD} without dampening, element by element in
+     * float32: {@code d = g + wd * p} (when {@code wd != 0}); with momentum {@code b = first ? d : momentum * b + d},
+     * {@code d = nesterov ? d + momentum * b : b}; then {@code p = p - lr * d}.
+     *
+     * @param bufs the momentum buffers, or null when {@code momentum == 0}
+     * @param first whether this step initialises the buffers
+     * @throws IllegalArgumentException for {@code count} above an array's length or a negative size
+     */
+    void sgdMulti(int count, long[] sizes, MemorySegment[] params, MemorySegment[] grads, MemorySegment[] bufs,
+                  float lr, float momentum, float weightDecay, boolean nesterov, boolean first);
+
+    /**
+     * One AdamW step over {@code count} tensors, as {@code torch.optim.AdamW} (amsgrad off), element by element in
+     * float32: {@code m += (g - m) * (1 - beta1)}; {@code v = beta2 * v + (1 - beta2) * g * g};
+     * {@code p = p * decay - stepSize * m / (sqrt(v) / bc2Sqrt + eps)}.
+     *
+     * @param decay {@code 1 - lr * weightDecay}
+     * @param stepSize {@code lr / (1 - beta1^t)}
+     * @param bc2Sqrt {@code sqrt(1 - beta2^t)}
+     * @throws IllegalArgumentException for {@code count} above an array's length or a negative size
+     */
+    void adamwMulti(int count, long[] sizes, MemorySegment[] params, MemorySegment[] grads, MemorySegment[] ms,
+                    MemorySegment[] vs, float beta1, float beta2, float eps, float decay, float stepSize, float bc2Sqrt);
+
     // ------------------------------------------------------------------------------------------------ attention
 
     /**

@@ -13,7 +13,7 @@ import java.lang.foreign.ValueLayout;
  * only the math of one element. Arguments are not checked here: {@link CheckedKernels}, in front of every
  * implementation, has checked them before a kernel runs.
  */
-final class ScalarKernels implements HostConversions {
+final class ScalarKernels implements HostConversions, HostDevicePaths {
 
     static final ScalarKernels INSTANCE = new ScalarKernels();
 

@@ -32,7 +32,7 @@ import jdk.incubator.vector.VectorSpecies;
  * with a lambda, the loop's one call site would see a lambda class per kernel, more than C2 inlines at one
  * site, and vectors passed through a call that is not inlined are boxed.
  */
-final class VectorKernels implements HostConversions {
+final class VectorKernels implements HostConversions, HostDevicePaths {
 
     private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
 

@@ -114,11 +114,7 @@ public final class GPT extends Module {
             throw new IllegalArgumentException("cannot forward a sequence of length " + t + ", block size is only "
                     + config.blockSize());
         }
-        long[] pos = new long[t];
-        for (int i = 0; i < t; i++) {
-            pos[i] = i;
-        }
-        try (Tensor p = device.tensor(pos, t); Tensor te = wte.call(tokens); Tensor pe = wpe.call(p);
+        try (Tensor p = device.arangeLong(t); Tensor te = wte.call(tokens); Tensor pe = wpe.call(p);
              Tensor x = te.add(pe)) {
             return drop.call(x);
         }

@@ -1,9 +1,13 @@
 package io.vram4j.optim;
 
+import io.vram4j.tensor.FusedOptimizers;
 import io.vram4j.tensor.Tensor;
 
+import java.util.ArrayList;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Adam with decoupled weight decay, exactly as {@code torch.optim.AdamW} (amsgrad off): per step {@code t},
@@ -61,6 +65,50 @@ public final class AdamW extends Optimizer {
         return s == null ? 0 : s[0];
     }
 
+    /**
+     * On device memory: one fused kernel call ({@code Kernels.adamwMulti}) for the parameters at the same step
+     * count (in practice one call per step), with the bias corrections computed as {@link #update} computes them.
+     */
+    @Override
+    protected boolean updateGroup(List<Tensor> ps, List<Tensor> gs) {
+        if (!onDeviceMemory(ps)) {
+            return false;
+        }
+        Map<Integer, List<Integer>> byStep = new TreeMap<>();
+        for (int i = 0; i < ps.size(); i++) {
+            Tensor p = ps.get(i);
+            state(p, 2);
+            int t = ++steps.computeIfAbsent(p, k -> new int[1])[0];
+            byStep.computeIfAbsent(t, k -> new ArrayList<>()).add(i);
+        }
+        for (Map.Entry<Integer, List<Integer>> e : byStep.entrySet()) {
+            List<Tensor> p = new ArrayList<>();
+            List<Tensor> g = new ArrayList<>();
+            List<Tensor> m = new ArrayList<>();
+            List<Tensor> v = new ArrayList<>();
+            for (int i : e.getValue()) {
+                Tensor[] st = state(ps.get(i), 2);
+                p.add(ps.get(i));
+                g.add(gs.get(i));
+                m.add(st[0]);
+                v.add(st[1]);
+            }
+            Corrections c = corrections(e.getKey());
+            FusedOptimizers.adamw(p, g, m, v, beta1, beta2, eps, c.decay(), c.stepSize(), c.bc2Sqrt());
+        }
+        return true;
+    }
+
+    /** The step's factors: {@code 1 - lr * wd}, {@code lr / (1 - beta1^t)}, {@code sqrt(1 - beta2^t)}. */
+    private record Corrections(float decay, float stepSize, float bc2Sqrt) {
+    }
+
+    private Corrections corrections(int t) {
+        double bc1 = 1 - Math.pow(beta1, t);
+        double bc2 = 1 - Math.pow(beta2, t);
+        return new Corrections(1 - lr * weightDecay, (float) (lr / bc1), (float) Math.sqrt(bc2));
+    }
+
     @Override
     protected void update(Tensor p, Tensor g) {
         Tensor[] st = state(p, 2);
@@ -68,15 +116,10 @@ public final class AdamW extends Optimizer {
         if (!hasData(p)) {
             return;
         }
-        double bc1 = 1 - Math.pow(beta1, t);
-        double bc2 = 1 - Math.pow(beta2, t);
-        float stepSize = (float) (lr / bc1);
-        float bc2Sqrt = (float) Math.sqrt(bc2);
-        float decay = 1 - lr * weightDecay;
-        if (!p.device().hostAccessible()) {
-            updateWithKernels(p, g, st[0], st[1], stepSize, bc2Sqrt, decay);
-            return;
-        }
+        Corrections c = corrections(t);
+        float stepSize = c.stepSize();
+        float bc2Sqrt = c.bc2Sqrt();
+        float decay = c.decay();
         FloatData pd = new FloatData(p);
         FloatData gd = new FloatData(g);
         FloatData md = new FloatData(st[0]);
@@ -99,24 +142,6 @@ public final class AdamW extends Optimizer {
      * rounds as the loop on host memory does ({@code axpy} is {@code y + alpha * x}, the divisions are true
      * divisions by a filled tensor, not multiplications by a reciprocal).
      */
-    private void updateWithKernels(Tensor p, Tensor g, Tensor m, Tensor v, float stepSize, float bc2Sqrt, float decay) {
-        try (Tensor diff = g.sub(m)) {
-            m.addInPlace(diff, 1 - beta1);
-        }
-        v.mulInPlace(beta2);
-        try (Tensor scaled = g.mul(1 - beta2); Tensor sq = scaled.mul(g)) {
-            v.addInPlace(sq);
-        }
-        try (Tensor root = v.sqrt();
-             Tensor bc = p.device().zeros(p.shape()).fill(bc2Sqrt);
-             Tensor quotient = root.div(bc);
-             Tensor denom = quotient.add(eps);
-             Tensor num = m.mul(stepSize);
-             Tensor step = num.div(denom)) {
-            p.mulInPlace(decay);
-            p.addInPlace(step, -1f);
-        }
-    }
 
     @Override
     public void close() {

@@ -58,13 +58,37 @@ public abstract class Optimizer implements AutoCloseable {
     /** Applies one update to every parameter that has a gradient. */
     public final void step() {
         try (NoGrad ng = NoGrad.enter(); ExecutionContext.Region r = ExecutionContext.enterPhase("optimizer.step")) {
+            List<Tensor> ps = new ArrayList<>();
+            List<Tensor> gs = new ArrayList<>();
             for (Tensor p : params) {
                 Tensor g = p.grad();
                 if (g != null) {
-                    update(p, g);
+                    ps.add(p);
+                    gs.add(g);
+                }
+            }
+            if (!updateGroup(ps, gs)) {
+                for (int i = 0; i < ps.size(); i++) {
+                    update(ps.get(i), gs.get(i));
                 }
             }
         }
+    }
+
+    /**
+     * Updates every parameter that has a gradient at once, when the optimizer can (a fused kernel on device memory).
+     *
+     * @param ps the parameters with a gradient, in order
+     * @param gs their gradients
+     * @return false to have {@link #update} called for each instead (the default)
+     */
+    protected boolean updateGroup(List<Tensor> ps, List<Tensor> gs) {
+        return false;
+    }
+
+    /** @return true when the parameters are on a device's own memory with data ({@code cuda}): fused kernels apply */
+    static boolean onDeviceMemory(List<Tensor> ps) {
+        return !ps.isEmpty() && hasData(ps.get(0)) && !ps.get(0).device().hostAccessible();
     }
 
     /**

@@ -1,6 +1,10 @@
 package io.vram4j.optim;
 
+import io.vram4j.tensor.FusedOptimizers;
 import io.vram4j.tensor.Tensor;
+
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Stochastic gradient descent with momentum and weight decay, with PyTorch's semantics
@@ -52,15 +56,42 @@ public final class SGD extends Optimizer {
         this.nesterov = nesterov;
     }
 
+    /**
+     * On device memory: one fused kernel call ({@code Kernels.sgdMulti}) for the parameters whose buffers this step
+     * initialises and one for the others (in practice one call per step), rounding as the loop on host memory does.
+     */
+    @Override
+    protected boolean updateGroup(List<Tensor> ps, List<Tensor> gs) {
+        if (!onDeviceMemory(ps)) {
+            return false;
+        }
+        boolean[] first = new boolean[ps.size()];
+        for (int i = 0; i < first.length; i++) {
+            first[i] = momentum != 0 && !hasState(ps.get(i));
+        }
+        for (boolean f : new boolean[] {true, false}) {
+            List<Tensor> p = new ArrayList<>();
+            List<Tensor> g = new ArrayList<>();
+            List<Tensor> b = momentum != 0 ? new ArrayList<>() : null;
+            for (int i = 0; i < first.length; i++) {
+                if (first[i] == f) {
+                    p.add(ps.get(i));
+                    g.add(gs.get(i));
+                    if (b != null) {
+                        b.add(state(ps.get(i), 1)[0]);
+                    }
+                }
+            }
+            FusedOptimizers.sgd(p, g, b, lr, momentum, weightDecay, nesterov, f);
+        }
+        return true;
+    }
+
     @Override
     protected void update(Tensor p, Tensor g) {
         boolean first = momentum != 0 && !hasState(p);
         Tensor buf = momentum != 0 ? state(p, 1)[0] : null;
         if (!hasData(p)) {
-            return;
-        }
-        if (!p.device().hostAccessible()) {
-            updateWithKernels(p, g, buf, first);
             return;
         }
         FloatData pd = new FloatData(p);
@@ -79,33 +110,6 @@ public final class SGD extends Optimizer {
                 d = nesterov ? d + momentum * b : b;
             }
             pd.set(i, pv - lr * d);
-        }
-    }
-
-    /**
-     * The same update on device memory ({@code cuda}) as in-place tensor ops, so the device's kernels run it:
-     * each step rounds exactly as the loop on host memory does ({@code axpy} is {@code y + alpha * x}).
-     */
-    private void updateWithKernels(Tensor p, Tensor g, Tensor buf, boolean first) {
-        try (Tensor d = g.copy()) {
-            if (weightDecay != 0) {
-                d.addInPlace(p, weightDecay);
-            }
-            Tensor step = d;
-            if (buf != null) {
-                if (first) {
-                    buf.copyFrom(d);
-                } else {
-                    buf.mulInPlace(momentum);
-                    buf.addInPlace(d);
-                }
-                if (nesterov) {
-                    d.addInPlace(buf, momentum);
-                } else {
-                    step = buf;
-                }
-            }
-            p.addInPlace(step, -lr);
         }
     }
 }

@@ -155,6 +155,10 @@ public final class BackwardOps {
         Tensor out = like(g, new int[] {rows, cols});
         return run(out, () -> {
             Kernels k = out.device.kernels();
+            if (Host.indexed(g, indices, out, (dy, idx, idxOff, w) -> k.embeddingBackward(indices.numel(), rows, cols,
+                    dy.seg(), dy.off(), idx, idxOff, w.seg(), w.off()))) {
+                return;   // the embedding backward kernel
+            }
             long[] idx = indices.toLongArray();
             try (Scratch sc = new Scratch()) {
                 Host.F32View dy = Host.readContiguous(g, sc);
@@ -203,22 +207,24 @@ public final class BackwardOps {
 
     /**
      * @param logpShape {@code [N, C]}
-     * @param count the number of targets not equal to {@code ignoreIndex}
-     * @return {@code [N, C]} zeros with {@code -g / count} at each target class
+     * @param ignoreIndex targets equal to it get no gradient
+     * @return {@code [N, C]} zeros with {@code -g / count} at each target class, {@code count} the number of targets
+     *     other than {@code ignoreIndex} (counted by the kernel, on the device)
      */
-    public static Tensor nllLossBackward(Tensor g, Tensor targets, int[] logpShape, int ignoreIndex, int count) {
+    public static Tensor nllLossBackward(Tensor g, Tensor targets, int[] logpShape, int ignoreIndex) {
         Ops.open(g, targets);
         Tensor out = like(g, logpShape);
-        return run(out, () -> {   // host work: the targets and the loss's gradient are read by the host
-            long[] t = targets.toLongArray();
-            float v = -g.item() / count;
-            float[] dx = new float[Math.toIntExact(out.numel())];
-            for (int i = 0; i < t.length; i++) {
-                if (t[i] != ignoreIndex) {
-                    dx[Math.toIntExact((long) i * logpShape[1] + t[i])] = v;
-                }
+        return run(out, () -> {
+            boolean direct = targets.dtype == DType.INT64 && targets.isContiguous();
+            try (Scratch sc = new Scratch();
+                 Tensor t = direct ? null : g.device.tensor(targets.toLongArray(), logpShape[0])) {
+                Tensor t64 = t == null ? targets : t;
+                Host.F32View gv = Host.readContiguous(g, sc);
+                Host.F32View w = Host.write(out, sc);
+                out.device.kernels().nllLossBackward(logpShape[0], logpShape[1], ignoreIndex, gv.seg(), gv.off(),
+                        t64.storage.kernelSegment(), t64.offset, w.seg(), w.off());
+                Host.commit(out, w);
             }
-            Elements.write(out, dx);
         });
     }
 
@@ -227,13 +233,13 @@ public final class BackwardOps {
         Ops.open(g, mask);
         Tensor out = like(g, g.shape);
         return run(out, () -> {
-            float[] keep = mask.toFloatArray();   // host work: the mask was drawn on the host
-            float[] dy = g.toFloatArray();
-            float[] dx = new float[dy.length];
-            for (int i = 0; i < dy.length; i++) {
-                dx[i] = keep[i] != 0 ? dy[i] * scale : 0f;
+            try (Scratch sc = new Scratch()) {   // the mask is bytes on the same device, drawn by the dropout kernel
+                Host.F32View dy = Host.readContiguous(g, sc);
+                Host.F32View w = Host.write(out, sc);
+                out.device.kernels().dropoutBackward(out.numel(), scale, dy.seg(), dy.off(),
+                        mask.storage.kernelSegment(), mask.offset, w.seg(), w.off());
+                Host.commit(out, w);
             }
-            Elements.write(out, dx);
         });
     }
 

@@ -246,6 +246,11 @@ public final class Device implements AutoCloseable {
         return stream;
     }
 
+    /** @return whether {@link #kernels()} has kernels to give (false on a device-memory backend given none) */
+    boolean hasKernels() {
+        return kernels != null;
+    }
+
     /**
      * @return the compute kernels; on device memory ({@code cuda}) they take device addresses, never host memory
      * @throws UnsupportedOperationException on a device-memory backend that has no kernels (one line)
@@ -416,6 +421,21 @@ public final class Device implements AutoCloseable {
         checkCount(data.length, t);
         if (hasStorage()) {
             Elements.write(t, data);
+        }
+        return t;
+    }
+
+    /**
+     * {@code torch.arange(n, dtype=torch.long)}: on device memory the device's kernel writes it, nothing is copied.
+     *
+     * @param n at least 0
+     * @return an int64 vector {@code [0, 1, ..., n-1]}
+     */
+    public Tensor arangeLong(int n) {
+        Tensor t = empty(DType.INT64, n);
+        if (hasStorage()) {
+            Kernels k = t.storage().deviceMemory() ? kernels() : Kernels.scalar();
+            k.iota(n, t.storage().kernelSegment(), t.offsetUnchecked());
         }
         return t;
     }

@@ -23,20 +23,19 @@ final class Gemm {
     private static Mat operand(Tensor t, int rows, int cols, Scratch sc) {
         Host.F32View v = Host.read(t, sc);
         int r = t.shape.length;
-        long rs = v.strides()[r - 2];
-        long cs = v.strides()[r - 1];
-        long[] batch = Arrays.copyOf(v.strides(), r - 2);
-        if ((cs == 1 || cols <= 1) && (rows <= 1 || rs >= Math.max(1, cols)) && fitsInt(rs)) {
-            return new Mat(v.seg(), v.off(), batch, false, rows <= 1 ? Math.max(1, cols) : (int) rs);
-        }
-        if ((rs == 1 || rows <= 1) && (cols <= 1 || cs >= Math.max(1, rows)) && fitsInt(cs)) {
-            return new Mat(v.seg(), v.off(), batch, true, cols <= 1 ? Math.max(1, rows) : (int) cs);
+        Mat stored = asStored(v.seg(), v.off(), v.strides(), rows, cols);
+        if (stored != null) {
+            return stored;
         }
         Host.F32View c = Host.readContiguous(t, sc);
         if (c == v) {
             throw new IllegalStateException("unexpected layout");
         }
-        return new Mat(c.seg(), c.off(), Arrays.copyOf(c.strides(), r - 2), false, Math.max(1, cols));
+        return gathered(c, r, cols);
+    }
+
+    private static Mat gathered(Host.F32View c, int rank, int cols) {
+        return new Mat(c.seg(), c.off(), Arrays.copyOf(c.strides(), rank - 2), false, Math.max(1, cols));
     }
 
     private static boolean fitsInt(long v) {
@@ -45,6 +44,9 @@ final class Gemm {
 
     static void run(Tensor a, Tensor b, Tensor out, int[] batch, int m, int n, int k) {
         Kernels kern = out.device.kernels();
+        if (m > 0 && n > 0 && Shapes.numel(batch) > 0 && out.storage.deviceMemory() && gemm16(a, b, out, batch, m, n, k)) {
+            return;
+        }
         try (Scratch sc = new Scratch()) {
             Host.F32View w = Host.write(out, sc);
             if (m == 0 || n == 0 || Shapes.numel(batch) == 0) {
@@ -59,12 +61,77 @@ final class Gemm {
             long[] sa = broadcastBatch(a.shape, ma.batchStrides(), batch);
             long[] sb = broadcastBatch(b.shape, mb.batchStrides(), batch);
             long[] sw = Arrays.copyOf(w.strides(), batch.length);
+            if (w.device() && batchLoops(batch, sw, sa, sb)) {
+                // on a device, views whose batch dimensions do not fold (the heads of attention) are gathered
+                // first (one launch each), so that the whole batch is one sgemmBatched instead of a launch per row
+                ma = gathered(Host.readContiguous(a, sc), a.shape.length, k);
+                mb = gathered(Host.readContiguous(b, sc), b.shape.length, n);
+                sa = broadcastBatch(a.shape, ma.batchStrides(), batch);
+                sb = broadcastBatch(b.shape, mb.batchStrides(), batch);
+            }
+            Mat fa = ma;
+            Mat fb = mb;
             StridedLoop.run(batch, new long[][] {sw, sa, sb}, new long[] {w.off(), ma.off(), mb.off()}, (o, len, st) ->
-                    kern.sgemmBatched(Math.toIntExact(len), ma.trans(), mb.trans(), m, n, k, 1f,
-                            ma.seg(), o[1], ma.ld(), st[1], mb.seg(), o[2], mb.ld(), st[2],
+                    kern.sgemmBatched(Math.toIntExact(len), fa.trans(), fb.trans(), m, n, k, 1f,
+                            fa.seg(), o[1], fa.ld(), st[1], fb.seg(), o[2], fb.ld(), st[2],
                             0f, w.seg(), o[0], n, st[0] == 0 ? (long) m * n : st[0]));
             Host.commit(out, w);
         }
+    }
+
+    /**
+     * A float16/bfloat16 product on device memory as one {@code Kernels.gemmBatched16} call (cuBLAS on 16-bit data,
+     * float32 accumulation), when both operands are that dtype, each is row- or column-major in its last two
+     * dimensions and the batch folds into one stride per operand.
+     *
+     * @return false when it does not apply (the caller computes through float32 copies)
+     */
+    private static boolean gemm16(Tensor a, Tensor b, Tensor out, int[] batch, int m, int n, int k) {
+        DType dt = out.dtype;
+        if (dt != DType.FLOAT16 && dt != DType.BFLOAT16 || a.dtype != dt || b.dtype != dt) {
+            return false;
+        }
+        Mat ma = view16(a, m, k);
+        Mat mb = view16(b, k, n);
+        if (ma == null || mb == null) {
+            return false;
+        }
+        long[] sa = broadcastBatch(a.shape, ma.batchStrides(), batch);
+        long[] sb = broadcastBatch(b.shape, mb.batchStrides(), batch);
+        long[] sw = Arrays.copyOf(out.strides, batch.length);
+        Layout4 l = Layout4.of(batch, sw, sa, sb);
+        if (l == null || l.rank() > 1) {
+            return false;
+        }
+        long mn = (long) m * n;
+        long strideC = l.s(0, 3) == 0 ? mn : l.s(0, 3);
+        out.device.kernels().gemmBatched16(dt == DType.BFLOAT16, Math.toIntExact(Shapes.numel(batch)), ma.trans(),
+                mb.trans(), m, n, k, 1f, ma.seg(), ma.off(), ma.ld(), l.s(1, 3), mb.seg(), mb.off(), mb.ld(),
+                l.s(2, 3), 0f, out.storage.kernelSegment(), out.offset, n, strideC);
+        return true;
+    }
+
+    /** A 16-bit operand as stored, when its last two dimensions are row- or column-major; else null. */
+    private static Mat view16(Tensor t, int rows, int cols) {
+        return asStored(t.storage.kernelSegment(), t.offset, t.strides, rows, cols);
+    }
+
+    /**
+     * An operand passed as stored: row-major in its last two dimensions (unit last stride) or column-major (a
+     * transposed view); null for any other layout.
+     */
+    private static Mat asStored(MemorySegment seg, long off, long[] strides, int rows, int cols) {
+        int r = strides.length;
+        long rs = strides[r - 2];
+        long cs = strides[r - 1];
+        long[] batch = Arrays.copyOf(strides, r - 2);
+        if ((cs == 1 || cols <= 1) && (rows <= 1 || rs >= Math.max(1, cols)) && fitsInt(rs)) {
+            return new Mat(seg, off, batch, false, rows <= 1 ? Math.max(1, cols) : (int) rs);
+        }
+        if ((rs == 1 || rows <= 1) && (cols <= 1 || cs >= Math.max(1, rows)) && fitsInt(cs)) {
+            return new Mat(seg, off, batch, true, cols <= 1 ? Math.max(1, rows) : (int) cs);
+        }
+        return null;
     }
 
     /** [..., m, k] @ [k, n] with the left operand's rows evenly spaced: one sgemm of (batch*m) rows. */
@@ -82,6 +149,12 @@ final class Gemm {
         kern.sgemm(false, mb.trans(), (int) rows, n, k, 1f, v.seg(), v.off(), (int) Math.max(st[0], 1),
                 mb.seg(), mb.off(), mb.ld(), 0f, w.seg(), w.off(), n);
         return true;
+    }
+
+    /** @return true when walking the batch takes more than one sgemmBatched call */
+    private static boolean batchLoops(int[] batch, long[] sw, long[] sa, long[] sb) {
+        Layout4 l = Layout4.of(batch, sw, sa, sb);
+        return l == null || l.rank() > 1;
     }
 
     private static long[] broadcastBatch(int[] shape, long[] batchStrides, int[] batch) {

@@ -105,6 +105,9 @@ final class Host {
         if (f == null) {
             throw refusal(dev, st + " to " + dt);
         }
+        if (Shapes.numel(shape) == 0 || strided(dev, f, shape, s, st, sOff, sStr, d, dt, dOff, dStr)) {
+            return;
+        }
         StridedLoop.run(shape, new long[][] {dStr, sStr}, new long[] {dOff, sOff}, (o, len, str) -> {
             if (str[0] == 1 && str[1] == 1) {
                 f.apply(len, s, o[1], d, o[0]);
@@ -116,6 +119,85 @@ final class Host {
                 f.apply(1, s, si, d, di);
             }
         });
+    }
+
+    /**
+     * {@link #convert} in one or two launches when the layout folds into 4 dimensions: one conversion over contiguous
+     * elements, {@code Kernels.copy4} for float32, and for 16-bit data a conversion through a contiguous float32
+     * temporary (the source's span widened, then gathered; or the source gathered, then narrowed).
+     *
+     * @return false when the caller must loop (more than 4 dimensions, a negative stride, 16-bit on both sides of a
+     *     strided copy, a strided 16-bit destination)
+     */
+    private static boolean strided(Device dev, RowKernel f, int[] shape, MemorySegment s, DType st, long sOff,
+                                   long[] sStr, MemorySegment d, DType dt, long dOff, long[] dStr) {
+        Layout4 l = Layout4.of(shape, dStr, sStr);
+        if (l == null) {
+            return false;
+        }
+        long n = Shapes.numel(shape);
+        if (l.contiguous()) {
+            f.apply(n, s, sOff, d, dOff);
+            return true;
+        }
+        for (int i = 0; i < 4; i++) {
+            if (l.s(0, i) < 0 || l.s(1, i) < 0) {
+                return false;
+            }
+        }
+        Kernels k = dev.kernels();
+        boolean dstContiguous = Layout4.of(shape, dStr, Shapes.contiguousStrides(shape)).contiguous();
+        if (st == DType.FLOAT32 && dt == DType.FLOAT32) {
+            copy4(k, l, s, sOff, d, dOff);
+        } else if (st == DType.FLOAT32 && dstContiguous) {
+            try (Tensor tmp = Tensor.allocate(dev, DType.FLOAT32, shape.clone())) {
+                Layout4 g = Layout4.of(shape, Shapes.contiguousStrides(shape), sStr);
+                copy4(k, g, s, sOff, tmp.storage.kernelSegment(), tmp.offset);
+                f.apply(n, tmp.storage.kernelSegment(), tmp.offset, d, dOff);
+            }
+        } else if (dt == DType.FLOAT32 && st != DType.FLOAT32) {
+            long span = 1;
+            for (int i = 0; i < 4; i++) {
+                span += (l.d(i) - 1L) * l.s(1, i);
+            }
+            try (Tensor tmp = Tensor.allocate(dev, DType.FLOAT32, new int[] {Math.toIntExact(span)})) {
+                f.apply(span, s, sOff, tmp.storage.kernelSegment(), tmp.offset);
+                copy4(k, l, tmp.storage.kernelSegment(), tmp.offset, d, dOff);
+            }
+        } else {
+            return false;
+        }
+        return true;
+    }
+
+    /** {@code Kernels.copy4} over a folded layout whose operand 0 is the destination and 1 the source. */
+    private static void copy4(Kernels k, Layout4 l, MemorySegment s, long sOff, MemorySegment d, long dOff) {
+        k.copy4(l.d(0), l.d(1), l.d(2), l.d(3), s, sOff, l.s(1, 0), l.s(1, 1), l.s(1, 2), l.s(1, 3),
+                d, dOff, l.s(0, 0), l.s(0, 1), l.s(0, 2), l.s(0, 3));
+    }
+
+    /** A kernel over a float32 input, int64 indices ({@code (segment, offset)}) and a float32 output. */
+    interface IndexedKernel {
+        void apply(F32View x, MemorySegment idx, long idxOff, F32View out);
+    }
+
+    /**
+     * Runs an indexed kernel (embedding and its backward) on {@code x}'s contiguous float32 view, the indices as
+     * stored and {@code out}'s view, then commits {@code out}.
+     *
+     * @return false, having done nothing, when the indices are not contiguous int64 (the caller reads them instead)
+     */
+    static boolean indexed(Tensor x, Tensor indices, Tensor out, IndexedKernel kernel) {
+        if (indices.dtype != DType.INT64 || !indices.isContiguous()) {
+            return false;
+        }
+        try (Scratch sc = new Scratch()) {
+            F32View r = readContiguous(x, sc);
+            F32View w = write(out, sc);
+            kernel.apply(r, indices.storage.kernelSegment(), indices.offset, w);
+            commit(out, w);
+        }
+        return true;
     }
 
     static F32View write(Tensor out, Scratch sc) {
@@ -247,6 +329,10 @@ final class Host {
         if (v == 0 && t.storage.deviceMemory() && t.isContiguous()) {
             int es = t.dtype.byteSize();   // 0.0 is all zero bytes in every dtype
             HostAccess.zero(t.storage, t.offset * es, t.numel() * es);
+            return;
+        }
+        if (t.storage.deviceMemory() && t.dtype == DType.FLOAT32 && t.isContiguous() && t.device.hasKernels()) {
+            t.device.kernels().fill(t.numel(), v, t.storage.kernelSegment(), t.offset);   // no staging
             return;
         }
         Kernels k = Kernels.scalar();      // host memory or a staging copy, never a device's kernels

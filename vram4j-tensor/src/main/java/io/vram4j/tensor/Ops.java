@@ -4,7 +4,9 @@ import io.vram4j.autograd.Prim;
 import io.vram4j.compute.Kernels;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * The forward primitives. Each one checks its arguments, allocates its output(s) from the device's caching
@@ -100,6 +102,14 @@ final class Ops {
             Host.F32View w = Host.write(out, sc);
             long[] sa = Shapes.broadcastStrides(a.shape, ra.strides(), out.shape);
             long[] sb = Shapes.broadcastStrides(b.shape, rb.strides(), out.shape);
+            Layout4 l = w.device() ? Layout4.of(out.shape, w.strides(), sa, sb) : null;
+            if (l != null && !l.contiguous()) {   // broadcasting on the device: one launch, nothing materialised
+                k.binary4(op.ordinal(), l.d(0), l.d(1), l.d(2), l.d(3), ra.seg(), ra.off(), l.s(1, 0), l.s(1, 1),
+                        l.s(1, 2), l.s(1, 3), rb.seg(), rb.off(), l.s(2, 0), l.s(2, 1), l.s(2, 2), l.s(2, 3),
+                        w.seg(), w.off());
+                Host.commit(out, w);
+                return;
+            }
             StridedLoop.run(out.shape, new long[][] {w.strides(), sa, sb}, new long[] {w.off(), ra.off(), rb.off()},
                     (o, len, st) -> {
                         if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
@@ -251,6 +261,9 @@ final class Ops {
         compute(out, () -> {
             Kernels k = out.device.kernels();
             try (Scratch sc = new Scratch()) {
+                if (x.storage.deviceMemory() && x.isContiguous() && sumOnDevice(x, keep, scale, out, sc)) {
+                    return;
+                }
                 Host.F32View r = Host.read(x, sc);
                 Host.F32View w = Host.write(out, sc);
                 MemorySegment ws = w.seg();
@@ -283,6 +296,72 @@ final class Ops {
         return out;
     }
 
+    /**
+     * The sum of {@link #reduce} on device memory with {@code Kernels.sumDim} for a contiguous input, adding in the
+     * order of the host loop:
+     * the reduced dimensions of the contiguous input, after dropping extent-1 ones, form at most two runs; the
+     * inner run is summed first when it ends the shape (the host loop's per-row sums, then their total).
+     *
+     * @return false when the reduced dimensions do not fit that pattern (the caller loops)
+     */
+    private static boolean sumOnDevice(Tensor x, int[] keep, float scale, Tensor out, Scratch sc) {
+        List<int[]> runs = new ArrayList<>();   // {first, last} dims of each run of reduced dims (extent > 1)
+        for (int d = 0; d < x.shape.length; d++) {
+            if (keep[d] != 1 || x.shape[d] == 1) {
+                continue;
+            }
+            if (!runs.isEmpty() && runs.get(runs.size() - 1)[1] == lastKept(x.shape, d)) {
+                runs.get(runs.size() - 1)[1] = d;
+            } else {
+                runs.add(new int[] {d, d});
+            }
+        }
+        if (runs.size() > 2 || runs.size() == 2 && Shapes.numel(Arrays.copyOfRange(x.shape,
+                runs.get(1)[1] + 1, x.shape.length)) != 1) {
+            return false;
+        }
+        Kernels k = out.device.kernels();
+        Host.F32View r = Host.readContiguous(x, sc);
+        Host.F32View w = Host.write(out, sc);
+        MemorySegment seg = r.seg();
+        long off = r.off();
+        int[] shape = x.shape.clone();
+        for (int i = runs.size() - 1; i >= 0; i--) {
+            int lo = runs.get(i)[0];
+            int hi = runs.get(i)[1];
+            int outer = Math.toIntExact(Shapes.numel(Arrays.copyOf(shape, lo)));
+            int n = Math.toIntExact(Shapes.numel(Arrays.copyOfRange(shape, lo, hi + 1)));
+            int inner = Math.toIntExact(Shapes.numel(Arrays.copyOfRange(shape, hi + 1, shape.length)));
+            if (i == 0) {
+                k.sumDim(outer, n, inner, seg, off, w.seg(), w.off());
+            } else {
+                Tensor partial = sc.tensor(out.device, new int[] {outer * inner});
+                k.sumDim(outer, n, inner, seg, off, partial.storage.kernelSegment(), partial.offset);
+                seg = partial.storage.kernelSegment();
+                off = partial.offset;
+                Arrays.fill(shape, lo, hi + 1, 1);
+            }
+        }
+        if (runs.isEmpty()) {
+            k.sumDim(1, 1, Math.toIntExact(out.numel()), seg, off, w.seg(), w.off());
+        }
+        if (scale != 1f) {
+            k.scale(out.numel(), scale, w.seg(), w.off(), w.seg(), w.off());
+        }
+        Host.commit(out, w);
+        return true;
+    }
+
+    /** @return the last dimension before {@code d} of extent above 1, or -1 */
+    private static int lastKept(int[] shape, int d) {
+        for (int i = d - 1; i >= 0; i--) {
+            if (shape[i] != 1) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
     static Tensor max(Tensor x, int dim, boolean keepDim, boolean indicesOnly) {
         open(x);
         floating(x, "max");
@@ -304,32 +383,15 @@ final class Ops {
             throw e;
         }
         if (x.device.hasStorage()) {
-            try {   // host work (PyTorch's argmax result is read by the host): staged copies on device memory
-                float[] xs = x.toFloatArray();
-                long outer = Shapes.numel(Arrays.copyOf(x.shape, dim));
-                long inner = Shapes.numel(Arrays.copyOfRange(x.shape, dim + 1, x.shape.length));
-                float[] best = new float[Math.toIntExact(outer * inner)];
-                long[] args = new long[best.length];
-                for (long o = 0; o < outer; o++) {
-                    for (long i = 0; i < inner; i++) {
-                        int base = Math.toIntExact(o * n * inner + i);
-                        float b = xs[base];
-                        long arg = 0;
-                        for (long j = 1; j < n && !Float.isNaN(b); j++) {
-                            float v = xs[Math.toIntExact(base + j * inner)];
-                            if (v > b || Float.isNaN(v)) {
-                                b = v;
-                                arg = j;
-                            }
-                        }
-                        int oi = Math.toIntExact(o * inner + i);
-                        best[oi] = b;
-                        args[oi] = arg;
-                    }
-                }
-                Elements.write(indices, args);
+            try (Scratch sc = new Scratch()) {   // the max kernel, on host memory and on a device's
+                Host.F32View r = Host.readContiguous(x, sc);
+                Host.F32View w = values == null ? null : Host.write(values, sc);
+                x.device.kernels().maxDim(Math.toIntExact(Shapes.numel(Arrays.copyOf(x.shape, dim))), n,
+                        Math.toIntExact(Shapes.numel(Arrays.copyOfRange(x.shape, dim + 1, x.shape.length))),
+                        r.seg(), r.off(), w == null ? null : w.seg(), w == null ? 0 : w.off(),
+                        indices.storage.kernelSegment(), indices.offset);
                 if (values != null) {
-                    Elements.write(values, best);
+                    Host.commit(values, w);
                 }
             } catch (RuntimeException | Error e) {
                 indices.close();
@@ -586,6 +648,10 @@ final class Ops {
         Tensor out = Tensor.allocate(weight.device, weight.dtype, outShape);
         compute(out, () -> {
             Kernels k = out.device.kernels();
+            if (Host.indexed(weight, indices, out, (r, idx, idxOff, w) -> k.embedding(indices.numel(), rows, cols,
+                    r.seg(), r.off(), idx, idxOff, w.seg(), w.off()))) {
+                return;   // the embedding kernel: no host work
+            }
             long[] idx = indices.toLongArray();
             try (Scratch sc = new Scratch()) {
                 Host.F32View r = Host.readContiguous(weight, sc);
@@ -621,28 +687,20 @@ final class Ops {
             throw e;
         }
         try {
-            compute(out, () -> {   // the mask is drawn on the host (counter-based), then both are copied in
-                float[] xs = x.toFloatArray();
-                float[] keep = new float[xs.length];
-                float[] ys = new float[xs.length];
-                for (int i = 0; i < xs.length; i++) {
-                    boolean k = uniform(seed, i) >= p;
-                    keep[i] = k ? 1f : 0f;
-                    ys[i] = k ? xs[i] * scale : 0f;
+            compute(out, () -> {   // the counter-based mask, drawn by the device's kernel
+                try (Scratch sc = new Scratch()) {
+                    Host.F32View r = Host.readContiguous(x, sc);
+                    Host.F32View w = Host.write(out, sc);
+                    out.device.kernels().dropout(out.numel(), p, scale, seed, r.seg(), r.off(), w.seg(), w.off(),
+                            mask.storage.kernelSegment(), mask.offset);
+                    Host.commit(out, w);
                 }
-                Elements.write(mask, keep);
-                Elements.write(out, ys);
             });
             Recorder.record(Prim.DROPOUT, out, new Tensor[] {x}, new Tensor[] {mask}, new int[0], scale);
         } finally {
             mask.close();
         }
         return out;
-    }
-
-    /** Counter-based uniform [0, 1) for element {@code i} of the mask drawn with {@code seed}. */
-    static float uniform(long seed, long i) {
-        return (Generator.mix(seed + i * 0x9E3779B97F4A7C15L) >>> 40) * 0x1.0p-24f;
     }
 
     static Tensor causalMask(Tensor x) {
@@ -669,14 +727,7 @@ final class Ops {
         int t = shape[shape.length - 2];
         int s = shape[shape.length - 1];
         long mats = t == 0 || s == 0 ? 0 : Shapes.numel(shape) / ((long) t * s);
-        for (long b = 0; b < mats; b++) {
-            for (int i = 0; i < t; i++) {
-                long row = b * t * s + (long) i * s;
-                int kept = Math.min(i + 1, s);
-                k.copy(kept, r.seg(), r.off() + row, w.seg(), w.off() + row);
-                k.fill(s - kept, fill, w.seg(), w.off() + row + kept);
-            }
-        }
+        k.maskUpper(mats, t, s, fill, r.seg(), r.off(), w.seg(), w.off());
     }
 
     static Tensor nllLoss(Tensor logp, Tensor targets, int ignoreIndex) {
@@ -690,27 +741,19 @@ final class Ops {
         int n = logp.shape[0];
         int c = logp.shape[1];
         Tensor out = Tensor.allocate(logp.device, logp.dtype, new int[0]);
-        int[] count = {n};
-        compute(out, () -> {   // host work: the loss is one number the host reads (staged copies on device memory)
-            long[] t = targets.toLongArray();
-            float[] lp = logp.toFloatArray();
-            double sum = 0;
-            int cnt = 0;
-            for (int i = 0; i < n; i++) {
-                if (t[i] == ignoreIndex) {
-                    continue;
-                }
-                if (t[i] < 0 || t[i] >= c) {
-                    throw new IndexOutOfBoundsException("target " + t[i] + " is out of bounds for " + c + " classes");
-                }
-                sum += lp[Math.toIntExact(i * (long) c + t[i])];
-                cnt++;
+        compute(out, () -> {   // the loss kernel: the host reads the loss only when asked (item())
+            boolean direct = targets.dtype == DType.INT64 && targets.isContiguous();
+            try (Scratch sc = new Scratch(); Tensor t = direct ? null : logp.device.tensor(targets.toLongArray(), n)) {
+                Tensor t64 = t == null ? targets : t;
+                Host.F32View r = Host.readContiguous(logp, sc);
+                Host.F32View w = Host.write(out, sc);
+                out.device.kernels().nllLoss(n, c, ignoreIndex, r.seg(), r.off(), t64.storage.kernelSegment(),
+                        t64.offset, w.seg(), w.off());
+                Host.commit(out, w);
             }
-            count[0] = cnt;
-            Elements.write(out, new float[] {(float) (-sum / cnt)});
         });
         Recorder.record(Prim.NLL_LOSS, out, new Tensor[] {logp, targets}, new Tensor[] {targets},
-                new int[] {ignoreIndex, count[0]}, 0f);
+                new int[] {ignoreIndex}, 0f);
         return out;
     }
 }

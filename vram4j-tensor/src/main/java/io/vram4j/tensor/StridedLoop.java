@@ -15,15 +15,20 @@ final class StridedLoop {
     private StridedLoop() {
     }
 
-    static void run(int[] shape, long[][] strides, long[] base, Body body) {
-        int ops = base.length;
-        int rank = shape.length;
-        long[] dims = new long[rank];
-        long[][] st = new long[ops][rank];
+    /**
+     * Folds a shape walked by several operands: dimensions of extent 1 are dropped and a dimension is merged into
+     * the one after it when every operand is contiguous across them.
+     *
+     * @param dims receives the folded extents (at least {@code shape.length} entries)
+     * @param st receives each operand's folded strides
+     * @return the folded rank, or -1 when an extent is 0 (nothing to walk)
+     */
+    static int fold(int[] shape, long[][] strides, long[] dims, long[][] st) {
+        int ops = strides.length;
         int r = 0;
-        for (int d = 0; d < rank; d++) {
+        for (int d = 0; d < shape.length; d++) {
             if (shape[d] == 0) {
-                return;
+                return -1;
             }
             if (shape[d] == 1) {
                 continue;
@@ -56,7 +61,17 @@ final class StridedLoop {
             }
             w++;
         }
-        r = w;
+        return w;
+    }
+
+    static void run(int[] shape, long[][] strides, long[] base, Body body) {
+        int ops = base.length;
+        long[] dims = new long[shape.length];
+        long[][] st = new long[ops][shape.length];
+        int r = fold(shape, strides, dims, st);
+        if (r < 0) {
+            return;
+        }
         long[] offs = base.clone();
         long[] inner = new long[ops];
         if (r == 0) {

@@ -38,7 +38,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <p>A call is built from the table below: the parameter names of each kernel, in order, as its Javadoc gives
  * them; a segment marked {@code *} is written by the kernel, one marked {@code ?} may be null. The valid call
  * uses 3 for every int (sizes, leading dimensions), 9 for every other long (counts, batch strides), offset 1
- * for every segment and segments of 64 floats.
+ * for every segment and segments of 64 floats; {@code name=V} gives a size another valid value, {@code name~} marks
+ * an int or long any value of which is valid (a seed), {@code name#} a segment of int64 indices, zeros in the valid
+ * call, {@code name^} a segment of one float (which a segment of 2 floats holds at offset 1).
  */
 class KernelArgumentsTest {
 
@@ -84,12 +86,32 @@ class KernelArgumentsTest {
                     + "dx?* dxOff dgamma?* dgammaOff dbeta?* dbetaOff"),
             Map.entry("attentionForward", "batchHeads t d scale causal q qOff k kOff v vOff out* outOff lse* lseOff"),
             Map.entry("attentionBackward", "batchHeads t d scale causal q qOff k kOff v vOff out outOff lse lseOff "
-                    + "dout doutOff dq* dqOff dk* dkOff dv* dvOff"));
+                    + "dout doutOff dq* dqOff dk* dkOff dv* dvOff"),
+            // device paths
+            Map.entry("copy4", "d0=1 d1=1 d2=3 d3=3 src srcOff s0=0 s1=0 s2=3 s3=1 dst* dstOff t0=0 t1=0 t2=1 t3=3"),
+            Map.entry("binary4", "op d0=1 d1=1 d2=3 d3=3 a aOff as0=0 as1=0 as2=3 as3=1 b bOff bs0=0 bs1=0 bs2=0 bs3=1 "
+                    + "out* outOff"),
+            Map.entry("sumDim", "outer n inner x xOff out* outOff"),
+            Map.entry("maxDim", "outer n inner x xOff values?* valuesOff indices* indicesOff"),
+            Map.entry("dropout", "n p scale seed~ x xOff out* outOff mask* maskOff"),
+            Map.entry("dropoutBackward", "n scale dy dyOff mask maskOff dx* dxOff"),
+            Map.entry("nllLoss", "n c ignoreIndex~ logp logpOff targets# targetsOff out*^ outOff"),
+            Map.entry("nllLossBackward", "n c ignoreIndex~ g^ gOff targets# targetsOff dlogp* dlogpOff"),
+            Map.entry("embedding", "count rows cols weight weightOff idx# idxOff out* outOff"),
+            Map.entry("embeddingBackward", "count rows cols g gOff idx# idxOff dweight* dweightOff"),
+            Map.entry("maskUpper", "mats=2 t s fill x xOff out* outOff"),
+            Map.entry("iota", "n out* outOff"),
+            Map.entry("gemmBatched16", "bf16 batch transA transB m n k alpha A aOff lda strideA B bOff ldb strideB "
+                    + "beta C* cOff ldc strideC"),
+            // fused optimizers: tensor lists
+            Map.entry("sgdMulti", "count sizes params* grads bufs* lr momentum weightDecay nesterov first"),
+            Map.entry("adamwMulti", "count sizes params* grads ms* vs* beta1 beta2 eps decay stepSize bc2Sqrt"));
 
     private static final int SEGMENT_FLOATS = 64;
 
     /** One parameter of a kernel, as the table names it. */
-    record Param(String name, Class<?> type, boolean output, boolean optional, boolean offset) {
+    record Param(String name, Class<?> type, boolean output, boolean optional, boolean offset, Long valid,
+                 boolean anyValue, boolean indices, boolean single) {
     }
 
     /** How a call is spoiled: the argument it changes, the value it gets, what the kernel must do. */
@@ -100,7 +122,8 @@ class KernelArgumentsTest {
     static List<Method> kernels() {
         return Arrays.stream(Kernels.class.getMethods())
                 .filter(m -> Modifier.isAbstract(m.getModifiers()))
-                .filter(m -> Arrays.asList(m.getParameterTypes()).contains(MemorySegment.class))
+                .filter(m -> Arrays.asList(m.getParameterTypes()).contains(MemorySegment.class)
+                        || Arrays.asList(m.getParameterTypes()).contains(MemorySegment[].class))
                 .sorted((a, b) -> a.getName().compareTo(b.getName()))
                 .toList();
     }
@@ -113,9 +136,12 @@ class KernelArgumentsTest {
         assertEquals(types.length, names.length, kernel.getName() + ": parameters in the table");
         List<Param> ps = new ArrayList<>();
         for (int i = 0; i < types.length; i++) {
-            String name = names[i].replace("*", "").replace("?", "");
+            String[] nameValue = names[i].split("=");
+            String name = nameValue[0].replaceAll("[*?~#^]", "");
             boolean offset = types[i] == long.class && i > 0 && types[i - 1] == MemorySegment.class;
-            ps.add(new Param(name, types[i], names[i].contains("*"), names[i].contains("?"), offset));
+            ps.add(new Param(name, types[i], names[i].contains("*"), names[i].contains("?"), offset,
+                    nameValue.length > 1 ? Long.valueOf(nameValue[1]) : null, names[i].contains("~"),
+                    names[i].contains("#"), names[i].contains("^")));
         }
         return ps;
     }
@@ -127,14 +153,29 @@ class KernelArgumentsTest {
             Param p = ps.get(i);
             if (p.type() == MemorySegment.class) {
                 bad.add(new Bad(i, p.name() + " = null", null, p.optional() ? null : NullPointerException.class));
-                bad.add(new Bad(i, p.name() + " of 2 floats", arena.allocate(2 * Float.BYTES),
-                        IndexOutOfBoundsException.class));
-                bad.add(new Bad(i, p.name() + " read-only", segment(arena, i).asReadOnly(),
+                bad.add(new Bad(i, p.name() + " of " + (p.single() ? 1 : 2) + " floats",
+                        arena.allocate((p.single() ? 1 : 2) * Float.BYTES), IndexOutOfBoundsException.class));
+                bad.add(new Bad(i, p.name() + " read-only",
+                        (p.indices() ? arena.allocate(SEGMENT_FLOATS * 4L, 64) : segment(arena, i)).asReadOnly(),
                         p.output() ? IllegalArgumentException.class : null));
+            } else if (p.type() == MemorySegment[].class) {
+                bad.add(new Bad(i, p.name() + " = null", null, NullPointerException.class));
+                MemorySegment[] nulled = list(arena, i);
+                nulled[1] = null;
+                bad.add(new Bad(i, p.name() + "[1] = null", nulled, NullPointerException.class));
+                MemorySegment[] small = list(arena, i);
+                small[1] = arena.allocate(2 * Float.BYTES);
+                bad.add(new Bad(i, p.name() + "[1] of 2 floats", small, IndexOutOfBoundsException.class));
+                MemorySegment[] readOnly = list(arena, i);
+                readOnly[2] = readOnly[2].asReadOnly();
+                bad.add(new Bad(i, p.name() + "[2] read-only", readOnly, p.output() ? IllegalArgumentException.class : null));
+            } else if (p.type() == long[].class) {
+                bad.add(new Bad(i, p.name() + " = null", null, NullPointerException.class));
+                bad.add(new Bad(i, p.name() + "[0] = -1", new long[] {-1, 9, 9}, IllegalArgumentException.class));
             } else if (p.offset()) {
                 bad.add(new Bad(i, p.name() + " = -1", -1L, IndexOutOfBoundsException.class));
                 bad.add(new Bad(i, p.name() + " = 2^62", 1L << 62, IndexOutOfBoundsException.class));
-            } else if (p.type() == int.class || p.type() == long.class) {
+            } else if ((p.type() == int.class || p.type() == long.class) && !p.anyValue()) {
                 bad.add(new Bad(i, p.name() + " = -1", p.type() == int.class ? (Object) (-1) : (Object) (-1L),
                         IllegalArgumentException.class));
                 if (p.name().startsWith("ld")) {
@@ -150,14 +191,24 @@ class KernelArgumentsTest {
         Object[] args = new Object[ps.size()];
         for (int i = 0; i < args.length; i++) {
             Param p = ps.get(i);
-            args[i] = p.type() == MemorySegment.class ? segment(arena, i)
+            args[i] = p.type() == MemorySegment[].class ? list(arena, i)
+                    : p.type() == long[].class ? new long[] {9, 9, 9}
+                    : p.type() == MemorySegment.class ? (p.indices() ? arena.allocate(SEGMENT_FLOATS * 4L, 64)
+                            : segment(arena, i))
                     : p.offset() ? 1L
+                    : p.valid() != null ? (p.type() == int.class ? (Object) p.valid().intValue() : (Object) p.valid())
                     : p.type() == long.class ? 9L
                     : p.type() == int.class ? 3
                     : p.type() == float.class ? 0.5f
                     : false;
         }
         return args;
+    }
+
+    /** A tensor list: 3 segments of 64 random floats (a valid {@code count} is 3, each size 9). */
+    static MemorySegment[] list(Arena arena, int seed) {
+        return new MemorySegment[] {segment(arena, 100 * seed), segment(arena, 100 * seed + 1),
+                segment(arena, 100 * seed + 2)};
     }
 
     /** 64 random floats in [-1, 1), different for each argument position. */
@@ -239,6 +290,10 @@ class KernelArgumentsTest {
         for (Object a : args) {
             if (a instanceof MemorySegment s) {
                 c.add(s.toArray(ValueLayout.JAVA_BYTE));
+            } else if (a instanceof MemorySegment[] l) {
+                for (MemorySegment s : l) {
+                    c.add(s == null ? new byte[0] : s.toArray(ValueLayout.JAVA_BYTE));
+                }
             }
         }
         return c;

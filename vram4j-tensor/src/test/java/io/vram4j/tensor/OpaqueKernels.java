@@ -5,6 +5,8 @@ import io.vram4j.compute.Kernels;
 import java.lang.foreign.MemorySegment;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
+import java.util.Map;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -19,20 +21,66 @@ public final class OpaqueKernels {
     }
 
     /**
+     * What the kernels were asked to do on device memory.
+     *
+     * @param launches calls given at least one device segment (one kernel launch each on a GPU)
+     * @param valueReads of those, the calls that return a value to Java ({@code sum}, {@code max},
+     *     {@code anyNonFinite}...): on a GPU each waits for the stream and copies the value to the host
+     * @param byKernel the launches of each kernel, by method name
+     */
+    public record Counters(AtomicLong launches, AtomicLong valueReads, Map<String, Long> byKernel) {
+        public Counters() {
+            this(new AtomicLong(), new AtomicLong(), new ConcurrentSkipListMap<>());
+        }
+    }
+
+    /**
      * @param device the opaque device whose memory the segments address
      * @param host the kernels that compute on the mirrored bytes
      * @param deviceSegments counts segment arguments that were device memory
      * @return checked kernels (the layer the CUDA kernels sit behind too)
      */
+    private static boolean opaque(MemorySegment s) {
+        return Long.compareUnsigned(s.address(), OpaqueDevice.BASE) >= 0 && s.byteSize() > 0;
+    }
+
     public static Kernels over(OpaqueDevice device, Kernels host, AtomicLong deviceSegments) {
+        return over(device, host, deviceSegments, new Counters());
+    }
+
+    /**
+     * As {@link #over(OpaqueDevice, Kernels, AtomicLong)}, also counting launches and values read back.
+     *
+     * @param counters receives the counts
+     */
+    public static Kernels over(OpaqueDevice device, Kernels host, AtomicLong deviceSegments, Counters counters) {
         Object proxy = Proxy.newProxyInstance(Kernels.class.getClassLoader(), new Class<?>[] {Kernels.class},
                 (p, method, args) -> {
                     Object[] a = args == null ? null : args.clone();
+                    boolean onDevice = false;
                     for (int i = 0; a != null && i < a.length; i++) {
-                        if (a[i] instanceof MemorySegment s && Long.compareUnsigned(s.address(), OpaqueDevice.BASE) >= 0
-                                && s.byteSize() > 0) {
+                        if (a[i] instanceof MemorySegment s && opaque(s)) {
                             a[i] = device.mirror(s);
                             deviceSegments.incrementAndGet();
+                            onDevice = true;
+                        } else if (a[i] instanceof MemorySegment[] list) {   // a fused optimizer's tensor list
+                            MemorySegment[] mirrored = list.clone();
+                            for (int j = 0; j < list.length; j++) {
+                                if (list[j] != null && opaque(list[j])) {
+                                    mirrored[j] = device.mirror(list[j]);
+                                    deviceSegments.incrementAndGet();
+                                    onDevice = true;
+                                }
+                            }
+                            a[i] = mirrored;
+                        }
+                    }
+                    if (onDevice) {
+                        counters.launches().incrementAndGet();
+                        counters.byKernel().merge(method.getName(), 1L, Long::sum);
+                        Class<?> r = method.getReturnType();
+                        if (r == float.class || r == boolean.class) {
+                            counters.valueReads().incrementAndGet();
                         }
                     }
                     try {

@@ -91,13 +91,23 @@ final class CudaKernelTable {
     static final CudaKernel ATTENTION_BACKWARD_DQ = CudaKernel.of("v4j_attention_backward_dq_f32",
             PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
 
+    // dimension reductions (Kernels.sumDim, Kernels.maxDim)
+    static final CudaKernel SUM_DIM = CudaKernel.of("v4j_sum_dim_f32", PTR, PTR, I32, I32, I32);
+    static final CudaKernel MAX_DIM = CudaKernel.of("v4j_max_dim_f32", PTR, PTR, PTR, I32, I32, I32);
+    // positions (Kernels.iota)
+    static final CudaKernel IOTA = CudaKernel.of("v4j_iota_s64", PTR, U64);
+    // strided copy (Kernels.copy4 with a strided destination)
+    static final CudaKernel COPY4 = CudaKernel.of("v4j_copy4_f32", PTR, PTR, U64, I32, I32, I32, I32,
+            S64, S64, S64, S64, S64, S64, S64, S64);
+
     /** Every descriptor. */
     static final List<CudaKernel> ALL = List.of(ADD, SUB, MUL, DIV, BINARY_BCAST4, GATHER4, AXPY, SCALE, ADD_SCALAR,
             FILL, NEG, EXP, LOG, SQRT, TANH, SIGMOID, RELU, RELU_BACKWARD, GELU, GELU_BACKWARD, REDUCE_PARTIAL,
             SOFTMAX_ROWS, LOG_SOFTMAX_ROWS, SOFTMAX_BACKWARD_ROWS, LOG_SOFTMAX_BACKWARD_ROWS, LAYER_NORM_ROWS,
             LAYER_NORM_BACKWARD_ROWS, LAYER_NORM_PARAM_GRADS, MASK_UPPER, EMBEDDING, EMBEDDING_BACKWARD, DROPOUT,
             DROPOUT_BACKWARD, F32_TO_F16, F16_TO_F32, F32_TO_BF16, BF16_TO_F32, SGD_MULTI, ADAMW_MULTI, NLL_LOSS,
-            NLL_LOSS_BACKWARD, ATTENTION_FORWARD, ATTENTION_BACKWARD_DKDV, ATTENTION_BACKWARD_DQ);
+            NLL_LOSS_BACKWARD, ATTENTION_FORWARD, ATTENTION_BACKWARD_DKDV, ATTENTION_BACKWARD_DQ, SUM_DIM, MAX_DIM, COPY4,
+            IOTA);
 
     private CudaKernelTable() {
     }

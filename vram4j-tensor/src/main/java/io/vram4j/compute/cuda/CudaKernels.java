@@ -153,14 +153,31 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     public void sgemmBatched(int batch, boolean transA, boolean transB, int m, int n, int k, float alpha,
                              MemorySegment a, long aOff, int lda, long strideA, MemorySegment b, long bOff, int ldb,
                              long strideB, float beta, MemorySegment c, long cOff, int ldc, long strideC) {
+        stridedBatched(Cublas.CUDA_R_32F, batch, transA, transB, m, n, k, alpha, ptr(a, aOff), lda, strideA,
+                ptr(b, bOff), ldb, strideB, beta, ptr(c, cOff), ldc, strideC);
+    }
+
+    /** {@code cublasGemmStridedBatchedEx} on 16-bit A, B and C ({@code CUDA_R_16BF}/{@code CUDA_R_16F}), float32 compute. */
+    @Override
+    public void gemmBatched16(boolean bf16, int batch, boolean transA, boolean transB, int m, int n, int k,
+                              float alpha, MemorySegment a, long aOff, int lda, long strideA, MemorySegment b,
+                              long bOff, int ldb, long strideB, float beta, MemorySegment c, long cOff, int ldc,
+                              long strideC) {
+        stridedBatched(bf16 ? Cublas.CUDA_R_16BF : Cublas.CUDA_R_16F, batch, transA, transB, m, n, k, alpha,
+                ptr16(a, aOff), lda, strideA, ptr16(b, bOff), ldb, strideB, beta, ptr16(c, cOff), ldc, strideC);
+    }
+
+    /** {@code cublasGemmStridedBatchedEx} with A, B and C of one CUDA type, float32 compute. */
+    private void stridedBatched(int type, int batch, boolean transA, boolean transB, int m, int n, int k, float alpha,
+                                long a, int lda, long strideA, long b, int ldb, long strideB, float beta, long c,
+                                int ldc, long strideC) {
         if (batch == 0 || m == 0 || n == 0) {
             return;
         }
         long h = cublasHandle();
         synchronized (this) {
             cublas.gemmBatched(h, ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha,
-                    ptr(a, aOff), strideA, ptr(b, bOff), strideB, beta, ptr(c, cOff), strideC, batch,
-                    Cublas.CUDA_R_32F, Cublas.CUBLAS_COMPUTE_32F);
+                    a, strideA, b, strideB, beta, c, strideC, batch, type, Cublas.CUBLAS_COMPUTE_32F);
         }
     }
 
@@ -524,6 +541,171 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     /** NLL loss backward into {@code dlogp} (zeroed first): {@code -g / count} at each kept target. */
     public void nllLossBackward(long g, long targets, long dlogp, int n, int c, long ignoreIndex, long count) {
         elementwise(CudaKernelTable.NLL_LOSS_BACKWARD, n, g, targets, dlogp, n, c, ignoreIndex, count);
+    }
+
+    // ------------------------------------------------------------------------------------------------ device paths
+
+    /** The gather kernel when {@code dst} is contiguous, else the strided copy kernel. */
+    @Override
+    public void copy4(int d0, int d1, int d2, int d3, MemorySegment src, long srcOff, long s0, long s1, long s2,
+                      long s3, MemorySegment dst, long dstOff, long t0, long t1, long t2, long t3) {
+        long[] ss = {s0, s1, s2, s3};
+        int[] shape = {d0, d1, d2, d3};
+        if ((d3 <= 1 || t3 == 1) && (d2 <= 1 || t2 == d3) && (d1 <= 1 || t1 == (long) d2 * d3)
+                && (d0 <= 1 || t0 == (long) d1 * d2 * d3)) {
+            gather(ptr(src, srcOff), ss, ptr(dst, dstOff), shape);
+            return;
+        }
+        Dims4 d = Dims4.of(shape, ss, new long[] {t0, t1, t2, t3});
+        elementwise(CudaKernelTable.COPY4, d.numel(), ptr(src, srcOff), ptr(dst, dstOff), d.numel(), d.extent(0),
+                d.extent(1), d.extent(2), d.extent(3), d.stride(0, 0), d.stride(0, 1), d.stride(0, 2), d.stride(0, 3),
+                d.stride(1, 0), d.stride(1, 1), d.stride(1, 2), d.stride(1, 3));
+    }
+
+    @Override
+    public void binary4(int op, int d0, int d1, int d2, int d3, MemorySegment a, long aOff, long as0, long as1,
+                        long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1, long bs2, long bs3,
+                        MemorySegment out, long outOff) {
+        binaryBroadcast(op, ptr(a, aOff), new long[] {as0, as1, as2, as3}, ptr(b, bOff), new long[] {bs0, bs1, bs2, bs3},
+                ptr(out, outOff), new int[] {d0, d1, d2, d3});
+    }
+
+    @Override
+    public void sumDim(int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.SUM_DIM, (long) outer * inner, ptr(x, xOff), ptr(out, outOff), outer, n, inner);
+    }
+
+    @Override
+    public void maxDim(int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment values, long valuesOff,
+                       MemorySegment indices, long indicesOff) {
+        elementwise(CudaKernelTable.MAX_DIM, (long) outer * inner, ptr(x, xOff), ptrOrNull(values, valuesOff),
+                indices.address() + indicesOff * Long.BYTES, outer, n, inner);
+    }
+
+    @Override
+    public void dropout(long n, float p, float scale, long seed, MemorySegment x, long xOff, MemorySegment out,
+                        long outOff, MemorySegment mask, long maskOff) {
+        dropout(n, ptr(x, xOff), ptr(out, outOff), mask.address() + maskOff, p, scale, seed);
+    }
+
+    @Override
+    public void dropoutBackward(long n, float scale, MemorySegment dy, long dyOff, MemorySegment mask, long maskOff,
+                                MemorySegment dx, long dxOff) {
+        dropoutBackward(n, ptr(dy, dyOff), mask.address() + maskOff, ptr(dx, dxOff), scale);
+    }
+
+    /** The loss and the kept-target count into a temporary (8 bytes, freed stream-ordered); a bad target traps. */
+    private long nllInto(int n, int c, long ignoreIndex, long logp, long targets) {
+        long tmp = allocator.malloc(2L * Float.BYTES, stream);
+        nllLoss(logp, targets, tmp, tmp + Float.BYTES, n, c, ignoreIndex, 0L);
+        return tmp;
+    }
+
+    @Override
+    public void nllLoss(int n, int c, long ignoreIndex, MemorySegment logp, long logpOff, MemorySegment targets,
+                        long targetsOff, MemorySegment out, long outOff) {
+        long tmp = nllInto(n, c, ignoreIndex, ptr(logp, logpOff), targets.address() + targetsOff * Long.BYTES);
+        try {
+            elementwise(CudaKernelTable.SCALE, 1, 1f, tmp, ptr(out, outOff), 1L);
+        } finally {
+            allocator.free(tmp);
+        }
+    }
+
+    /** Three launches: the kept-target count (the loss kernel into a temporary), zeros, the gradient. */
+    @Override
+    public void nllLossBackward(int n, int c, long ignoreIndex, MemorySegment g, long gOff, MemorySegment targets,
+                                long targetsOff, MemorySegment dlogp, long dlogpOff) {
+        long t = targets.address() + targetsOff * Long.BYTES;
+        long tmp = nllInto(n, c, ignoreIndex, ptr(dlogp, dlogpOff), t);   // dlogp is read before it is overwritten
+        try {
+            fill((long) n * c, 0f, dlogp, dlogpOff);
+            nllLossBackward(ptr(g, gOff), t, ptr(dlogp, dlogpOff), n, c, ignoreIndex, tmp + Float.BYTES);
+        } finally {
+            allocator.free(tmp);
+        }
+    }
+
+    @Override
+    public void embedding(long count, int rows, int cols, MemorySegment weight, long weightOff, MemorySegment idx,
+                          long idxOff, MemorySegment out, long outOff) {
+        embedding(count, cols, rows, ptr(weight, weightOff), idx.address() + idxOff * Long.BYTES, ptr(out, outOff), 0L);
+    }
+
+    @Override
+    public void embeddingBackward(long count, int rows, int cols, MemorySegment g, long gOff, MemorySegment idx,
+                                  long idxOff, MemorySegment dweight, long dweightOff) {
+        fill((long) rows * cols, 0f, dweight, dweightOff);
+        embeddingBackward(count, cols, ptr(g, gOff), idx.address() + idxOff * Long.BYTES, ptr(dweight, dweightOff));
+    }
+
+    @Override
+    public void maskUpper(long mats, int t, int s, float fill, MemorySegment x, long xOff, MemorySegment out,
+                          long outOff) {
+        maskUpper(mats, t, s, ptr(x, xOff), ptr(out, outOff), fill);
+    }
+
+    @Override
+    public void iota(long n, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.IOTA, n, out.address() + outOff * Long.BYTES, n);
+    }
+
+    /**
+     * Copies a fused optimizer's table (the device addresses of each list, then the sizes: 8 bytes an entry) to a
+     * temporary block on the stream, from pageable memory (the driver stages it before returning), and runs
+     * {@code launch} with the block's address; the block is freed stream-ordered.
+     */
+    private void withTable(int count, long[] sizes, MemorySegment[][] lists, java.util.function.LongConsumer launch) {
+        long entries = (long) (lists.length + 1) * count;
+        long table = allocator.malloc(entries * Long.BYTES, stream);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment host = a.allocate(ValueLayout.JAVA_LONG, entries);
+            for (int l = 0; l < lists.length; l++) {
+                for (int t = 0; t < count; t++) {
+                    host.setAtIndex(ValueLayout.JAVA_LONG, (long) l * count + t, lists[l] == null ? 0L
+                            : lists[l][t].address());
+                }
+            }
+            MemorySegment.copy(sizes, 0, host, ValueLayout.JAVA_LONG, (long) lists.length * count * Long.BYTES, count);
+            ((CudaDevice) allocator.device()).copyFromHostAsync(host, table, stream);
+            launch.accept(table);
+        } finally {
+            allocator.free(table);
+        }
+    }
+
+    private static long largest(int count, long[] sizes) {
+        long m = 0;
+        for (int t = 0; t < count; t++) {
+            m = Math.max(m, sizes[t]);
+        }
+        return m;
+    }
+
+    /** One launch for the group ({@code v4j_sgd_multi_f32}) after its pointer table is copied in. */
+    @Override
+    public void sgdMulti(int count, long[] sizes, MemorySegment[] params, MemorySegment[] grads, MemorySegment[] bufs,
+                         float lr, float momentum, float weightDecay, boolean nesterov, boolean first) {
+        if (count == 0) {
+            return;
+        }
+        long c = count * (long) Long.BYTES;
+        withTable(count, sizes, new MemorySegment[][] {params, grads, bufs}, t -> sgd(t, t + c,
+                bufs == null ? 0L : t + 2 * c, t + 3 * c, count, largest(count, sizes), lr, momentum, weightDecay,
+                nesterov, first));
+    }
+
+    /** One launch for the group ({@code v4j_adamw_multi_f32}) after its pointer table is copied in. */
+    @Override
+    public void adamwMulti(int count, long[] sizes, MemorySegment[] params, MemorySegment[] grads, MemorySegment[] ms,
+                           MemorySegment[] vs, float beta1, float beta2, float eps, float decay, float stepSize,
+                           float bc2Sqrt) {
+        if (count == 0) {
+            return;
+        }
+        long c = count * (long) Long.BYTES;
+        withTable(count, sizes, new MemorySegment[][] {params, grads, ms, vs}, t -> adamw(t, t + c, t + 2 * c,
+                t + 3 * c, t + 4 * c, count, largest(count, sizes), beta1, beta2, eps, decay, stepSize, bc2Sqrt));
     }
 
     // ------------------------------------------------------------------------------------------------ attention

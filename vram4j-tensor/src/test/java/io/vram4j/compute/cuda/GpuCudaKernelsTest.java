@@ -544,6 +544,184 @@ class GpuCudaKernelsTest {
         assertArrayEquals(new float[] {dy[0] * 2, 0, dy[2] * 2, dy[3] * 2, 0}, back(dx, 5));
     }
 
+    // ------------------------------------------------------------------------------------------------ device paths
+
+    /** Runs a Kernels call on the CPU kernels (host arrays) and on the GPU (the same values copied there). */
+    private interface PathCall {
+        void run(Kernels k, MemorySegment[] in, MemorySegment out);
+    }
+
+    /**
+     * @param inputs float arrays, or long[] for int64 indices
+     * @param outFloats the output's size in floats (int64 outputs: two floats each)
+     * @return {@code {cpu, gpu}} outputs as raw floats
+     */
+    private float[][] both(PathCall call, int outFloats, Object... inputs) {
+        MemorySegment[] cpuIn = new MemorySegment[inputs.length];
+        MemorySegment[] gpuIn = new MemorySegment[inputs.length];
+        for (int i = 0; i < inputs.length; i++) {
+            if (inputs[i] instanceof long[] l) {
+                cpuIn[i] = MemorySegment.ofArray(l.clone());
+                gpuIn[i] = longsOnGpu(l);
+            } else {
+                float[] f = (float[]) inputs[i];
+                cpuIn[i] = MemorySegment.ofArray(f.clone());
+                gpuIn[i] = onGpu(f);
+            }
+        }
+        float[] cpuOut = new float[outFloats];
+        call.run(CPU, cpuIn, MemorySegment.ofArray(cpuOut));
+        MemorySegment gpuOut = onGpu(new float[outFloats]);
+        call.run(cuda, gpuIn, gpuOut);
+        return new float[][] {cpuOut, back(gpuOut, outFloats)};
+    }
+
+    @Test
+    void stridedCopiesAndBroadcastingMatchTheCpuKernels() {
+        float[] a = values(5 * 6 * 7, -3, 3);   // [5, 6, 7]
+        float[] b = values(6, 0.5f, 2);          // broadcast over dims 0 and 2
+        float[][] r = both((k, in, out) -> k.copy4(1, 7, 6, 5, in[0], 0, 0, 1, 7, 42, out, 0, 0, 30, 5, 1),
+                210, a);   // the [7, 6, 5] permutation, contiguous: the gather kernel
+        assertArrayEquals(r[0], r[1], "copy4 into contiguous memory");
+        r = both((k, in, out) -> k.copy4(1, 5, 6, 3, in[0], 1, 0, 42, 7, 2, out, 2, 0, 70, 11, 3), 400, a);
+        assertArrayEquals(r[0], r[1], "copy4 into a strided destination");
+        for (int op = 0; op < 4; op++) {
+            int o = op;
+            r = both((k, in, out) -> k.binary4(o, 1, 5, 6, 7, in[0], 0, 0, 42, 7, 1, in[1], 0, 0, 0, 1, 0, out, 0),
+                    210, a, b);
+            close(r[0], r[1], "binary4 op " + op);
+        }
+    }
+
+    @Test
+    void dimensionReductionsMatchTheCpuKernels() {
+        float[] x = values(4 * 300 * 5, -2, 2);
+        float[][] r = both((k, in, out) -> k.sumDim(4, 300, 5, in[0], 0, out, 0), 20, x);
+        close(r[0], r[1], "sumDim inner 5");
+        r = both((k, in, out) -> k.sumDim(20, 300, 1, in[0], 0, out, 0), 20, x);
+        close(r[0], r[1], "sumDim inner 1");
+        x[7] = Float.NaN;
+        x[1000] = 5f;
+        x[1005] = 5f;   // equal maxima: the first index wins
+        r = both((k, in, out) -> k.maxDim(4, 300, 5, in[0], 0, out, 0, out, 10), 60, x);
+        assertArrayEquals(r[0], r[1], "maxDim values and int64 indices");
+        r = both((k, in, out) -> k.iota(17, out, 3), 40);
+        assertArrayEquals(r[0], r[1], "iota");
+    }
+
+    @Test
+    void dropoutLossEmbeddingAndMaskMatchTheCpuKernels() {
+        int n = 10_007;
+        float[] x = values(n, -1, 1);
+        float[][] r = both((k, in, out) -> k.dropout(n, 0.3f, 1f / 0.7f, -77L, in[0], 0, out, 0, out, 4L * n),
+                n + n / 4 + 1, x);
+        assertArrayEquals(r[0], r[1], "dropout output and mask, bit for bit");
+        byte[] mask = new byte[n];
+        for (int i = 0; i < n; i++) {
+            mask[i] = (byte) (i % 3 == 0 ? 0 : 1);
+        }
+        float[] maskFloats = new float[n / 4 + 1];
+        MemorySegment.copy(MemorySegment.ofArray(mask), 0, MemorySegment.ofArray(maskFloats), 0, n);
+        r = both((k, in, out) -> k.dropoutBackward(n, 2f, in[0], 0, in[1], 0, out, 0), n, x, maskFloats);
+        assertArrayEquals(r[0], r[1], "dropout backward");
+        int rows = 64;
+        int c = 10;
+        float[] logp = values(rows * c, -5, 0);
+        long[] targets = new long[rows];
+        for (int i = 0; i < rows; i++) {
+            targets[i] = i % 7 == 0 ? -100 : (i * 3L) % c;
+        }
+        r = both((k, in, out) -> k.nllLoss(rows, c, -100, in[0], 0, in[1], 0, out, 0), 1, logp, targets);
+        close(r[0], r[1], "nllLoss");
+        r = both((k, in, out) -> k.nllLossBackward(rows, c, -100, in[0], 0, in[1], 0, out, 0), rows * c,
+                new float[] {1.5f}, targets);
+        close(r[0], r[1], "nllLossBackward");
+        float[] table = values(9 * 4, -1, 1);
+        long[] idx = {3, 0, 8, 3, 5};
+        r = both((k, in, out) -> k.embedding(5, 9, 4, in[0], 0, in[1], 0, out, 0), 20, table, idx);
+        assertArrayEquals(r[0], r[1], "embedding");
+        float[] g = values(20, -1, 1);
+        r = both((k, in, out) -> k.embeddingBackward(5, 9, 4, in[0], 0, in[1], 0, out, 0), 36, g, idx);
+        close(r[0], r[1], "embedding backward");
+        float[] s = values(3 * 5 * 4, -1, 1);
+        r = both((k, in, out) -> k.maskUpper(3, 5, 4, Float.NEGATIVE_INFINITY, in[0], 0, out, 0), 60, s);
+        assertArrayEquals(r[0], r[1], "maskUpper");
+    }
+
+    @Test
+    void fusedOptimizerGroupsMatchTheCpuKernels() {
+        long[] sizes = {1000, 1, 333};
+        float[][] init = new float[9][];
+        for (int i = 0; i < init.length; i++) {
+            init[i] = values((int) sizes[i % 3], i >= 6 ? 0 : -1, 1);   // v (the last list) must be >= 0
+        }
+        MemorySegment[][] cpu = new MemorySegment[3][3];
+        MemorySegment[][] dev = new MemorySegment[3][3];
+        for (int l = 0; l < 3; l++) {
+            for (int t = 0; t < 3; t++) {
+                cpu[l][t] = MemorySegment.ofArray(init[3 * l + t].clone());
+                dev[l][t] = onGpu(init[3 * l + t]);
+            }
+        }
+        for (boolean first : new boolean[] {true, false}) {   // params, grads, momentum buffers
+            CPU.sgdMulti(3, sizes, cpu[0], cpu[1], cpu[2], 0.05f, 0.9f, 1e-4f, true, first);
+            cuda.sgdMulti(3, sizes, dev[0], dev[1], dev[2], 0.05f, 0.9f, 1e-4f, true, first);
+        }
+        MemorySegment[] vsCpu = {MemorySegment.ofArray(init[6].clone()), MemorySegment.ofArray(init[7].clone()),
+                MemorySegment.ofArray(init[8].clone())};
+        MemorySegment[] vsDev = {onGpu(init[6]), onGpu(init[7]), onGpu(init[8])};
+        CPU.adamwMulti(3, sizes, cpu[0], cpu[1], cpu[2], vsCpu, 0.9f, 0.999f, 1e-8f, 0.9995f, 0.05f, 0.05f);
+        cuda.adamwMulti(3, sizes, dev[0], dev[1], dev[2], vsDev, 0.9f, 0.999f, 1e-8f, 0.9995f, 0.05f, 0.05f);
+        for (int t = 0; t < 3; t++) {
+            int n = (int) sizes[t];
+            close(cpu[0][t].toArray(ValueLayout.JAVA_FLOAT), back(dev[0][t], n), "params " + t);
+            close(cpu[2][t].toArray(ValueLayout.JAVA_FLOAT), back(dev[2][t], n), "buffers / first moments " + t);
+            close(vsCpu[t].toArray(ValueLayout.JAVA_FLOAT), back(vsDev[t], n), "second moments " + t);
+        }
+    }
+
+    @Test
+    void sixteenBitGemmMatchesTheCpuKernelsWithinTheirPrecision() {
+        int batch = 3;
+        int m = 33;
+        int n = 20;
+        int k = 64;
+        for (boolean bf16 : new boolean[] {true, false}) {
+            for (boolean trans : new boolean[] {false, true}) {
+                short[] a = new short[batch * m * k];
+                short[] b = new short[batch * k * n];
+                for (short[] x : new short[][] {a, b}) {
+                    for (int i = 0; i < x.length; i++) {
+                        float v = (float) random.nextGaussian();
+                        x[i] = bf16 ? Half.floatToBf16(v) : Half.floatToFp16(v);
+                    }
+                }
+                short[] expected = new short[batch * m * n];
+                int lda = trans ? m : k;   // A stored [k, m] and used transposed
+                CPU.gemmBatched16(bf16, batch, trans, false, m, n, k, 1f, MemorySegment.ofArray(a), 0, lda,
+                        (long) m * k, MemorySegment.ofArray(b), 0, n, (long) k * n, 0f, MemorySegment.ofArray(expected),
+                        0, n, (long) m * n);
+                MemorySegment da = empty(a.length / 2 + 1);
+                MemorySegment db = empty(b.length / 2 + 1);
+                MemorySegment dc = empty(expected.length / 2 + 1);
+                gpu.copyFromHost(MemorySegment.ofArray(a), da.address());
+                gpu.copyFromHost(MemorySegment.ofArray(b), db.address());
+                cuda.gemmBatched16(bf16, batch, trans, false, m, n, k, 1f, da, 0, lda, (long) m * k, db, 0, n,
+                        (long) k * n, 0f, dc, 0, n, (long) m * n);
+                short[] got = new short[expected.length];
+                gpu.synchronize();
+                gpu.copyToHost(dc.address(), MemorySegment.ofArray(got));
+                float rel = bf16 ? 1f / 64 : 1f / 512;   // two units in the last place of the 16-bit type
+                for (int i = 0; i < got.length; i++) {
+                    float e = bf16 ? Half.bf16ToFloat(expected[i]) : Half.fp16ToFloat(expected[i]);
+                    float g = bf16 ? Half.bf16ToFloat(got[i]) : Half.fp16ToFloat(got[i]);
+                    assertTrue(Math.abs(e - g) <= rel * Math.max(Math.abs(e), 1f),
+                            (bf16 ? "bf16" : "fp16") + (trans ? " transposed" : "") + " C[" + i + "]: " + e + " vs " + g);
+                }
+            }
+        }
+    }
+
     /**
      * The fused attention kernels (forward; backward in its two passes) against the scalar reference: t across the
      * 64-row blocks, odd head dimensions and one (200) where the shared-memory tile shrinks below 64 rows, causal
