@@ -36,7 +36,24 @@ class LauncherTest {
         Files.writeString(target.resolve("vram4j.jar"), "not read: the fake java only prints its arguments");
         fakeJdk = Files.createDirectories(root.resolve("fake-jdk/bin")).getParent();
         Files.writeString(fakeJdk.resolve("release"), "JAVA_VERSION=\"25.0.1\"\n");
-        Files.writeString(fakeJdk.resolve("bin/java"), "#!/bin/sh\necho \"fake java $*\"\n");
+        // Prints its arguments; as the JVM does, writes the AOT configuration when recording and the cache when
+        // creating one, and fails when asked to (a command that fails).
+        Files.writeString(fakeJdk.resolve("bin/java"), """
+                #!/bin/sh
+                echo "fake java $*"
+                mode=""
+                for a in "$@"; do
+                  case "$a" in
+                    -XX:AOTMode=*) mode="${a#-XX:AOTMode=}" ;;
+                    -XX:AOTConfiguration=*) conf="${a#-XX:AOTConfiguration=}" ;;
+                    -XX:AOTCache=*) cache="${a#-XX:AOTCache=}" ;;
+                    fail) exit 2 ;;
+                  esac
+                done
+                if [ "$mode" = record ]; then echo recorded > "$conf"; fi
+                if [ "$mode" = create ]; then echo cache > "$cache"; fi
+                exit 0
+                """);
         Files.writeString(fakeJdk.resolve("bin/javac"), "#!/bin/sh\nexit 0\n");
         executable(fakeJdk.resolve("bin/java"));
         executable(fakeJdk.resolve("bin/javac"));
@@ -54,7 +71,12 @@ class LauncherTest {
 
     /** Runs {@code bash -x vram4j replay snapshot.pickle} with JAVA_HOME as given (null: unset). */
     private Run launch(String javaHome) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>(List.of("bash", "-x", root.resolve("vram4j").toString(), "replay", "snapshot.pickle"));
+        return launch(javaHome, "replay", "snapshot.pickle");
+    }
+
+    private Run launch(String javaHome, String... args) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of("bash", "-x", root.resolve("vram4j").toString()));
+        cmd.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(cmd).directory(root.toFile());
         pb.environment().remove("JAVA_HOME");
         pb.environment().remove("VRAM4J_JAVA_OPTS");
@@ -85,7 +107,7 @@ class LauncherTest {
         Run second = launch(fakeJdk.toString());
         assertEquals(0, second.exit());
         assertFalse(second.probed(), "the cached choice is taken without probing");
-        assertEquals(first.out(), second.out());
+        assertTrue(second.out().startsWith("fake java "), second.out());
     }
 
     @Test
@@ -104,5 +126,56 @@ class LauncherTest {
         Run run = launch(fakeJdk.toString());
         assertTrue(run.probed(), "the cache was made for another JAVA_HOME");
         assertEquals(fakeJdk + "\t" + fakeJdk + "\n", cache());
+    }
+
+    private Path cacheFile() {
+        return root.resolve("vram4j-cli/target/vram4j-replay-c1.aot");
+    }
+
+    /** Waits for the background JVM that assembles the cache (at most 20 s). */
+    private void awaitCache() throws InterruptedException {
+        for (int i = 0; i < 200 && !Files.exists(cacheFile()); i++) {
+            Thread.sleep(100);
+        }
+    }
+
+    @Test
+    void aShortCommandRecordsOnceThenStartsFromItsAotCache() throws Exception {
+        Run first = launch(fakeJdk.toString());
+        assertTrue(first.out().contains("-XX:AOTMode=record"), first.out());
+        assertTrue(first.out().contains("-XX:-DisplayVMOutput"), "the JVM's 'recorded' message is not printed");
+        awaitCache();
+        assertEquals("cache\n", Files.readString(cacheFile()), "assembled in the background and renamed into place");
+        try (var left = Files.list(cacheFile().getParent())) {
+            assertEquals(List.of(), left.filter(p -> p.toString().matches(".*\\.aot\\.\\d+.*")).toList(),
+                    "no configuration or partial cache left behind");
+        }
+
+        Run second = launch(fakeJdk.toString());
+        assertTrue(second.out().contains("-XX:AOTCache=" + cacheFile()), second.out());
+        assertFalse(second.out().contains("AOTMode=record"), second.out());
+
+        // A rebuilt jar makes the cache stale: removed, recorded again.
+        Files.setLastModifiedTime(cacheFile(), java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 60_000));
+        Run third = launch(fakeJdk.toString());
+        assertTrue(third.out().contains("-XX:AOTMode=record"), third.out());
+    }
+
+    @Test
+    void aFailedRunLeavesNoCache() throws Exception {
+        Run run = launch(fakeJdk.toString(), "replay", "fail");
+        assertEquals(2, run.exit(), "the command's exit code");
+        Thread.sleep(500);
+        try (var left = Files.list(cacheFile().getParent())) {
+            assertEquals(List.of("vram4j.jar"), left.map(p -> p.getFileName().toString()).toList());
+        }
+    }
+
+    @Test
+    void computeCommandsKeepTheAppCdsArchive() throws Exception {
+        Run run = launch(fakeJdk.toString(), "train", "--epochs", "1");
+        assertTrue(run.out().contains("--add-modules jdk.incubator.vector"), run.out());
+        assertTrue(run.out().contains("-XX:SharedArchiveFile=" + root.resolve("vram4j-cli/target/vram4j-train.jsa")), run.out());
+        assertFalse(run.out().contains("AOT"), run.out());
     }
 }
