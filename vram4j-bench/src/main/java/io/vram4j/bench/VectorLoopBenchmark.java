@@ -1,7 +1,8 @@
 package io.vram4j.bench;
 
 import io.vram4j.compute.Kernels;
-import io.vram4j.compute.PerKernelVectorKernels;
+import io.vram4j.compute.BenchWarmUp;
+import io.vram4j.compute.SharedLoopVectorKernels;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -23,21 +24,24 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The two loop shapes of the vector element-wise kernels side by side: {@code impl=shared} is
- * {@link Kernels#vector()} (one loop per family, the operation a function object), {@code impl=perKernel} is
- * {@link PerKernelVectorKernels} (a hand-written loop in every kernel, the code before). Both run behind the
- * same argument checks and compute the same bits; one kernel of each family (binary, with a scalar, unary,
- * backward with two inputs) plus the costly unary ones. Nanoseconds per call on {@code n} floats, single
- * thread; inputs random in [-4, 4) in a shared arena, 64-byte aligned.
+ * The two loop shapes of the vector element-wise kernels side by side: {@code impl=perKernel} is
+ * {@link Kernels#vector()} (a hand-written loop in every kernel, the product), {@code impl=shared} is
+ * {@link SharedLoopVectorKernels} (one loop per family, the operation a function object; tried, not kept). Both
+ * run behind the same argument checks and compute the same bits. One or more kernels of each family: binary
+ * ({@code add}, {@code mul}), with a scalar ({@code axpy}, {@code scale}), unary ({@code relu}, {@code exp},
+ * {@code gelu}) and backward with two inputs ({@code reluBackward}, {@code geluBackward}). Nanoseconds per call
+ * on {@code n} floats, single thread; inputs random in [-4, 4) in a shared arena (as host memory), 64-byte
+ * aligned. {@link #mix} calls the nine one after the other, as a training step interleaves its kernels.
  *
- * <p>{@code before=warmUp} runs {@link Kernels#warmUp()} in the setup, as {@code train} does: every kernel of
- * the implementation has then been called (on a confined arena's segments) before the measured one, so a
- * shared loop that C2 compiled on its own, rather than inlined into each kernel, would show here as a slower
- * kernel. {@code before=none} measures each kernel in a fresh JVM that has run nothing else.
+ * <p>{@code before} is what the setup runs first: {@code none}, a fresh JVM that then runs only the measured
+ * kernel; {@code warmUp}, {@link Kernels#warmUp()} as {@code train} does, so every kernel of the implementation
+ * has been called (on a confined arena's segments) before the measured one, and a loop shared by several kernels
+ * carries their mixed profile; {@code warmUpShared}, the same calls on a shared arena's segments
+ * ({@link BenchWarmUp}), which tells the effect of the segment kind apart from the effect of the other kernels.
  *
  * <pre>
  *   ./mvnw -B -q -pl vram4j-bench -am package -DskipTests
- *   java -jar vram4j-bench/target/benchmarks.jar VectorLoopBenchmark -p before=none -rf json -rff loops.json
+ *   java -jar vram4j-bench/target/benchmarks.jar VectorLoopBenchmark -p before=warmUp -rf json -rff loops.json
  *   python3 vram4j-bench/jmh-table.py loops.json
  * </pre>
  */
@@ -49,13 +53,13 @@ import java.util.concurrent.TimeUnit;
 @Fork(value = 2, jvmArgsAppend = {"--add-modules", "jdk.incubator.vector"})
 public class VectorLoopBenchmark {
 
-    @Param({"shared", "perKernel"})
+    @Param({"perKernel", "shared"})
     public String impl;
 
     @Param({"1024", "65536", "1048576"})
     public int n;
 
-    @Param({"none", "warmUp"})
+    @Param({"none", "warmUp", "warmUpShared"})
     public String before;
 
     private Arena arena;
@@ -67,14 +71,15 @@ public class VectorLoopBenchmark {
     @Setup(Level.Trial)
     public void setUp() {
         k = switch (impl) {
-            case "shared" -> Kernels.vector().withThreads(1);
-            case "perKernel" -> PerKernelVectorKernels.create();
-            default -> throw new IllegalArgumentException("impl must be shared or perKernel, not " + impl);
+            case "perKernel" -> Kernels.vector().withThreads(1);
+            case "shared" -> SharedLoopVectorKernels.create();
+            default -> throw new IllegalArgumentException("impl must be perKernel or shared, not " + impl);
         };
         switch (before) {
             case "none" -> { }
             case "warmUp" -> k.warmUp();
-            default -> throw new IllegalArgumentException("before must be none or warmUp, not " + before);
+            case "warmUpShared" -> BenchWarmUp.onSharedArena(k);
+            default -> throw new IllegalArgumentException("before must be none, warmUp or warmUpShared, not " + before);
         }
         arena = Arena.ofShared();
         SplittableRandom rnd = new SplittableRandom(7);
@@ -153,6 +158,24 @@ public class VectorLoopBenchmark {
     @Benchmark
     public float geluBackward() {
         k.geluBackward(n, b, 0, a, 0, out, 0);
+        return result();
+    }
+
+    /**
+     * All nine kernels above, one call each, as a training step interleaves them: every shared loop then serves
+     * several operations in turn, which is where a function object passed to it stops being a constant.
+     */
+    @Benchmark
+    public float mix() {
+        k.add(n, a, 0, b, 0, out, 0);
+        k.mul(n, out, 0, b, 0, out, 0);
+        k.axpy(n, 1e-3f, a, 0, out, 0);
+        k.scale(n, 0.5f, out, 0, out, 0);
+        k.relu(n, out, 0, out, 0);
+        k.exp(n, a, 0, out, 0);
+        k.gelu(n, out, 0, out, 0);
+        k.reluBackward(n, b, 0, out, 0, out, 0);
+        k.geluBackward(n, b, 0, out, 0, out, 0);
         return result();
     }
 }

@@ -11,35 +11,39 @@ import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 
 /**
- * The baseline of {@code VectorLoopBenchmark}: {@link VectorKernels} as it was before its element-wise kernels
- * moved onto one shared loop per family, that is with a hand-written loop in every element-wise kernel. The
- * math of each element ({@code VectorExp}, {@link VectorKernels#sigmoid}, {@link VectorKernels#gelu},
- * {@link VectorKernels#geluDerivative}) and the loads and stores are {@link VectorKernels}' own, so only the
- * loop shape differs; every other kernel is handed to {@link VectorKernels} unchanged.
+ * The alternative of {@code VectorLoopBenchmark}, tried and not kept (BENCHMARKS.md, "Vector element-wise kernels:
+ * one shared loop per family, measured"): {@link VectorKernels}' element-wise kernels on one shared loop per
+ * family, as {@link ScalarKernels} has them. The loop takes the operation as a function object, one
+ * {@code static final} constant per kernel ({@link Unary}, {@link WithScalar}, {@link Binary},
+ * {@link BinaryWithScalar}), and finishes with a masked vector like the real kernels, so every kernel gives the
+ * bits of {@link VectorKernels}. The math of each element ({@code VectorExp}, {@link VectorKernels#sigmoid},
+ * {@link VectorKernels#gelu}, {@link VectorKernels#geluDerivative}) and the loads and stores are
+ * {@link VectorKernels}' own, so only the loop shape differs; every other kernel is handed to
+ * {@link VectorKernels}.
  *
  * <p>In the bench module, in the package of the kernels so that it can reach them; not part of the product.
  * Stateless, so thread-safe. Arguments are not checked here: {@link #create()} puts it behind
  * {@link CheckedKernels} like the real kernels.
  */
-public final class PerKernelVectorKernels implements HostConversions {
+public final class SharedLoopVectorKernels implements HostConversions {
 
     private final Kernels shared;
 
-    private PerKernelVectorKernels(Kernels shared) {
+    private SharedLoopVectorKernels(Kernels shared) {
         this.shared = shared;
     }
 
     /**
-     * @return the per-kernel-loop vector kernels behind the argument checks, single-threaded sgemm
+     * @return the shared-loop vector kernels behind the argument checks, single-threaded sgemm
      * @throws LinkageError without {@code --add-modules jdk.incubator.vector}
      */
     public static Kernels create() {
-        return Kernels.checked(new PerKernelVectorKernels(VectorKernels.create(1)));
+        return Kernels.checked(new SharedLoopVectorKernels(VectorKernels.create(1)));
     }
 
     @Override
     public String name() {
-        return "vector-per-kernel-loops";
+        return "vector-shared-loops";
     }
 
     @Override
@@ -52,195 +56,186 @@ public final class PerKernelVectorKernels implements HostConversions {
         return this;
     }
 
-    // ------------------------------------------------------------------------------------------------ per-kernel loops
+    // ------------------------------------------------------------------------------------------------ loops
 
-    @Override
-    public void add(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+    /** The math of a unary element-wise kernel on one vector of elements. */
+    @FunctionalInterface
+    private interface Unary {
+        FloatVector apply(FloatVector x);
+    }
+
+    /** The math of an element-wise kernel with a scalar operand {@code s} on one vector of elements. */
+    @FunctionalInterface
+    private interface WithScalar {
+        FloatVector apply(FloatVector x, float s);
+    }
+
+    /** The math of a binary element-wise kernel with a scalar operand {@code s} on one vector of each. */
+    @FunctionalInterface
+    private interface BinaryWithScalar {
+        FloatVector apply(FloatVector a, FloatVector b, float s);
+    }
+
+    /** The math of a binary element-wise kernel (or of a backward one: {@code a} is dy) on one vector of each. */
+    @FunctionalInterface
+    private interface Binary {
+        FloatVector apply(FloatVector a, FloatVector b);
+    }
+
+    /** The loop of every unary element-wise kernel: {@code out[i] = f(x[i])}. */
+    private static void map(long n, MemorySegment x, long xOff, MemorySegment out, long outOff, Unary f) {
         long i = 0;
         for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(load(a, aOff + i).add(load(b, bOff + i)), out, outOff + i);
+            store(f.apply(load(x, xOff + i)), out, outOff + i);
         }
         if (i < n) {
             VectorMask<Float> m = SP.indexInRange(i, n);
-            store(load(a, aOff + i, m).add(load(b, bOff + i, m)), out, outOff + i, m);
+            store(f.apply(load(x, xOff + i, m)), out, outOff + i, m);
         }
+    }
+
+    /** The loop of every element-wise kernel with a scalar operand: {@code out[i] = f(x[i], s)}. */
+    private static void map(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff,
+                            WithScalar f) {
+        long i = 0;
+        for (long bound = SP.loopBound(n); i < bound; i += L) {
+            store(f.apply(load(x, xOff + i), s), out, outOff + i);
+        }
+        if (i < n) {
+            VectorMask<Float> m = SP.indexInRange(i, n);
+            store(f.apply(load(x, xOff + i, m), s), out, outOff + i, m);
+        }
+    }
+
+    /** The loop of every binary element-wise kernel: {@code out[i] = f(a[i], b[i])}. */
+    private static void map(long n, MemorySegment a, long aOff, MemorySegment b, long bOff,
+                            MemorySegment out, long outOff, Binary f) {
+        long i = 0;
+        for (long bound = SP.loopBound(n); i < bound; i += L) {
+            store(f.apply(load(a, aOff + i), load(b, bOff + i)), out, outOff + i);
+        }
+        if (i < n) {
+            VectorMask<Float> m = SP.indexInRange(i, n);
+            store(f.apply(load(a, aOff + i, m), load(b, bOff + i, m)), out, outOff + i, m);
+        }
+    }
+
+    /** The loop of every binary element-wise kernel with a scalar operand: {@code out[i] = f(a[i], b[i], s)}. */
+    private static void map(long n, float s, MemorySegment a, long aOff, MemorySegment b, long bOff,
+                            MemorySegment out, long outOff, BinaryWithScalar f) {
+        long i = 0;
+        for (long bound = SP.loopBound(n); i < bound; i += L) {
+            store(f.apply(load(a, aOff + i), load(b, bOff + i), s), out, outOff + i);
+        }
+        if (i < n) {
+            VectorMask<Float> m = SP.indexInRange(i, n);
+            store(f.apply(load(a, aOff + i, m), load(b, bOff + i, m), s), out, outOff + i, m);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ binary
+
+    private static final Binary ADD = (a, b) -> a.add(b);
+    private static final Binary SUB = (a, b) -> a.sub(b);
+    private static final Binary MUL = (a, b) -> a.mul(b);
+    private static final Binary DIV = (a, b) -> a.div(b);
+
+    @Override
+    public void add(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
+        map(n, a, aOff, b, bOff, out, outOff, ADD);
     }
 
     @Override
     public void sub(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(load(a, aOff + i).sub(load(b, bOff + i)), out, outOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(load(a, aOff + i, m).sub(load(b, bOff + i, m)), out, outOff + i, m);
-        }
+        map(n, a, aOff, b, bOff, out, outOff, SUB);
     }
 
     @Override
     public void mul(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(load(a, aOff + i).mul(load(b, bOff + i)), out, outOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(load(a, aOff + i, m).mul(load(b, bOff + i, m)), out, outOff + i, m);
-        }
+        map(n, a, aOff, b, bOff, out, outOff, MUL);
     }
 
     @Override
     public void div(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff) {
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(load(a, aOff + i).div(load(b, bOff + i)), out, outOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(load(a, aOff + i, m).div(load(b, bOff + i, m)), out, outOff + i, m);
-        }
+        map(n, a, aOff, b, bOff, out, outOff, DIV);
     }
+
+    // ------------------------------------------------------------------------------------------------ with a scalar
+
+    private static final WithScalar SCALE = (x, s) -> x.mul(s);
+    private static final WithScalar ADD_SCALAR = (x, s) -> x.add(s);
+    private static final BinaryWithScalar AXPY = (y, x, alpha) -> y.add(x.mul(alpha));
 
     @Override
     public void axpy(long n, float alpha, MemorySegment x, long xOff, MemorySegment y, long yOff) {
-        FloatVector av = FloatVector.broadcast(SP, alpha);
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(load(y, yOff + i).add(load(x, xOff + i).mul(av)), y, yOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(load(y, yOff + i, m).add(load(x, xOff + i, m).mul(av)), y, yOff + i, m);
-        }
+        map(n, alpha, y, yOff, x, xOff, y, yOff, AXPY);
     }
 
     @Override
     public void scale(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(load(x, xOff + i).mul(s), out, outOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(load(x, xOff + i, m).mul(s), out, outOff + i, m);
-        }
+        map(n, s, x, xOff, out, outOff, SCALE);
     }
 
     @Override
     public void addScalar(long n, float s, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(load(x, xOff + i).add(s), out, outOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(load(x, xOff + i, m).add(s), out, outOff + i, m);
-        }
+        map(n, s, x, xOff, out, outOff, ADD_SCALAR);
     }
+
+    // ------------------------------------------------------------------------------------------------ unary
+
+    private static final Unary NEG = x -> x.neg();
+    private static final Unary EXP = x -> VectorExp.exp(x);
+    private static final Unary SQRT = x -> x.lanewise(VectorOperators.SQRT);
+    private static final Unary SIGMOID = x -> VectorKernels.sigmoid(x);
+    private static final Unary RELU = x -> x.max(0f);
+    private static final Unary GELU = x -> VectorKernels.gelu(x);
+    private static final Binary RELU_BACKWARD = (dy, x) ->
+            FloatVector.zero(SP).blend(dy, x.compare(VectorOperators.GT, 0f));
+    private static final Binary GELU_BACKWARD = (dy, x) -> VectorKernels.geluDerivative(x).mul(dy);
 
     @Override
     public void neg(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(load(x, xOff + i).neg(), out, outOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(load(x, xOff + i, m).neg(), out, outOff + i, m);
-        }
+        map(n, x, xOff, out, outOff, NEG);
     }
 
     @Override
     public void exp(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(VectorExp.exp(load(x, xOff + i)), out, outOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(VectorExp.exp(load(x, xOff + i, m)), out, outOff + i, m);
-        }
+        map(n, x, xOff, out, outOff, EXP);
     }
 
     @Override
     public void sqrt(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(load(x, xOff + i).lanewise(VectorOperators.SQRT), out, outOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(load(x, xOff + i, m).lanewise(VectorOperators.SQRT), out, outOff + i, m);
-        }
+        map(n, x, xOff, out, outOff, SQRT);
     }
 
     @Override
     public void sigmoid(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(VectorKernels.sigmoid(load(x, xOff + i)), out, outOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(VectorKernels.sigmoid(load(x, xOff + i, m)), out, outOff + i, m);
-        }
+        map(n, x, xOff, out, outOff, SIGMOID);
     }
 
     @Override
     public void relu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(load(x, xOff + i).max(0f), out, outOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(load(x, xOff + i, m).max(0f), out, outOff + i, m);
-        }
+        map(n, x, xOff, out, outOff, RELU);
     }
 
     @Override
     public void reluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
                              MemorySegment dx, long dxOff) {
-        FloatVector zero = FloatVector.zero(SP);
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            VectorMask<Float> pos = load(x, xOff + i).compare(VectorOperators.GT, 0f);
-            store(zero.blend(load(dy, dyOff + i), pos), dx, dxOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            VectorMask<Float> pos = load(x, xOff + i, m).compare(VectorOperators.GT, 0f);
-            store(zero.blend(load(dy, dyOff + i, m), pos), dx, dxOff + i, m);
-        }
+        map(n, dy, dyOff, x, xOff, dx, dxOff, RELU_BACKWARD);
     }
 
     @Override
     public void gelu(long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(VectorKernels.gelu(load(x, xOff + i)), out, outOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(VectorKernels.gelu(load(x, xOff + i, m)), out, outOff + i, m);
-        }
+        map(n, x, xOff, out, outOff, GELU);
     }
 
     @Override
     public void geluBackward(long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
                              MemorySegment dx, long dxOff) {
-        long i = 0;
-        for (long bound = SP.loopBound(n); i < bound; i += L) {
-            store(VectorKernels.geluDerivative(load(x, xOff + i)).mul(load(dy, dyOff + i)), dx, dxOff + i);
-        }
-        if (i < n) {
-            VectorMask<Float> m = SP.indexInRange(i, n);
-            store(VectorKernels.geluDerivative(load(x, xOff + i, m)).mul(load(dy, dyOff + i, m)), dx, dxOff + i, m);
-        }
+        map(n, dy, dyOff, x, xOff, dx, dxOff, GELU_BACKWARD);
     }
 
-    // ------------------------------------------------------------------------------------------------ unchanged
+    // ------------------------------------------------------------------------------------------------ the others
 
     @Override
     public void sgemm(boolean transA, boolean transB, int m, int n, int k, float alpha,
