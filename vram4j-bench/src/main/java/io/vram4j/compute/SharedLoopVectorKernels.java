@@ -11,7 +11,7 @@ import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 
 /**
- * The alternative of {@code VectorLoopBenchmark}, tried and not kept (BENCHMARKS.md, "Vector element-wise kernels:
+ * The alternative of {@code ElementwiseBenchmark}, tried and not kept (BENCHMARKS.md, "Vector element-wise kernels:
  * one shared loop per family, measured"): {@link VectorKernels}' element-wise kernels on one shared loop per
  * family, as {@link ScalarKernels} has them. The loop takes the operation as a function object, one
  * {@code static final} constant per kernel ({@link Unary}, {@link WithScalar}, {@link Binary},

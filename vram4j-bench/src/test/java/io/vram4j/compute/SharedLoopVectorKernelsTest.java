@@ -16,7 +16,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The shared-loop alternative of {@code VectorLoopBenchmark} computes exactly what the product's vector kernels
+ * The shared-loop alternative of {@code ElementwiseBenchmark} computes exactly what the product's vector kernels
  * compute, so the benchmark compares two loop shapes and nothing else: the same bits for every element-wise
  * kernel it overrides, at every tail length, with offsets, special values, and nothing written outside the
  * output range; and its arguments are checked like the product's.
