@@ -26,11 +26,21 @@ import jdk.incubator.vector.VectorSpecies;
  * has checked them before a kernel runs.
  *
  * <p>Each element-wise kernel keeps its own loop, unlike the scalar kernels' one loop per family: the Vector
- * API is fast only when the operation on a vector is inlined into the loop, and a loop shared by several
- * kernels does not get that. Shared with an enum and a switch on it in the loop (tried), the kernels ran 1.3
- * to 41 times slower per call in {@code ElementwiseBenchmark} (BENCHMARKS.md, "Element-wise kernels"). Shared
- * with a lambda, the loop's one call site would see a lambda class per kernel, more than C2 inlines at one
- * site, and vectors passed through a call that is not inlined are boxed.
+ * API is fast only in C2 code where the operation on a vector is inlined into the loop, and a loop shared by
+ * several kernels does not get that in real use. Two shared loops were tried and measured
+ * ({@code ElementwiseBenchmark} in vram4j-bench; BENCHMARKS.md, "Vector element-wise kernels: one shared loop
+ * per family, measured"): an enum and a switch inside the loop (1.3 to 41 times slower per call), and the
+ * operation as a function object, one {@code static final} constant per kernel handed to one small loop per
+ * family (kept in vram4j-bench as {@code SharedLoopVectorKernels}, same bits as these). The second is a
+ * constant only where C2 inlines the loop into the kernel, and that is not what HotSpot does: the loop, not
+ * the kernel, holds the back-edges, so the shared loop is compiled on its own (OSR and tier 4, seen with
+ * {@code -XX:+PrintCompilation}) while the kernels that call it are still in C1, which does not inline it
+ * ({@code -XX:+PrintInlining}). The standalone loop's call of the operation has seen every kernel of its
+ * family ({@link Kernels#warmUp()} and training call them all), so C2 inlines the most frequent one behind a
+ * type guard and deoptimizes when another arrives (repeated "made not entrant: uncommon trap"), and the code
+ * runs meanwhile in C1 with every vector boxed. After {@code warmUp()} the shared loops measured 2 to 8 times
+ * slower on single kernels (add, axpy) and far slower on the kernels interleaved as in a training step
+ * ({@code mix}), so the loops stay here, one per kernel.
  */
 final class VectorKernels implements HostConversions {
 
