@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints a JMH JSON result file as a Markdown table: one row per parameter set, one column per benchmark
-method; sample-time results as p50 / p90 / p99 in ns per operation, throughput results as score +- error
-with their unit (e.g. ops/us).
+method; sample-time results as p50 / p90 / p99 in ns per operation, throughput and average-time results as
+score +- error (JMH's 99.9% interval) with their unit (e.g. ops/us, ns/op).
 Usage: jmh-table.py RESULT.json"""
 import json, sys
 from collections import OrderedDict
@@ -22,7 +22,10 @@ for r in json.load(open(sys.argv[1])):
     elif pct:
         cell = "%s / %s / %s" % tuple(f"{pct[p]:,.0f}" for p in ("50.0", "90.0", "99.0"))
     else:
-        cell = f"{r['primaryMetric']['score']:,.1f} {r['primaryMetric']['scoreUnit']}"
+        pm = r["primaryMetric"]
+        err = pm['scoreError']
+        err = f" ± {err:,.1f}" if isinstance(err, (int, float)) else ""  # NaN with one iteration
+        cell = f"{pm['score']:,.1f}{err} {pm['scoreUnit']}"
     rows.setdefault(key, {})[m] = cell
 print("| params | " + " | ".join(methods) + " |")
 print("|---|" + "---|" * len(methods))

@@ -1,6 +1,8 @@
 package io.vram4j.bench;
 
+import io.vram4j.compute.BenchWarmUp;
 import io.vram4j.compute.Kernels;
+import io.vram4j.compute.SharedLoopVectorKernels;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -25,14 +27,18 @@ import java.util.concurrent.TimeUnit;
  * The element-wise kernels of {@link Kernels} on {@code n} floats: the binary, with-a-scalar, unary and
  * backward families (the ones a training step runs besides sgemm). The score is nanoseconds per call
  * (average time); {@code n / score} is elements per nanosecond. {@code impl} picks {@link Kernels#vector()}
- * or {@link Kernels#scalar()}; {@code n} = 16,384 keeps the three operands (192 KiB) in L2, so the
- * kernels' loops rather than memory bandwidth are measured. Inputs are random in [-4, 4) (positive for
+ * or {@link Kernels#scalar()}, or {@code vectorShared}: {@link SharedLoopVectorKernels}, the vector kernels on
+ * one loop per family (tried, not kept; the same bits as {@code vector}). {@code n} = 16,384 keeps the three
+ * operands (192 KiB) in L2, so the kernels' loops rather than memory bandwidth are measured. {@link #mix} calls
+ * nine of the kernels one after the other, as a training step interleaves them. Inputs are random in [-4, 4) (positive for
  * {@code sqrt}), in native memory (a shared arena, as the {@code host} device's memory), 64-byte aligned.
  *
  * <p>With {@code warmUp=true} the setup first runs {@link Kernels#warmUp()}, as {@code train} does: every
  * kernel has then been called, so a loop shared by several kernels is measured with the mixed profile it has
  * in real use, not the single-kernel profile of a JMH fork. Its inputs live in a confined arena, so the
  * compiled kernels then also meet a second kind of segment; figures with it vary much more from fork to fork.
+ * {@code warmUpArena=shared} runs the same warm-up on a shared arena ({@link BenchWarmUp}), the kind of segment
+ * the benchmark and the {@code host} device use, which tells the two effects apart.
  *
  * <pre>
  *   ./mvnw -B -q -pl vram4j-bench -am package -DskipTests
@@ -57,6 +63,10 @@ public class ElementwiseBenchmark {
     @Param({"false"})
     public boolean warmUp;
 
+    /** The arena of {@link #warmUp}'s inputs: {@code confined} (as {@link Kernels#warmUp()}) or {@code shared}. */
+    @Param({"confined"})
+    public String warmUpArena;
+
     private Arena arena;
     private Kernels k;
     private MemorySegment a;
@@ -69,10 +79,15 @@ public class ElementwiseBenchmark {
         k = switch (impl) {
             case "vector" -> Kernels.vector();
             case "scalar" -> Kernels.scalar();
-            default -> throw new IllegalArgumentException("impl must be vector or scalar, not " + impl);
+            case "vectorShared" -> SharedLoopVectorKernels.create();
+            default -> throw new IllegalArgumentException("impl must be vector, scalar or vectorShared, not " + impl);
         };
         if (warmUp) {
-            k.warmUp();
+            switch (warmUpArena) {
+                case "confined" -> k.warmUp();
+                case "shared" -> BenchWarmUp.onSharedArena(k);
+                default -> throw new IllegalArgumentException("warmUpArena must be confined or shared, not " + warmUpArena);
+            }
         }
         arena = Arena.ofShared();
         SplittableRandom rnd = new SplittableRandom(7);
@@ -169,6 +184,21 @@ public class ElementwiseBenchmark {
     @Benchmark
     public float geluBackward() {
         k.geluBackward(n, b, 0, a, 0, out, 0);
+        return result();
+    }
+
+    /** Nine of the kernels above, one call each, as a training step interleaves them. */
+    @Benchmark
+    public float mix() {
+        k.add(n, a, 0, b, 0, out, 0);
+        k.mul(n, out, 0, b, 0, out, 0);
+        k.axpy(n, 1e-3f, a, 0, out, 0);
+        k.scale(n, 0.5f, out, 0, out, 0);
+        k.relu(n, out, 0, out, 0);
+        k.exp(n, a, 0, out, 0);
+        k.gelu(n, out, 0, out, 0);
+        k.reluBackward(n, b, 0, out, 0, out, 0);
+        k.geluBackward(n, b, 0, out, 0, out, 0);
         return result();
     }
 }

@@ -26,11 +26,21 @@ import jdk.incubator.vector.VectorSpecies;
  * has checked them before a kernel runs.
  *
  * <p>Each element-wise kernel keeps its own loop, unlike the scalar kernels' one loop per family: the Vector
- * API is fast only when the operation on a vector is inlined into the loop, and a loop shared by several
- * kernels does not get that. Shared with an enum and a switch on it in the loop (tried), the kernels ran 1.3
- * to 41 times slower per call in {@code ElementwiseBenchmark} (BENCHMARKS.md, "Element-wise kernels"). Shared
- * with a lambda, the loop's one call site would see a lambda class per kernel, more than C2 inlines at one
- * site, and vectors passed through a call that is not inlined are boxed.
+ * API is fast only in C2 code where the operation on a vector is inlined into the loop, and a loop shared by
+ * several kernels does not get that in real use. Two shared loops were tried and measured
+ * ({@code ElementwiseBenchmark} in vram4j-bench; BENCHMARKS.md, "Vector element-wise kernels: one shared loop
+ * per family, measured"): an enum and a switch inside the loop (1.3 to 41 times slower per call), and the
+ * operation as a function object, one {@code static final} constant per kernel handed to one small loop per
+ * family (kept in vram4j-bench as {@code SharedLoopVectorKernels}, same bits as these). The second is a
+ * constant only where C2 inlines the loop into the kernel, and that is not what HotSpot does: the loop, not
+ * the kernel, holds the back-edges, so the shared loop is compiled on its own (OSR and tier 4, seen with
+ * {@code -XX:+PrintCompilation}) while the kernels that call it are still interpreted or in C1, which does not
+ * inline it ({@code -XX:+PrintInlining}). The standalone loop's call of the operation has seen every kernel of
+ * its family ({@link Kernels#warmUp()} and training call them all), so C2 inlines the one its profile saw behind
+ * a type guard and deoptimizes when another arrives (repeated "made not entrant: uncommon trap"), and the code
+ * runs meanwhile in C1 with every vector a heap object. After {@code warmUp()} the shared loops were slower in
+ * 19 of 27 kernel and size cases (add 3.9 to 8.3 times, axpy 2.1 to 4.8 times) and in none reliably within 5%
+ * of these loops, so the loops stay here, one per kernel.
  */
 final class VectorKernels implements HostConversions, HostDevicePaths {
 
@@ -142,26 +152,26 @@ final class VectorKernels implements HostConversions, HostDevicePaths {
 
     // ------------------------------------------------------------------------------------------------ helpers
 
-    private static final VectorSpecies<Float> SP = VectorGemm.SP;
+    static final VectorSpecies<Float> SP = VectorGemm.SP;
     private static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;
-    private static final int L = SP.length();
+    static final int L = SP.length();
     private static final ByteOrder BO = ByteOrder.nativeOrder();
     private static final float GELU_C = (float) ScalarKernels.GELU_C;
     private static final float GELU_K = (float) ScalarKernels.GELU_K;
 
-    private static FloatVector load(MemorySegment s, long i) {
+    static FloatVector load(MemorySegment s, long i) {
         return FloatVector.fromMemorySegment(SP, s, i * Float.BYTES, BO);
     }
 
-    private static FloatVector load(MemorySegment s, long i, VectorMask<Float> m) {
+    static FloatVector load(MemorySegment s, long i, VectorMask<Float> m) {
         return FloatVector.fromMemorySegment(SP, s, i * Float.BYTES, BO, m);
     }
 
-    private static void store(FloatVector v, MemorySegment s, long i) {
+    static void store(FloatVector v, MemorySegment s, long i) {
         v.intoMemorySegment(s, i * Float.BYTES, BO);
     }
 
-    private static void store(FloatVector v, MemorySegment s, long i, VectorMask<Float> m) {
+    static void store(FloatVector v, MemorySegment s, long i, VectorMask<Float> m) {
         v.intoMemorySegment(s, i * Float.BYTES, BO, m);
     }
 
@@ -331,7 +341,7 @@ final class VectorKernels implements HostConversions, HostDevicePaths {
      * {@code 1 / (1 + exp(-v))}, evaluated as {@code (v >= 0 ? 1 : e) / (1 + e)} with {@code e = exp(-|v|)}, which
      * never overflows and keeps the subnormal results of large negative inputs.
      */
-    private static FloatVector sigmoid(FloatVector v) {
+    static FloatVector sigmoid(FloatVector v) {
         FloatVector e = VectorExp.exp(v.abs().neg());
         FloatVector num = FloatVector.broadcast(SP, 1f).blend(e, v.compare(VectorOperators.LT, 0f));
         return num.div(e.add(1f));
@@ -381,14 +391,14 @@ final class VectorKernels implements HostConversions, HostDevicePaths {
      * GELU (tanh approximation) as {@code x * sigmoid(2u)}, {@code u = c (x + k x^3)}: the same function as
      * {@code 0.5 x (1 + tanh(u))}, without cancellation where tanh(u) is near -1.
      */
-    private static FloatVector gelu(FloatVector x) {
+    static FloatVector gelu(FloatVector x) {
         FloatVector x2 = x.mul(x);
         FloatVector u2 = x2.fma(GELU_K, 1f).mul(x).mul(-2f * GELU_C); // -2u
         return x.div(VectorExp.exp(u2).add(1f));
     }
 
     /** d gelu / dx = s + 2 x s (1 - s) u', with s = sigmoid(2u), u' = c (1 + 3 k x^2). */
-    private static FloatVector geluDerivative(FloatVector x) {
+    static FloatVector geluDerivative(FloatVector x) {
         FloatVector x2 = x.mul(x);
         FloatVector u2 = x2.fma(GELU_K, 1f).mul(x).mul(-2f * GELU_C);
         FloatVector s = FloatVector.broadcast(SP, 1f).div(VectorExp.exp(u2).add(1f));

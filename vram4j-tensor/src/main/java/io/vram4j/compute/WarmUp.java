@@ -36,6 +36,16 @@ final class WarmUp {
      * @return the elapsed wall time in nanoseconds
      */
     static long run(Kernels k) {
+        return run(k, Arena.ofConfined());
+    }
+
+    /**
+     * Warms up {@code k} on segments of {@code arena}, which is closed on return (the benchmarks compare a
+     * confined arena with the shared one that host memory uses).
+     *
+     * @return the elapsed wall time in nanoseconds
+     */
+    static long run(Kernels k, Arena arena) {
         long t0 = System.nanoTime();
         // 40 vectors of 512 bits plus a tail for every species
         int n = 645;
@@ -46,7 +56,7 @@ final class WarmUp {
         int gn = 37;
         int gk = 24;
         int g = Math.max(gm, gn) * gk;
-        try (Arena arena = Arena.ofConfined()) {
+        try (arena) {
             int len = Math.max(g, Math.max(n, rows * cols));
             MemorySegment a = floats(arena, len, 0.25f);
             MemorySegment b = floats(arena, len, -0.2f);
