@@ -25,7 +25,7 @@ import jdk.incubator.vector.VectorOperators;
  * Stateless, so thread-safe. Arguments are not checked here: {@link #create()} puts it behind
  * {@link CheckedKernels} like the real kernels.
  */
-public final class SharedLoopVectorKernels implements HostConversions {
+public final class SharedLoopVectorKernels implements HostConversions, HostDevicePaths {
 
     private final Kernels shared;
 
@@ -337,5 +337,24 @@ public final class SharedLoopVectorKernels implements HostConversions {
                                       MemorySegment dbeta, long dbetaOff) {
         shared.layerNormBackwardRows(rows, cols, dy, dyOff, x, xOff, mean, meanOff, rstd, rstdOff, gamma, gammaOff,
                 dx, dxOff, dgamma, dgammaOff, dbeta, dbetaOff);
+    }
+
+    // ------------------------------------------------------------------------------------------------ attention
+
+    @Override
+    public void attentionForward(int batchHeads, int t, int d, float scale, boolean causal,
+                                 MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                 MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
+        shared.attentionForward(batchHeads, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff, lse, lseOff);
+    }
+
+    @Override
+    public void attentionBackward(int batchHeads, int t, int d, float scale, boolean causal,
+                                  MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                  MemorySegment out, long outOff, MemorySegment lse, long lseOff,
+                                  MemorySegment dout, long doutOff,
+                                  MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv, long dvOff) {
+        shared.attentionBackward(batchHeads, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff, lse, lseOff,
+                dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
     }
 }
