@@ -87,7 +87,25 @@ class LauncherTest {
         Path err = root.resolve("err.txt");
         Process p = pb.redirectOutput(out.toFile()).redirectError(err.toFile()).start();
         assertTrue(p.waitFor(60, TimeUnit.SECONDS), "the launcher finished");
+        awaitBackgroundJob();
         return new Run(p.exitValue(), Files.readString(out), Files.readString(err));
+    }
+
+    /**
+     * Waits (at most 20 s) for the background JVM a first run leaves to assemble the AOT cache: it is done when no
+     * recorded configuration or partial cache ({@code *.aot.<pid>*}) is left, its last step being their removal.
+     */
+    private void awaitBackgroundJob() throws IOException, InterruptedException {
+        Path target = root.resolve("vram4j-cli/target");
+        for (int i = 0; i < 200; i++) {
+            try (var files = Files.list(target)) {
+                if (files.noneMatch(f -> f.getFileName().toString().matches(".*\\.aot\\.\\d+.*"))) {
+                    return;
+                }
+            }
+            Thread.sleep(100);
+        }
+        throw new AssertionError("the background JVM that assembles the AOT cache did not finish in 20 s");
     }
 
     private String cache() throws IOException {
@@ -132,19 +150,11 @@ class LauncherTest {
         return root.resolve("vram4j-cli/target/vram4j-replay-c1.aot");
     }
 
-    /** Waits for the background JVM that assembles the cache (at most 20 s). */
-    private void awaitCache() throws InterruptedException {
-        for (int i = 0; i < 200 && !Files.exists(cacheFile()); i++) {
-            Thread.sleep(100);
-        }
-    }
-
     @Test
     void aShortCommandRecordsOnceThenStartsFromItsAotCache() throws Exception {
         Run first = launch(fakeJdk.toString());
         assertTrue(first.out().contains("-XX:AOTMode=record"), first.out());
         assertTrue(first.out().contains("-XX:-DisplayVMOutput"), "the JVM's 'recorded' message is not printed");
-        awaitCache();
         assertEquals("cache\n", Files.readString(cacheFile()), "assembled in the background and renamed into place");
         try (var left = Files.list(cacheFile().getParent())) {
             assertEquals(List.of(), left.filter(p -> p.toString().matches(".*\\.aot\\.\\d+.*")).toList(),
@@ -165,7 +175,6 @@ class LauncherTest {
     void aFailedRunLeavesNoCache() throws Exception {
         Run run = launch(fakeJdk.toString(), "replay", "fail");
         assertEquals(2, run.exit(), "the command's exit code");
-        Thread.sleep(500);
         try (var left = Files.list(cacheFile().getParent())) {
             assertEquals(List.of("vram4j.jar"), left.map(p -> p.getFileName().toString()).toList());
         }
