@@ -26,7 +26,7 @@ final class Vram4jStep implements StepEngine {
             throw new IllegalStateException("the compute kernels already run on " + Kernels.best().threads()
                     + " threads; run each thread count in its own JVM (a JMH fork)");
         }
-        Kernels.best().warmUp(); // as ./vram4j train does before its first step
+        // No Kernels.warmUp(), as ./vram4j train (it slows the training loops it precedes: BENCHMARKS.md, "The main job")
         TrainOptions options = TrainOptions.defaults().withHidden(config.hidden()).withLayers(2)
                 .withBatchSize(config.batch()).withLr(Double.parseDouble(Float.toString(config.lr()))).withMomentum(Double.parseDouble(Float.toString(config.momentum())))
                 .withSchedule("constant").withHistorySteps(0);

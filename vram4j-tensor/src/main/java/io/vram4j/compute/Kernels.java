@@ -65,9 +65,11 @@ public interface Kernels {
 
     /**
      * Runs every kernel of this implementation on small inputs (a few hundred kilobytes of work, off-heap
-     * memory freed on return) so the JIT compiles the hot loops before real work arrives. Call it once at the
-     * start of a long job such as training: without it the first steps run Vector API code in the interpreter
-     * or C1, which is one to two orders of magnitude slower. Results of later calls do not depend on it.
+     * memory freed on return) so the JIT compiles the hot loops before real work arrives. Results of later calls
+     * do not depend on it. {@code train} no longer calls it: the profile it teaches the JIT (every kernel, every
+     * shape) made the training loops that follow slower: a default MLP epoch took about 40% longer and a Transformer run
+     * about 12% longer end to end (BENCHMARKS.md, "The main job"). It remains for benchmarks that want compiled kernels
+     * from the first measured call.
      *
      * <p>Thread-safe; calling it again is harmless but mostly useless. Compilation continues in the
      * background for a short while after it returns.

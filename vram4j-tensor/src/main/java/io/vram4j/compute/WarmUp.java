@@ -6,7 +6,9 @@ import java.lang.foreign.MemorySegment;
 /**
  * Runs every kernel on small inputs often enough that HotSpot's tiered policy compiles the hot loops with C2
  * before real work arrives. Vector API code that is still interpreted or in C1 code boxes every vector and
- * runs a hundred times slower than C2 code, so without this the first steps of a training run crawl.
+ * runs a hundred times slower than C2 code. {@code train} no longer runs it: end to end, the training loops that
+ * followed it ran slower (BENCHMARKS.md, "The main job"); benchmarks that want compiled kernels from the first
+ * measured call still do.
  *
  * <p>Shapes are chosen to take every path: full and partial vectors, full and partial sgemm tiles, all four
  * transpose combinations, {@code beta} 0, 1 and other. sgemm, the bulk of a training step, is warmed alone

@@ -2,7 +2,6 @@ package io.vram4j.train;
 
 import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.alloc.config.AllocatorConfig;
-import io.vram4j.compute.Kernels;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
 import io.vram4j.memory.stats.FormatSize;
@@ -200,7 +199,9 @@ public final class TrainJob {
 
     private Result train(Device tensors, TrainOptions options, JobData d, RunFolder folder) {
         CachingAllocator alloc = tensors.allocator();
-        Kernels.best().warmUp(); // JIT-compile the kernels before the first step
+        // No Kernels.warmUp() first: running every kernel on small inputs taught the JIT a profile the training loops
+        // then had to unlearn: a default MLP epoch took about 40% longer with it, a Transformer run about 12% longer
+        // (BENCHMARKS.md, "The main job"). The first steps compile what they use.
         TrainResult result;
         String sample = null;
         long skipped;
