@@ -33,8 +33,8 @@ import java.util.concurrent.TimeUnit;
  * nine of the kernels one after the other, as a training step interleaves them. Inputs are random in [-4, 4) (positive for
  * {@code sqrt}), in native memory (a shared arena, as the {@code host} device's memory), 64-byte aligned.
  *
- * <p>With {@code warmUp=true} the setup first runs {@link Kernels#warmUp()}, as {@code train} did until it was measured to slow training (BENCHMARKS.md, "The main job"): every
- * kernel has then been called, so a loop shared by several kernels is measured with the mixed profile it has
+ * <p>With {@code warmUp=true} the setup first runs {@link Kernels#warmUp()}, as {@code train} did until it was
+ * measured to slow training (BENCHMARKS.md, "The main job"): every kernel has then been called, so a loop shared by several kernels is measured with the mixed profile it has
  * in real use, not the single-kernel profile of a JMH fork. Its inputs live in a confined arena, so the
  * compiled kernels then also meet a second kind of segment; figures with it vary much more from fork to fork.
  * {@code warmUpArena=shared} runs the same warm-up on a shared arena ({@link BenchWarmUp}), the kind of segment
