@@ -190,7 +190,12 @@ final class Checks {
         long reach = 0;
         for (int i = 0; i < 4; i++) {
             nonNegative(s[i], strideName + i);
-            reach = Math.addExact(reach, Math.multiplyExact(Math.max(d[i] - 1L, 0), s[i]));
+            try {
+                reach = Math.addExact(reach, Math.multiplyExact(Math.max(d[i] - 1L, 0), s[i]));
+            } catch (ArithmeticException e) {
+                throw new IndexOutOfBoundsException(strideName + i + " = " + s[i] + ": the elements of " + name
+                        + " it reaches lie beyond any segment");
+            }
         }
         range(seg, off, (long) d0 * d1 * d2 * d3 == 0 ? 0 : reach + 1, name);
     }

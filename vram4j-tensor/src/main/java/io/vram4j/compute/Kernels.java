@@ -12,9 +12,11 @@ import java.lang.foreign.MemorySegment;
  *
  * <h2>Conventions</h2>
  * <ul>
- *   <li>Every value is a float32 in native byte order; matrices are row-major.</li>
- *   <li>Every offset, length, stride and leading dimension is counted in <em>elements</em> (floats), never
- *       in bytes. An argument pair {@code (seg, off)} names the float at byte {@code 4 * off} of
+ *   <li>Every value is a float32 in native byte order, except the int64 indices and one-byte masks of the device
+ *       paths ({@link #maxDim}, {@link #dropout}, {@link #nllLoss}, {@link #embedding}, {@link #iota}) and the
+ *       float16/bfloat16 matrices of {@link #gemmBatched16}; matrices are row-major.</li>
+ *   <li>Every offset, length, stride and leading dimension is counted in <em>elements</em> (floats, or the
+ *       int64, byte or 16-bit elements of the segment it goes with), never in bytes. An argument pair {@code (seg, off)} names the float at byte {@code 4 * off} of
  *       {@code seg}. Offsets need not be aligned to anything but a float.</li>
  *   <li>Range kernels take the element count {@code n} first, then their inputs, then their outputs.
  *       Row kernels take {@code rows, cols} first and work on {@code rows} contiguous rows of

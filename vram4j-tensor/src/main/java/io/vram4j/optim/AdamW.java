@@ -137,12 +137,6 @@ public final class AdamW extends Optimizer {
         }
     }
 
-    /**
-     * The same update on device memory ({@code cuda}) as tensor ops, so the device's kernels run it; each step
-     * rounds as the loop on host memory does ({@code axpy} is {@code y + alpha * x}, the divisions are true
-     * divisions by a filled tensor, not multiplications by a reciprocal).
-     */
-
     @Override
     public void close() {
         super.close();

@@ -155,20 +155,8 @@ public final class BackwardOps {
         Tensor out = like(g, new int[] {rows, cols});
         return run(out, () -> {
             Kernels k = out.device.kernels();
-            if (Host.indexed(g, indices, out, (dy, idx, idxOff, w) -> k.embeddingBackward(indices.numel(), rows, cols,
-                    dy.seg(), dy.off(), idx, idxOff, w.seg(), w.off()))) {
-                return;   // the embedding backward kernel
-            }
-            long[] idx = indices.toLongArray();
-            try (Scratch sc = new Scratch()) {
-                Host.F32View dy = Host.readContiguous(g, sc);
-                Host.F32View w = Host.write(out, sc);
-                k.fill((long) rows * cols, 0f, w.seg(), w.off());
-                for (int i = 0; i < idx.length; i++) {
-                    k.axpy(cols, 1f, dy.seg(), dy.off() + (long) i * cols, w.seg(), w.off() + idx[i] * cols);
-                }
-                Host.commit(out, w);
-            }
+            Host.indexed(g, indices, out, (dy, idx, idxOff, w) -> k.embeddingBackward(indices.numel(), rows, cols,
+                    dy.seg(), dy.off(), idx, idxOff, w.seg(), w.off()));
         });
     }
 
@@ -215,9 +203,7 @@ public final class BackwardOps {
         Ops.open(g, targets);
         Tensor out = like(g, logpShape);
         return run(out, () -> {
-            boolean direct = targets.dtype == DType.INT64 && targets.isContiguous();
-            try (Scratch sc = new Scratch();
-                 Tensor t = direct ? null : g.device.tensor(targets.toLongArray(), logpShape[0])) {
+            try (Scratch sc = new Scratch(); Tensor t = Host.int64(targets)) {
                 Tensor t64 = t == null ? targets : t;
                 Host.F32View gv = Host.readContiguous(g, sc);
                 Host.F32View w = Host.write(out, sc);

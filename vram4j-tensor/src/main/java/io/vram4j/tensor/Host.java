@@ -183,21 +183,29 @@ final class Host {
 
     /**
      * Runs an indexed kernel (embedding and its backward) on {@code x}'s contiguous float32 view, the indices as
-     * stored and {@code out}'s view, then commits {@code out}.
-     *
-     * @return false, having done nothing, when the indices are not contiguous int64 (the caller reads them instead)
+     * contiguous int64 ({@link #int64}) and {@code out}'s view, then commits {@code out}.
      */
-    static boolean indexed(Tensor x, Tensor indices, Tensor out, IndexedKernel kernel) {
-        if (indices.dtype != DType.INT64 || !indices.isContiguous()) {
-            return false;
-        }
-        try (Scratch sc = new Scratch()) {
+    static void indexed(Tensor x, Tensor indices, Tensor out, IndexedKernel kernel) {
+        try (Scratch sc = new Scratch(); Tensor copy = int64(indices)) {
+            Tensor idx = copy == null ? indices : copy;
             F32View r = readContiguous(x, sc);
             F32View w = write(out, sc);
-            kernel.apply(r, indices.storage.kernelSegment(), indices.offset, w);
+            kernel.apply(r, idx.storage.kernelSegment(), idx.offset, w);
             commit(out, w);
         }
-        return true;
+    }
+
+    /**
+     * Indices (or targets) as the indexed kernels read them: contiguous int64 on their device.
+     *
+     * @return null when {@code indices} already are (use them as stored), else a contiguous int64 copy of them on
+     *     the same device, read through the host, that the caller closes
+     */
+    static Tensor int64(Tensor indices) {
+        if (indices.dtype == DType.INT64 && indices.isContiguous()) {
+            return null;
+        }
+        return indices.device.tensor(indices.toLongArray(), indices.shape.clone());
     }
 
     static F32View write(Tensor out, Scratch sc) {

@@ -648,24 +648,8 @@ final class Ops {
         Tensor out = Tensor.allocate(weight.device, weight.dtype, outShape);
         compute(out, () -> {
             Kernels k = out.device.kernels();
-            if (Host.indexed(weight, indices, out, (r, idx, idxOff, w) -> k.embedding(indices.numel(), rows, cols,
-                    r.seg(), r.off(), idx, idxOff, w.seg(), w.off()))) {
-                return;   // the embedding kernel: no host work
-            }
-            long[] idx = indices.toLongArray();
-            try (Scratch sc = new Scratch()) {
-                Host.F32View r = Host.readContiguous(weight, sc);
-                Host.F32View w = Host.write(out, sc);
-                for (int i = 0; i < idx.length; i++) {
-                    long row = idx[i];
-                    if (row < 0 || row >= rows) {
-                        throw new IndexOutOfBoundsException("index " + row + " is out of range for an embedding of "
-                                + rows + " rows");
-                    }
-                    k.copy(cols, r.seg(), r.off() + row * cols, w.seg(), w.off() + (long) i * cols);
-                }
-                Host.commit(out, w);
-            }
+            Host.indexed(weight, indices, out, (r, idx, idxOff, w) -> k.embedding(indices.numel(), rows, cols,
+                    r.seg(), r.off(), idx, idxOff, w.seg(), w.off()));
         });
         Recorder.record(Prim.EMBEDDING, out, new Tensor[] {weight, indices}, new Tensor[] {indices});
         return out;
@@ -742,8 +726,7 @@ final class Ops {
         int c = logp.shape[1];
         Tensor out = Tensor.allocate(logp.device, logp.dtype, new int[0]);
         compute(out, () -> {   // the loss kernel: the host reads the loss only when asked (item())
-            boolean direct = targets.dtype == DType.INT64 && targets.isContiguous();
-            try (Scratch sc = new Scratch(); Tensor t = direct ? null : logp.device.tensor(targets.toLongArray(), n)) {
+            try (Scratch sc = new Scratch(); Tensor t = Host.int64(targets)) {
                 Tensor t64 = t == null ? targets : t;
                 Host.F32View r = Host.readContiguous(logp, sc);
                 Host.F32View w = Host.write(out, sc);

@@ -274,6 +274,23 @@ class KernelArgumentsTest {
         assertTrue(refused > 300, "refused calls: " + refused);
     }
 
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void aStrideReachingBeyondALongIsRefusedNamingIt(Kernels k) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment src = segment(arena, 1);
+            MemorySegment dst = segment(arena, 2);
+            byte[] before = dst.toArray(ValueLayout.JAVA_BYTE);
+            IndexOutOfBoundsException copy = assertThrows(IndexOutOfBoundsException.class, () -> k.copy4(1, 1, 3, 3,
+                    src, 0, 0, 0, 1L << 62, 1, dst, 0, 0, 0, 3, 1));
+            assertTrue(names(copy.getMessage(), "s2"), copy.getMessage());
+            IndexOutOfBoundsException binary = assertThrows(IndexOutOfBoundsException.class, () -> k.binary4(0,
+                    1, 1, 3, 3, src, 0, 0, 0, 3, 1, src, 0, 0, 0, 0, 1L << 62, dst, 0));
+            assertTrue(names(binary.getMessage(), "bs3"), binary.getMessage());
+            assertArrayEquals(before, dst.toArray(ValueLayout.JAVA_BYTE), "dst was written");
+        }
+    }
+
     /** The argument a message must name: the segment for its offset, else the argument itself. */
     private static String blamed(List<Param> ps, int index) {
         return ps.get(index).offset() ? ps.get(index - 1).name() : ps.get(index).name();

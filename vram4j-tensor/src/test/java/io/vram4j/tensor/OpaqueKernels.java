@@ -34,16 +34,17 @@ public final class OpaqueKernels {
         }
     }
 
-    /**
-     * @param device the opaque device whose memory the segments address
-     * @param host the kernels that compute on the mirrored bytes
-     * @param deviceSegments counts segment arguments that were device memory
-     * @return checked kernels (the layer the CUDA kernels sit behind too)
-     */
+    /** @return whether {@code s} addresses the opaque device's memory (a non-empty segment at or above its base) */
     private static boolean opaque(MemorySegment s) {
         return Long.compareUnsigned(s.address(), OpaqueDevice.BASE) >= 0 && s.byteSize() > 0;
     }
 
+    /**
+     * @param device the opaque device whose memory the segments address
+     * @param host the kernels that compute on the mirrored bytes
+     * @param deviceSegments counts segment arguments that were device memory (each element of a tensor list counts)
+     * @return checked kernels (the layer the CUDA kernels sit behind too)
+     */
     public static Kernels over(OpaqueDevice device, Kernels host, AtomicLong deviceSegments) {
         return over(device, host, deviceSegments, new Counters());
     }

@@ -222,6 +222,27 @@ class OpsForwardTest {
     }
 
     @Test
+    void embeddingBackwardAddsRowsByInt32AndStridedIndices() {
+        Tensor g = dev.tensor(new float[] {1, 2, 3, 4, 5, 6, 7, 8}, 4, 2);
+        try (Tensor idx = dev.tensor(new int[] {2, 0, 2, 1}, 4);
+             Tensor dw = BackwardOps.embeddingBackward(g, idx, 3)) {
+            assertArrayEquals(new float[] {3, 4, 7, 8, 1 + 5, 2 + 6}, dw.toFloatArray());
+        }
+        try (Tensor pairs = dev.tensor(new long[] {2, 9, 0, 9, 2, 9, 1, 9}, 4, 2);
+             Tensor cols = pairs.t();
+             Tensor firsts = cols.narrow(0, 0, 1);   // int64 [1, 4] with stride 2: copied before the kernel reads it
+             Tensor dw = BackwardOps.embeddingBackward(g, firsts, 3)) {
+            assertTrue(!firsts.isContiguous());
+            assertArrayEquals(new float[] {3, 4, 7, 8, 1 + 5, 2 + 6}, dw.toFloatArray());
+        }
+        try (Tensor bad = dev.tensor(new int[] {0, -1, 1, 2}, 4)) {
+            IndexOutOfBoundsException ex = assertThrows(IndexOutOfBoundsException.class,
+                    () -> BackwardOps.embeddingBackward(g, bad, 3));
+            assertTrue(ex.getMessage().contains("-1"), ex.getMessage());
+        }
+    }
+
+    @Test
     void dropoutIsInvertedAndReplayable() {
         Tensor x = dev.ones(100, 100);
         Generator g = new Generator(9);
