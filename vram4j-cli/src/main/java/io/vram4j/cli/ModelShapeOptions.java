@@ -34,17 +34,18 @@ final class ModelShapeOptions {
      * @return a builder from {@code modelDefaults} with this shape
      * @throws IllegalArgumentException naming {@code --attention} for an unknown backend
      */
+    TrainOptions.Builder apply(TrainOptions modelDefaults) {
+        return modelDefaults.toBuilder().hidden(hidden != null ? hidden : modelDefaults.hidden())
+                .layers(layers != null ? layers : modelDefaults.layers()).heads(heads).blockSize(blockSize)
+                .attention(attentionBackend());
+    }
+
+    /** @throws IllegalArgumentException naming {@code --attention} and the accepted values */
     private SDPBackend attentionBackend() {
         try {
             return SDPBackend.parse(attention);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--attention: " + e.getMessage(), e);
         }
-    }
-
-    TrainOptions.Builder apply(TrainOptions modelDefaults) {
-        return modelDefaults.toBuilder().hidden(hidden != null ? hidden : modelDefaults.hidden())
-                .layers(layers != null ? layers : modelDefaults.layers()).heads(heads).blockSize(blockSize)
-                .attention(attentionBackend());
     }
 }

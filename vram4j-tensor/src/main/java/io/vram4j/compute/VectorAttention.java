@@ -139,6 +139,7 @@ final class VectorAttention {
         float[] s = new float[BC];
         float[] m = new float[BR];
         float[] l = new float[BR];
+        float[] rowLse = new float[BR];
         for (int i0 = 0; i0 < t; i0 += BR) {
             int rows = Math.min(BR, t - i0);
             load(q, qOff + (long) i0 * d, qt, rows * d);
@@ -170,7 +171,6 @@ final class VectorAttention {
                     m[r] = mNew;
                 }
             }
-            float[] rowLse = new float[rows];
             for (int r = 0; r < rows; r++) {
                 float inv = 1f / l[r];
                 for (int c = 0; c < d; c++) {

@@ -246,9 +246,15 @@ public final class BackwardOps {
     /**
      * The fused attention backward ({@link io.vram4j.compute.Kernels#attentionBackward}): gradients of
      * {@code q}, {@code k} and {@code v} from the saved inputs, output and float32 log-sum-exps, recomputing the
-     * probabilities tile by tile. Results have the dtype of {@code q}.
+     * probabilities tile by tile (PyTorch's {@code aten::_scaled_dot_product_flash_attention_backward}). The
+     * kernels compute in float32; results have the dtype of {@code q}.
      *
-     * @return {@code {dq, dk, dv}}
+     * @param g the gradient of the output, {@code [..., T, d]}
+     * @param q the saved queries {@code [..., T, d]}; {@code k}, {@code v} and {@code out} (the forward output) alike
+     * @param lse the saved float32 log-sum-exps {@code [..., T]}
+     * @param causal as the forward call
+     * @param scale the forward's factor of the scores
+     * @return {@code {dq, dk, dv}}, each of the shape of {@code q}
      */
     public static Tensor[] attentionBackward(Tensor g, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse,
                                              boolean causal, float scale) {

@@ -34,12 +34,16 @@ final class FusedAttention {
         return null;
     }
 
+    /**
+     * Records the fused op and runs its kernel on the device's storage (nothing on {@code sim}).
+     *
+     * @param q queries {@code [..., T, d]}; {@code k} and {@code v} as {@code q}, as {@link #unsupported} accepted
+     *     (its caller, {@link Functional#scaledDotProductAttention}, checked them)
+     * @param scale factor of the scores, {@code 1 / sqrt(d)}
+     * @return the output, shape and dtype of {@code q}
+     */
     static Tensor forward(Tensor q, Tensor k, Tensor v, boolean causal, float scale) {
         Ops.open(q, k, v);
-        String why = unsupported(q, k, v);
-        if (why != null) {
-            throw new IllegalArgumentException("fused attention: " + why);
-        }
         Dims n = Dims.of(q);
         Tensor out = Tensor.allocate(q.device, q.dtype, q.shape.clone());
         Tensor lse = null;

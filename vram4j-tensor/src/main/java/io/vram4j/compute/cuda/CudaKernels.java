@@ -723,7 +723,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
      * @throws IllegalArgumentException when not even one row fits (d above 6,143) or the batch exceeds the grid
      */
     static int attentionTile(int batchHeads, int d) {
-        int tile = Math.min(ATTENTION_TILE, ATTENTION_SHARED_BYTES / ((2 * d + 2) * Float.BYTES));
+        int tile = (int) Math.min(ATTENTION_TILE, ATTENTION_SHARED_BYTES / ((2L * d + 2) * Float.BYTES));
         if (tile < 1) {
             throw new IllegalArgumentException("d: a head dimension of " + d + " does not fit the fused attention "
                     + "kernels' shared memory (at most " + (ATTENTION_SHARED_BYTES / Float.BYTES / 2 - 1) + ")");

@@ -29,6 +29,9 @@ class AttentionLaunchTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> CudaKernels.attentionTile(1, 6144));
         assertEquals("d: a head dimension of 6144 does not fit the fused attention kernels' shared memory (at most 6143)",
                 e.getMessage());
+        // (2d + 2) * 4 bytes is 2^33 here: in int arithmetic it wrapped to 0 and the tile was a division by zero
+        e = assertThrows(IllegalArgumentException.class, () -> CudaKernels.attentionTile(1, (1 << 30) - 1));
+        assertTrue(e.getMessage().startsWith("d: a head dimension of 1073741823 does not fit"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> CudaKernels.attentionTile(65536, 64));
         assertEquals("batchHeads: 65536 problems exceed one launch's gridDim.y (65535)", e.getMessage());
     }
