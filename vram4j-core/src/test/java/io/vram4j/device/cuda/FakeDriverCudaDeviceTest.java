@@ -1,5 +1,7 @@
 package io.vram4j.device.cuda;
 
+import io.vram4j.testsupport.NativeTestBuild;
+
 import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.device.DeviceUnavailableException;
 import io.vram4j.device.Event;
