@@ -1,9 +1,8 @@
 package io.vram4j.device.cuda;
 
-import io.vram4j.testsupport.NativeTestBuild;
-
 import io.vram4j.device.DeviceUnavailableException;
 import io.vram4j.device.Stream;
+import io.vram4j.testsupport.NativeTestBuild;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;

@@ -1,11 +1,10 @@
 package io.vram4j.device.cuda;
 
-import io.vram4j.testsupport.NativeTestBuild;
-
 import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.device.DeviceUnavailableException;
 import io.vram4j.device.Event;
 import io.vram4j.device.Stream;
+import io.vram4j.testsupport.NativeTestBuild;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
