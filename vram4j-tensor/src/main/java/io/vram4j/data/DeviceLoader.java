@@ -74,6 +74,10 @@ public final class DeviceLoader implements Iterator<DeviceBatch>, AutoCloseable 
      * @return the loader
      * @throws IllegalArgumentException if the copy stream is the compute stream or of another device; the epoch
      *     is closed then
+     * @throws IllegalStateException if the epoch's batches are pinned and {@code device} is not a {@code cuda}
+     *     device; the epoch is closed then
+     * @throws io.vram4j.alloc.DeviceOutOfMemoryException when the first batch's tensors do not fit on the device;
+     *     the epoch is closed then
      */
     public static DeviceLoader of(DataLoader.Epoch batches, Device device, Stream copyStream) {
         Objects.requireNonNull(batches, "batches");
@@ -107,6 +111,8 @@ public final class DeviceLoader implements Iterator<DeviceBatch>, AutoCloseable 
      * @return the next batch on the device, its copies ordered before the compute stream's next work; the caller
      *     closes it
      * @throws NoSuchElementException at the end of the epoch or once closed
+     * @throws IllegalStateException or {@link io.vram4j.alloc.DeviceOutOfMemoryException} from staging the
+     *     following batch (as {@link #of}), or what the epoch throws; the batch it would have returned is freed then
      */
     @Override
     public DeviceBatch next() {

@@ -121,6 +121,9 @@ public class Tensor implements AutoCloseable {
      */
     public void recordStream(Stream stream) {
         ensureOpen();
+        if (stream.deviceIndex() != device.backend().index()) {
+            throw new IllegalArgumentException("recordStream: " + stream + " does not belong to " + device.description());
+        }
         if (storage.address() != 0) {
             device.allocator().recordStream(storage.address(), stream);
         }

@@ -405,7 +405,8 @@ public final class TrainJob {
         /**
          * @param v the device, as {@link Devices#open(String)} reads it, e.g. {@code host:1GiB}, {@code sim:8GiB} or
          *          {@code cuda:0} (default {@code host}); on {@code cuda} the tensors compute with its CUDA kernels
-         *          and the batches are copied to it (not pinned, on the current stream), and
+         *          and the batches are copied to it (the mlp's through pinned memory on a side stream unless
+         *          {@link TrainOptions#pinMemory()} is off, else on the compute stream), and
          *          {@link #findBatchSize(boolean)} is refused
          * @return this builder
          */

@@ -97,4 +97,19 @@ class DataLoaderPinMemoryTest {
             assertEquals(0, host.hostMemoryStats().get("active_requests.current"));
         }
     }
+
+    @Test
+    void pinnedBatchesForADeviceOtherThanCudaAreRefusedAndGivenBack() {
+        try (CachingHostAllocator host = CachingHostAllocator.create(HostMemorySource.pageable());
+             Device dev = Device.open("host:64MiB")) {
+            DataLoader.Epoch epoch = DataLoader.builder(DATA).batchSize(4).prefetch(0).build(host).epoch(0);
+            long allocated = dev.memoryAllocated();
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> DeviceLoader.of(epoch, dev, dev.backend().newStream()));
+            assertEquals("pinned batches are copied to a cuda device, not host:64MiB", e.getMessage());
+            assertEquals(0, host.hostMemoryStats().get("active_requests.current"), "the batch's blocks given back");
+            assertEquals(allocated, dev.memoryAllocated(), "no tensor left on the device");
+            assertFalse(epoch.hasNext(), "the epoch was closed");
+        }
+    }
 }

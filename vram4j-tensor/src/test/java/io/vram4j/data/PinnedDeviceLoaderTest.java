@@ -6,6 +6,7 @@ import io.vram4j.device.Stream;
 import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.tensor.Device;
 import io.vram4j.tensor.Tensor;
+import io.vram4j.testsupport.NativeTestBuild;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -21,9 +22,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * {@code pinMemory} and {@link DeviceLoader} on {@code cuda} through the fake driver (see {@link FakeCudaDriver}):
- * its copies move real bytes, its events complete only when their stream is synchronized (or a synchronized
- * stream waited on them), and it traces the calls a GPU would receive, in order.
+ * {@code pinMemory} and {@link DeviceLoader} on {@code cuda} through core's stand-in driver ({@code fake_libcuda.c},
+ * built by {@link NativeTestBuild}): its copies move real bytes, its events complete only when their stream is
+ * synchronized (or a synchronized stream waited on them), and it traces the calls a GPU would receive, in order.
  */
 class PinnedDeviceLoaderTest {
     /** 12 samples of {i, i + 0.5}, label i % 10: three batches of 4, 32 bytes of features and 32 of labels each. */
@@ -35,7 +36,7 @@ class PinnedDeviceLoaderTest {
 
     @BeforeEach
     void open() {
-        cuda = CudaDevice.open(FakeCudaDriver.library(), 0);
+        cuda = CudaDevice.open(NativeTestBuild.fakeDriver().toString(), 0);
         dev = Device.of(CachingAllocator.create(cuda));
         side = cuda.newStream();
     }
@@ -53,21 +54,21 @@ class PinnedDeviceLoaderTest {
     }
 
     @Test
-    void theDriverSeesHostAllocCopiesOnTheSideStreamEventWaitThenCompute() throws Throwable {
+    void theDriverSeesHostAllocCopiesOnTheSideStreamEventWaitThenCompute() {
         String s = "0x" + Long.toHexString(side.handle());
-        FakeCudaDriver.traceStart();
+        NativeTestBuild.fakeDriverTraceStart();
         try (DeviceLoader batches = DeviceLoader.of(pinnedLoader().epoch(0), dev, side)) {
             List<String> staged0 = List.of("cuMemHostAlloc 0x0", "cuMemHostAlloc 0x0", // batch 0 pinned by the loader
                     "cuMemcpyHtoDAsync " + s, "cuMemcpyHtoDAsync " + s, // features, labels
                     "cuEventRecord " + s, // the copies' event, for the compute stream
                     "cuEventRecord " + s, "cuEventRecord " + s); // the host blocks' events (free after recordEvent)
-            assertEquals(staged0, FakeCudaDriver.trace(), "queued before the first batch is asked for");
-            FakeCudaDriver.traceStart();
+            assertEquals(staged0, NativeTestBuild.fakeDriverTrace(), "queued before the first batch is asked for");
+            NativeTestBuild.fakeDriverTraceStart();
             try (DeviceBatch b = batches.next(); Tensor doubled = b.x().add(b.x())) {
                 List<String> expected = new ArrayList<>(List.of("cuStreamWaitEvent 0x0"));
                 expected.addAll(staged0); // batch 1 staged before batch 0 is computed on; batch 0's blocks still busy
                 expected.add("cuLaunchKernel 0x0");
-                assertEquals(expected, FakeCudaDriver.trace());
+                assertEquals(expected, NativeTestBuild.fakeDriverTrace());
             }
         }
     }

@@ -678,7 +678,6 @@ final class CudaDriver {
         }
     }
 
-    /** {@code cuEventRecord}. */
     /**
      * Makes work queued on {@code stream} after this call wait until {@code event} has completed
      * ({@code cuStreamWaitEvent} with flags 0, {@code CU_EVENT_WAIT_DEFAULT}); the host does not wait.
@@ -692,6 +691,7 @@ final class CudaDriver {
         }
     }
 
+    /** {@code cuEventRecord}. */
     void eventRecord(long event, long stream) {
         try {
             check((int) cuEventRecord.invokeExact(event, stream),
@@ -875,7 +875,6 @@ final class CudaDriver {
     static String hex(long value) {
         return "0x" + Long.toHexString(value);
     }
-
 
     /** Looks up entry points, failing with one line that names the library and the missing symbol. */
     private record Binder(String library, SymbolLookup lookup) {

@@ -1,5 +1,7 @@
 package io.vram4j.device.cuda;
 
+import io.vram4j.testsupport.NativeTestBuild;
+
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemoryLayout;

@@ -2,6 +2,7 @@ package io.vram4j.device.cuda;
 
 import io.vram4j.device.DeviceUnavailableException;
 import io.vram4j.device.Stream;
+import io.vram4j.testsupport.NativeTestBuild;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;

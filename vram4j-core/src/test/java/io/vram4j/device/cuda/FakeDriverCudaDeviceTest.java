@@ -4,6 +4,7 @@ import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.device.DeviceUnavailableException;
 import io.vram4j.device.Event;
 import io.vram4j.device.Stream;
+import io.vram4j.testsupport.NativeTestBuild;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

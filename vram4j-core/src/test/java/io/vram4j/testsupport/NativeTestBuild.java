@@ -1,5 +1,4 @@
-package io.vram4j.device.cuda;
-
+package io.vram4j.testsupport;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -16,20 +15,24 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Compiles the test programs under {@code src/test/c} with {@code gcc} against the CUDA headers of this machine
- * ({@code $CUDA_HOME/include}, else {@code /usr/local/cuda/include}) into {@code target/native-test}. Where gcc or
- * the headers are missing the calling test is skipped with the reason, except under {@code CI=true}, where they
- * are part of the machine and their absence fails the test.
+ * Compiles the test programs under the core module's {@code src/test/c} (the stand-in CUDA driver
+ * {@code fake_libcuda.c} and the layout printer) with {@code gcc} against the CUDA headers of this machine
+ * ({@code $CUDA_HOME/include}, else {@code /usr/local/cuda/include}) into {@code target/native-test} of the module
+ * whose tests run (core's, and the tensor runtime's through core's test jar). Where gcc or the headers are missing
+ * the calling test is skipped with the reason, except under {@code CI=true}, where they are part of the machine and
+ * their absence fails the test ({@link SharedData#require}). Thread-safe.
  */
 @SuppressWarnings("restricted")
-final class NativeTestBuild {
+public final class NativeTestBuild {
     private static final Path OUT = Path.of("target", "native-test");
+    /** The C sources: the working directory is a module's folder, a sibling of {@code vram4j-core}. */
+    private static final Path SOURCES = Path.of("..", "vram4j-core", "src", "test", "c");
 
     private NativeTestBuild() {
     }
 
     /** @return the fake driver library ({@code fake_libcuda.c}), built once per run */
-    static synchronized Path fakeDriver() {
+    public static synchronized Path fakeDriver() {
         return build("fake_libcuda.c", "libcuda-fake.so", true);
     }
 
@@ -37,13 +40,13 @@ final class NativeTestBuild {
      * @param name a test hook of the fake driver (not CUDA API), e.g. {@code "fake_cuda_live"}
      * @return a downcall handle to it
      */
-    static MethodHandle fakeDriverHook(String name, FunctionDescriptor descriptor) {
+    public static MethodHandle fakeDriverHook(String name, FunctionDescriptor descriptor) {
         SymbolLookup lookup = SymbolLookup.libraryLookup(fakeDriver(), Arena.global());
         return Linker.nativeLinker().downcallHandle(lookup.find(name).orElseThrow(), descriptor);
     }
 
     /** @return the fake driver's count of live objects of a kind ({@code fake_cuda_live}), e.g. "modules" */
-    static long fakeDriverLive(String what) {
+    public static long fakeDriverLive(String what) {
         try (Arena a = Arena.ofConfined()) {
             return (long) LiveHook.LIVE.invokeExact(a.allocateFrom(what));
         } catch (Throwable t) {
@@ -52,7 +55,7 @@ final class NativeTestBuild {
     }
 
     /** Starts the fake driver's call trace afresh ({@code fake_cuda_trace_start}). */
-    static void fakeDriverTraceStart() {
+    public static void fakeDriverTraceStart() {
         try {
             LiveHook.TRACE_START.invokeExact();
         } catch (Throwable t) {
@@ -65,7 +68,7 @@ final class NativeTestBuild {
      *     ({@code fake_cuda_trace_read}): host allocations, asynchronous host-to-device copies, event records,
      *     stream waits and kernel launches
      */
-    static List<String> fakeDriverTrace() {
+    public static List<String> fakeDriverTrace() {
         try (Arena a = Arena.ofConfined()) {
             java.lang.foreign.MemorySegment buf = a.allocate(1 << 20);
             long n = (long) LiveHook.TRACE_READ.invokeExact(buf, (long) (1 << 20));
@@ -85,7 +88,7 @@ final class NativeTestBuild {
     }
 
     /** @return the layout printer ({@code cuda_layout.c}), built once per run */
-    static synchronized Path layoutPrinter() {
+    public static synchronized Path layoutPrinter() {
         return build("cuda_layout.c", "cuda_layout", false);
     }
 
@@ -93,7 +96,7 @@ final class NativeTestBuild {
         Path include = cudaInclude();
         requireTool(Files.isRegularFile(include.resolve("cuda.h")), "no CUDA headers: " + include.resolve("cuda.h")
                 + " not found (set CUDA_HOME)");
-        Path src = Path.of("src", "test", "c", source).toAbsolutePath();
+        Path src = SOURCES.resolve(source).toAbsolutePath().normalize();
         Path out = OUT.resolve(output).toAbsolutePath();
         try {
             if (Files.isRegularFile(out) && Files.getLastModifiedTime(out).compareTo(Files.getLastModifiedTime(src)) > 0) {
@@ -126,7 +129,7 @@ final class NativeTestBuild {
     }
 
     /** @return the output of running a program built here */
-    static String run(Path program) {
+    public static String run(Path program) {
         try {
             Process p = new ProcessBuilder(program.toString()).redirectErrorStream(true).start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -148,6 +151,6 @@ final class NativeTestBuild {
     }
 
     private static void requireTool(boolean present, String reason) {
-        io.vram4j.testsupport.SharedData.require(present, reason);
+        SharedData.require(present, reason);
     }
 }
