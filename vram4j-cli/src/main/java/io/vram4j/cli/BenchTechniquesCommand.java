@@ -156,8 +156,7 @@ final class BenchTechniquesCommand implements Callable<Integer> {
                     String.format(Locale.ROOT, "%.2fx", x.medianSeconds() / b.medianSeconds()));
             Map<String, Object> r = new LinkedHashMap<>();
             r.put("technique", x.technique());
-            r.put("batch_size", x.options().batchSize());
-            r.put("accumulate", x.options().accumulate());
+            r.put("options", options(x.options()));
             r.put("peak_allocated_bytes", x.peakAllocated());
             r.put("peak_reserved_bytes", x.peakReserved());
             r.put("peak_activation_bytes", x.activations());
@@ -188,12 +187,49 @@ final class BenchTechniquesCommand implements Callable<Integer> {
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("model", name);
         out.put("description", base.describe(base.isTransformer() ? base.blockSize() + 1 : 784, vocab != null ? vocab.size() : 10));
+        out.put("config", config(base, vocab, b.parameters()));
         out.put("rows", rows);
         out.put("checkpoint_activation_cut", actCut);
         out.put("checkpoint_time_increase", timeUp);
         out.put("bf16_peak_allocated_cut", bfCut);
         out.put("accumulation_activation_ratio", accRatio);
         return out;
+    }
+
+    /**
+     * The model as data, enough to build the same one elsewhere ({@code gpu/techniques_pytorch.py} does): kind,
+     * parameter count, the MLP's widths or the Transformer's shape, and the optimizer with its settings.
+     */
+    static Map<String, Object> config(TrainOptions o, CharVocabulary vocab, long parameters) {
+        Map<String, Object> c = new LinkedHashMap<>();
+        c.put("kind", o.isTransformer() ? "transformer" : "mlp");
+        c.put("parameters", parameters);
+        if (o.isTransformer()) {
+            c.put("vocabulary", vocab.size());
+            c.put("block_size", o.blockSize());
+            c.put("layers", o.layers());
+            c.put("hidden", o.hidden());
+            c.put("heads", o.heads());
+        } else {
+            c.put("widths", o.widths(784, 10));
+        }
+        c.put("optimizer", o.optimizer().toString());
+        c.put("lr", o.lr());
+        c.put("momentum", o.optimizer() == OptimizerKind.SGD ? o.momentum() : 0.0);
+        c.put("weight_decay", o.weightDecay());
+        return c;
+    }
+
+    /** A row's setting as data: batch, accumulation, checkpoint segments, autocast dtype, attention backend. */
+    static Map<String, Object> options(TrainOptions o) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("batch_size", o.batchSize());
+        m.put("accumulate", o.accumulate());
+        m.put("checkpoint", o.checkpoint());
+        m.put("amp", o.amp().toString());
+        m.put("attention", o.attention() == SDPBackend.MATH ? "math" : "flash");
+        m.put("micro_batch", o.microBatch());
+        return m;
     }
 
     static void target(PrintWriter report, String what, boolean met, String measured) {

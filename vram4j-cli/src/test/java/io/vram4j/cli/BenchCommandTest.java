@@ -31,8 +31,8 @@ class BenchCommandTest {
                 assertTrue(rows.get(6).get("peak_allocated_bytes").asLong() > rows.get(0).get("peak_allocated_bytes").asLong());
             }
             assertEquals("accumulation x4", rows.get(5).get("technique").asText());
-            assertEquals(4, rows.get(5).get("accumulate").asInt());
-            assertEquals(rows.get(0).get("batch_size").asInt() / 4, rows.get(5).get("batch_size").asInt());
+            assertEquals(4, rows.get(5).get("options").get("accumulate").asInt());
+            assertEquals(rows.get(0).get("options").get("batch_size").asInt() / 4, rows.get(5).get("options").get("batch_size").asInt());
             assertTrue(rows.get(3).has("skipped_steps"), "fp16 reports skipped steps");
             for (JsonNode row : rows) {
                 assertTrue(row.get("peak_reserved_bytes").asLong() >= row.get("peak_allocated_bytes").asLong());

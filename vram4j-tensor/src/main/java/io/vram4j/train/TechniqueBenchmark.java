@@ -35,9 +35,11 @@ public final class TechniqueBenchmark {
      * @param medianSeconds median wall time of the timed optimizer steps
      * @param stepSeconds every timed step
      * @param skippedSteps steps the fp16 scaler skipped (-1 without fp16)
+     * @param parameters the model's parameter count (elements)
      */
     public record Measurement(TrainOptions options, long peakAllocated, long peakReserved, long activations,
-                              MemoryProfile profile, double medianSeconds, double[] stepSeconds, long skippedSteps) {
+                              MemoryProfile profile, double medianSeconds, double[] stepSeconds, long skippedSteps,
+                              long parameters) {
         /** Copies the array. */
         public Measurement {
             stepSeconds = stepSeconds.clone();
@@ -97,7 +99,7 @@ public final class TechniqueBenchmark {
             Arrays.sort(sorted);
             double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
             return new Measurement(options, peakAllocated, peakReserved, activations, profile,
-                    median, times, s == null ? -1 : s.skippedSteps());
+                    median, times, s == null ? -1 : s.skippedSteps(), net.parameters());
         }
     }
 
