@@ -1,87 +1,261 @@
 #!/usr/bin/env bash
 # Runs vram4j's GPU checks on a machine with an NVIDIA driver, CUDA and PyTorch but no JDK, from the repository
-# root, with the bundle built by gpu/bundle.sh in gpu/bundle/ (the device tool: carry gpu/bundle):
-#   1. ./vram4j devices on the bundle's Java runtime;
-#   2. the GPU test group (JUnit tag gpu, VRAM4J_REQUIRE_GPU=1 so that a missing GPU fails instead of skipping);
-#   3. the differential test against PyTorch: SEEDS sequences of OPS operations under three settings, every
-#      checkpoint's memory_stats and segment layout compared (gpu/differential.py);
-#   4. the GPU benchmarks, vram4j (io.vram4j.bench.gpu.GpuBench) and PyTorch (gpu/bench_pytorch.py) in one run;
-#   5. the main job side by side: ./vram4j train --device cuda (MLP, 3 epochs; pinned batches copied on a side
-#      stream, the default) and again with --no-pin-memory (pageable batches copied on the compute stream), and
-#      the same MLP in PyTorch (gpu/train_mlp_pytorch.py), on the Fashion-MNIST subset bundled in the jar
-#      (10,000 / 2,000 images).
-# Logs and results go to $OUT (default /tmp/vram4j-gpu-out); a short table is printed last.
+# root, with what gpu/bundle.sh built in gpu/bundle/ (the device tool: carry gpu/bundle).
+#
+#   gpu/run.sh [issue9 | issue10 | all | STAGE...]        (default: issue9)
+#
+# Stages, in the order they run (each under its own time cap and the whole run's budget, BUDGET seconds, default
+# 540; a stage that would start with under 20 s left is skipped and says so):
+#   preflight     nvidia-smi, where libcuda and cuBLAS are, the Java runtime, ./vram4j devices
+#   tests         the GPU test group (JUnit tag gpu; VRAM4J_REQUIRE_GPU=1, so a missing GPU fails, not skips)
+#   differential  PyTorch's allocator and vram4j's on the same operation sequences: SEEDS x OPS under default
+#                 settings, expandable_segments:True and max_split_size_mb:200,roundup_power2_divisions:4; every
+#                 memory_stats key and the segment layout compared every 100 operations (gpu/differential.py)
+#   bench         io.vram4j.bench.gpu.GpuBench and gpu/bench_pytorch.py in one run
+#   train         the main job: ./vram4j train --device cuda (MLP, 3 epochs, full Fashion-MNIST rebuilt from the
+#                 bundle's part; pinned batches, then --no-pin-memory) beside gpu/train_mlp_pytorch.py (a pinned
+#                 DataLoader with non-blocking copies, then the whole set held on the GPU)
+#   techniques    ./vram4j bench techniques --device cuda --json (the deep MLP and the 12-block Transformer; then
+#                 the 784-512-512-10 MLP) beside gpu/techniques_pytorch.py (eager; torch.compile with TECH_MODES)
+#   gpt2          the same at GPT-2-small size (12 blocks of width 768, 12 heads, context 1024)
+#   attention     ./vram4j bench attention --device cuda at contexts 256, 512, 1024 (fused vs unfused)
+#   lm            ./vram4j train --model transformer --device cuda, one short epoch, with a sample
+# issue9 = preflight tests differential bench train; issue10 = preflight techniques gpt2 attention lm train.
+#
+# The device tool brings back at most 8 files from $OUT, so logs are written under /tmp and packed at the end:
+# $OUT/summary.txt (the table printed last), $OUT/logs.tar.gz (every stage's log and result files) and
+# $OUT/runs.tar.gz (train's run folders: snapshot, timeline page, memory_stats), each kept under 16 MiB.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$PWD"
 OUT="${OUT:-/tmp/vram4j-gpu-out}"
+LOG="${VRAM4J_GPU_LOG:-/tmp/vram4j-gpu-logs}"
+B=/tmp/vram4j-gpu
+BUDGET="${BUDGET:-540}"
 SEEDS="${SEEDS:-20}"
 OPS="${OPS:-2000}"
-mkdir -p "$OUT"
-B=/tmp/vram4j-gpu
-rm -rf "$B" && mkdir -p "$B" && tar -C "$B" -xJf gpu/bundle/vram4j-gpu.tar.xz || { echo "no bundle: run gpu/bundle.sh first" >&2; exit 2; }
-JAVA=("$B/runtime/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC)
-CP="$B/lib/vram4j.jar:$B/lib/vram4j-bench-classes.jar"
+TECH_MODES="${TECH_MODES:-eager,compile}"
 
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/gpu.txt" 2>&1
-"${JAVA[@]}" -jar "$B/lib/vram4j.jar" devices > "$OUT/devices.txt" 2>&1
-devices_rc=$?
+# ------------------------------------------------------------------------------------------------ the stages
+# Each runs in its own process (under timeout), writes what it made under $LOG and its one-line result, the line
+# the summary shows, to $LOG/<stage>.result.
 
-VRAM4J_REQUIRE_GPU=1 "${JAVA[@]}" -jar "$B/lib/junit-platform-console-standalone.jar" execute \
-  --class-path "$B/test-classes:$CP" --scan-classpath "$B/test-classes" --include-tag gpu \
-  --details=tree --disable-banner > "$OUT/gpu-tests.txt" 2>&1
-tests_rc=$?
-tests_line="$(grep -E 'tests (successful|failed|skipped)' "$OUT/gpu-tests.txt" | tr -s ' ' | tr '\n' ' ')"
+java_cmd() {
+  JAVA=("$B/runtime/bin/java" --add-modules jdk.incubator.vector -XX:+UseParallelGC -Xmx8g)
+  CP="$B/lib/vram4j.jar:$B/lib/vram4j-bench-classes.jar"
+  # cuBLAS: PyTorch's own environment holds the CUDA 13 wheels; CublasLocator searches $VIRTUAL_ENV's site-packages
+  if [[ -z "${VIRTUAL_ENV:-}" ]]; then
+    VIRTUAL_ENV="$(python3 -c 'import sys; print(sys.prefix)' 2>/dev/null)" && export VIRTUAL_ENV
+  fi
+  if [[ -f "$LOG/libcuda.path" && -z "${VRAM4J_LIBCUDA:-}" ]]; then
+    export VRAM4J_LIBCUDA="$(cat "$LOG/libcuda.path")"
+  fi
+}
 
-confs=("" "expandable_segments:True" "max_split_size_mb:200,roundup_power2_divisions:4")
-rows=()
-diff_rc=0
-for i in "${!confs[@]}"; do
-  conf="${confs[$i]}"
-  torch_version="$(python3 gpu/differential.py pytorch --conf "$conf" --seeds "$SEEDS" --ops "$OPS" --every 100 \
-      --out "$OUT/pytorch-$i.jsonl" 2>"$OUT/pytorch-$i.err")" || torch_version="failed (see pytorch-$i.err)"
-  "${JAVA[@]}" -cp "$CP" io.vram4j.bench.gpu.DifferentialRun cuda "$conf" "$SEEDS" "$OPS" 100 \
-      "$OUT/vram4j-$i.jsonl" > "$OUT/vram4j-$i.err" 2>&1 || echo "vram4j side failed" >> "$OUT/vram4j-$i.err"
-  result="$(python3 gpu/differential.py compare "$OUT/pytorch-$i.jsonl" "$OUT/vram4j-$i.jsonl" 2>&1)"
-  rc=$?
-  (( rc != 0 )) && diff_rc=1
-  echo "$result" > "$OUT/compare-$i.txt"
-  rows+=("$(printf '%-52s %s' "'${conf:-default}'" "$(echo "$result" | head -1)")")
-done
-"${JAVA[@]}" -cp "$CP" io.vram4j.bench.gpu.GpuBench cuda > "$OUT/bench-vram4j.txt" 2>&1
-python3 gpu/bench_pytorch.py > "$OUT/bench-pytorch.txt" 2>&1
+result() { echo "$*" > "$LOG/$STAGE.result"; }
 
-FMNIST="$B/fashion-mnist"
-mkdir -p "$FMNIST"
-python3 - "$B/lib/vram4j.jar" "$FMNIST" <<'PY'
+stage_preflight() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader > "$LOG/gpu.txt" 2>&1
+  # libcuda.so.1 where the dynamic loader does not know it: ask PyTorch which one it mapped
+  if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+    python3 -c 'import torch; torch.zeros(1, device="cuda"); print(next(l.split()[-1] for l in open("/proc/self/maps") if "libcuda.so" in l))' \
+      > "$LOG/libcuda.path" 2>> "$LOG/preflight.log" || rm -f "$LOG/libcuda.path"
+  fi
+  java_cmd
+  python3 -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' \
+    > "$LOG/torch.txt" 2>&1
+  "${JAVA[@]}" -version > "$LOG/java.txt" 2>&1
+  "${JAVA[@]}" -jar "$B/lib/vram4j.jar" devices > "$LOG/devices.txt" 2>&1
+  local rc=$?
+  "${JAVA[@]}" -jar "$B/lib/vram4j.jar" devices --json > "$LOG/devices.json" 2>> "$LOG/preflight.log"
+  local cuda
+  cuda="$(grep -m1 '^cuda' "$LOG/devices.txt" || echo 'no cuda line in devices')"
+  [[ "$cuda" == *none* || "$cuda" == no\ cuda* ]] && rc=1     # vram4j cannot open the GPU: say so first
+  result "$(head -1 "$LOG/gpu.txt") | $(tail -1 "$LOG/torch.txt") | $cuda"
+  return $rc
+}
+
+stage_tests() {
+  java_cmd
+  VRAM4J_REQUIRE_GPU=1 "${JAVA[@]}" --enable-native-access=ALL-UNNAMED -jar "$B/lib/junit-platform-console-standalone.jar" execute \
+    --class-path "$B/test-classes:$CP" --scan-classpath "$B/test-classes" --include-tag gpu \
+    --details=tree --disable-banner --reports-dir "$LOG/junit" > "$LOG/gpu-tests.txt" 2>&1
+  local rc=$?
+  result "$(grep -E 'tests (successful|failed|skipped|aborted)' "$LOG/gpu-tests.txt" | tr -s ' ' | tr '\n' ' ')"
+  return $rc
+}
+
+stage_differential() {
+  java_cmd
+  local confs=("" "expandable_segments:True" "max_split_size_mb:200,roundup_power2_divisions:4") i conf rc=0 line=""
+  for i in "${!confs[@]}"; do
+    conf="${confs[$i]}"
+    python3 gpu/differential.py pytorch --conf "$conf" --seeds "$SEEDS" --ops "$OPS" --every 100 \
+      --out "$LOG/differential/pytorch-$i.jsonl" > "$LOG/differential/pytorch-$i.txt" 2>&1 || rc=1
+    "${JAVA[@]}" -cp "$CP" io.vram4j.bench.gpu.DifferentialRun cuda "$conf" "$SEEDS" "$OPS" 100 \
+      "$LOG/differential/vram4j-$i.jsonl" > "$LOG/differential/vram4j-$i.txt" 2>&1 || rc=1
+    python3 gpu/differential.py compare "$LOG/differential/pytorch-$i.jsonl" "$LOG/differential/vram4j-$i.jsonl" \
+      > "$LOG/differential/compare-$i.txt" 2>&1 || rc=1
+    line+="[${conf:-default}] $(head -1 "$LOG/differential/compare-$i.txt")  "
+  done
+  result "$SEEDS seeds x $OPS ops: $line"
+  return $rc
+}
+
+stage_bench() {
+  java_cmd
+  "${JAVA[@]}" -cp "$CP" io.vram4j.bench.gpu.GpuBench cuda > "$LOG/bench-vram4j.txt" 2>&1
+  local rc=$?
+  python3 gpu/bench_pytorch.py > "$LOG/bench-pytorch.txt" 2>&1 || rc=1
+  result "see bench-vram4j.txt and bench-pytorch.txt (printed below)"
+  return $rc
+}
+
+fashion_mnist() {
+  FMNIST="$B/fashion-mnist"
+  [[ -f "$FMNIST/.done" ]] && return 0
+  mkdir -p "$FMNIST"
+  if [[ -f gpu/bundle/fashion-mnist-rest.tar.xz ]] && python3 gpu/fashion_mnist.py join gpu/bundle/fashion-mnist-rest.tar.xz \
+      "$B/lib/vram4j.jar" "$FMNIST" > "$LOG/fashion-mnist.txt" 2>&1; then
+    echo "full (60,000 / 10,000)" > "$FMNIST/.done"
+  else
+    python3 - "$B/lib/vram4j.jar" "$FMNIST" <<'PY' >> "$LOG/fashion-mnist.txt" 2>&1
 import sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as jar:
     for n in jar.namelist():
         if n.startswith("io/vram4j/data/fashion-mnist/") and n.endswith(".gz"):
             open(sys.argv[2] + "/" + n.rsplit("/", 1)[1], "wb").write(jar.read(n))
 PY
-"${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --device cuda --epochs 3 --data "$FMNIST" --out "$OUT/train-run" --json \
-  > "$OUT/train-vram4j.json" 2> "$OUT/train-vram4j.txt"
-train_rc=$?
-"${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --device cuda --epochs 3 --no-pin-memory --data "$FMNIST" \
-  --out "$OUT/train-run-pageable" --json > "$OUT/train-vram4j-pageable.json" 2> "$OUT/train-vram4j-pageable.txt"
-train_pageable_rc=$?
-python3 gpu/train_mlp_pytorch.py --data "$FMNIST" --epochs 3 > "$OUT/train-pytorch.json" 2> "$OUT/train-pytorch.txt"
-train_torch_rc=$?
+    echo "bundled subset (10,000 / 2,000): the full set's part was missing or broken" > "$FMNIST/.done"
+  fi
+}
 
-tar -C "$OUT" -czf "$OUT/differential.tar.gz" $(cd "$OUT" && ls pytorch-* vram4j-* compare-* 2>/dev/null) 2>/dev/null \
-  && rm -f "$OUT"/pytorch-*.jsonl "$OUT"/vram4j-*.jsonl
+stage_train() {
+  java_cmd
+  fashion_mnist
+  local rc=0 a b c d
+  "${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --device cuda --epochs 3 --data "$FMNIST" --out "$LOG/runs/mlp-pinned" \
+    --json > "$LOG/train-vram4j.json" 2> "$LOG/train-vram4j.txt" || rc=1
+  "${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --device cuda --epochs 3 --no-pin-memory --data "$FMNIST" \
+    --out "$LOG/runs/mlp-pageable" --json > "$LOG/train-vram4j-pageable.json" 2> "$LOG/train-vram4j-pageable.txt" || rc=1
+  python3 gpu/train_mlp_pytorch.py --data "$FMNIST" --epochs 3 --loader pinned > "$LOG/train-pytorch.json" \
+    2> "$LOG/train-pytorch.txt" || rc=1
+  python3 gpu/train_mlp_pytorch.py --data "$FMNIST" --epochs 3 --loader device > "$LOG/train-pytorch-device.json" \
+    2> "$LOG/train-pytorch-device.txt" || rc=1
+  a="$(python3 gpu/summarize.py train "$LOG/train-vram4j.json" "$LOG/train-vram4j.txt")"
+  b="$(python3 gpu/summarize.py train "$LOG/train-vram4j-pageable.json" "$LOG/train-vram4j-pageable.txt")"
+  c="$(python3 gpu/summarize.py train "$LOG/train-pytorch.json" "$LOG/train-pytorch.txt")"
+  d="$(python3 gpu/summarize.py train "$LOG/train-pytorch-device.json" "$LOG/train-pytorch-device.txt")"
+  result "data: $(cat "$FMNIST/.done") | vram4j pinned: $a | vram4j pageable: $b | pytorch pinned DataLoader: $c | pytorch data on the GPU: $d"
+  return $rc
+}
 
-echo
-echo "== vram4j on $(head -2 "$OUT/gpu.txt" | tail -1)   torch $torch_version"
-echo "devices:        rc $devices_rc  $(grep '^cuda' "$OUT/devices.txt" | head -1)"
-echo "GPU tests:      rc $tests_rc  $tests_line"
-echo "differential:   $SEEDS seeds x $OPS ops per setting"
-for r in "${rows[@]}"; do echo "  $r"; done
-echo "train, MLP, 3 epochs on the bundled subset:"
-echo "  vram4j  rc $train_rc  $(if (( train_rc == 0 )); then cat "$OUT/train-vram4j.json"; else grep -v -i incubator "$OUT/train-vram4j.txt" | tail -1; fi)"
-echo "  vram4j --no-pin-memory  rc $train_pageable_rc  $(if (( train_pageable_rc == 0 )); then cat "$OUT/train-vram4j-pageable.json"; else grep -v -i incubator "$OUT/train-vram4j-pageable.txt" | tail -1; fi)"
-echo "  pytorch rc $train_torch_rc  $(if (( train_torch_rc == 0 )); then cat "$OUT/train-pytorch.json"; else tail -1 "$OUT/train-pytorch.txt"; fi)"
-echo
-grep -v -i incubator "$OUT/bench-vram4j.txt"
-cat "$OUT/bench-pytorch.txt"
-exit $(( devices_rc != 0 || tests_rc != 0 || diff_rc != 0 ))
+# bench techniques on cuda, then the same rows in PyTorch, then the side-by-side table with the issue's targets
+techniques_pair() {
+  local name=$1 rc=0
+  shift
+  "${JAVA[@]}" -jar "$B/lib/vram4j.jar" bench techniques --device cuda --json "$@" \
+    > "$LOG/$name-vram4j.json" 2> "$LOG/$name-vram4j.txt" || rc=1
+  python3 gpu/techniques_pytorch.py run "$LOG/$name-vram4j.json" --modes "$TECH_MODES" \
+    > "$LOG/$name-pytorch.json" 2> "$LOG/$name-pytorch.txt" || rc=1
+  python3 gpu/techniques_pytorch.py compare "$LOG/$name-vram4j.json" "$LOG/$name-pytorch.json" \
+    > "$LOG/$name-compare.txt" 2>&1 || rc=1
+  return $rc
+}
+
+stage_techniques() {
+  java_cmd
+  local rc=0
+  techniques_pair techniques || rc=1
+  techniques_pair techniques-mlp --model mlp --mlp-layers 2 --mlp-hidden 512 --mlp-batch 128 || rc=1
+  result "$(grep -c MET "$LOG/techniques-compare.txt" 2>/dev/null) MET, $(grep -c MISSED "$LOG/techniques-compare.txt" 2>/dev/null) MISSED (12-block); mlp: $(grep -c MISSED "$LOG/techniques-mlp-compare.txt" 2>/dev/null) MISSED"
+  return $rc
+}
+
+stage_gpt2() {
+  java_cmd
+  techniques_pair gpt2 --model transformer --layers 12 --hidden 768 --heads 12 --block-size 1024 --batch-size 8
+  local rc=$?
+  result "$(grep -c MET "$LOG/gpt2-compare.txt" 2>/dev/null) MET, $(grep -c MISSED "$LOG/gpt2-compare.txt" 2>/dev/null) MISSED"
+  return $rc
+}
+
+stage_attention() {
+  java_cmd
+  "${JAVA[@]}" -jar "$B/lib/vram4j.jar" bench attention --device cuda --contexts 256,512,1024 --layers 12 --hidden 768 \
+    --heads 12 --batch-size 8 > "$LOG/attention.txt" 2>&1
+  local rc=$?
+  result "$(grep -i -m1 'target' "$LOG/attention.txt" || tail -1 "$LOG/attention.txt")"
+  return $rc
+}
+
+stage_lm() {
+  java_cmd
+  "${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --model transformer --device cuda --epochs 1 --limit 200000 --sample 200 \
+    --out "$LOG/runs/lm" --json > "$LOG/lm.json" 2> "$LOG/lm.txt"
+  local rc=$?
+  result "$(python3 gpu/summarize.py train "$LOG/lm.json" "$LOG/lm.txt")"
+  return $rc
+}
+
+declare -A CAP=([preflight]=90 [tests]=240 [differential]=200 [bench]=120 [train]=240 [techniques]=300 [gpt2]=300
+                [attention]=120 [lm]=150)
+
+if [[ "${1:-}" == "--stage" ]]; then     # one stage, in its own process (run under timeout by the loop below)
+  STAGE="$2"
+  mkdir -p "$LOG/differential" "$LOG/runs"
+  "stage_$STAGE"
+  exit $?
+fi
+
+# ---------------------------------------------------------------------------------------------- the run itself
+case "${1:-issue9}" in
+  issue9) STAGES=(preflight tests differential bench train) ;;
+  issue10) STAGES=(preflight techniques gpt2 attention lm train) ;;
+  all) STAGES=(preflight tests differential bench train techniques gpt2 attention lm) ;;
+  *) STAGES=("$@") ;;
+esac
+for s in "${STAGES[@]}"; do
+  [[ -n "${CAP[$s]:-}" ]] || { echo "gpu/run.sh: unknown stage '$s' (expected issue9, issue10, all or one of: ${!CAP[*]})" >&2; exit 2; }
+done
+[[ -f gpu/bundle/vram4j-gpu.tar.xz ]] || { echo "gpu/run.sh: no gpu/bundle/vram4j-gpu.tar.xz: run gpu/bundle.sh here first and carry gpu/bundle" >&2; exit 2; }
+START=$SECONDS
+rm -rf "$LOG" "$B" && mkdir -p "$LOG/differential" "$LOG/runs" "$B" "$OUT"
+tar -C "$B" -xJf gpu/bundle/vram4j-gpu.tar.xz || { echo "gpu/run.sh: the bundle does not unpack" >&2; exit 2; }
+
+ROWS=()
+FAILED=0
+for s in "${STAGES[@]}"; do
+  left=$(( BUDGET - (SECONDS - START) - 15 ))
+  cap=${CAP[$s]}
+  (( cap > left )) && cap=$left
+  if (( cap < 20 )); then
+    ROWS+=("$(printf '%-13s %-9s %6s  %s' "$s" skipped - "under 20 s of the ${BUDGET} s budget left")")
+    continue
+  fi
+  t0=$SECONDS
+  timeout -k 5 "$cap" bash gpu/run.sh --stage "$s" > "$LOG/$s.log" 2>&1
+  rc=$?
+  status=$([[ $rc == 0 ]] && echo ok || { [[ $rc == 124 || $rc == 137 ]] && echo "timeout" || echo "rc $rc"; })
+  [[ $rc != 0 ]] && FAILED=1
+  ROWS+=("$(printf '%-13s %-9s %5ss  %s' "$s" "$status" $(( SECONDS - t0 )) "$(cat "$LOG/$s.result" 2>/dev/null || tail -1 "$LOG/$s.log")")")
+done
+
+{
+  echo "== vram4j GPU run $(date -u +%Y-%m-%dT%H:%M:%SZ), stages: ${STAGES[*]}, ${SECONDS}s of a ${BUDGET}s budget"
+  printf '%-13s %-9s %6s  %s\n' stage status wall result
+  printf '%s\n' "${ROWS[@]}"
+  for f in bench-vram4j.txt bench-pytorch.txt techniques-compare.txt techniques-mlp-compare.txt gpt2-compare.txt attention.txt; do
+    [[ -s "$LOG/$f" ]] && { echo; echo "-- $f"; grep -v -i 'incubator modules' "$LOG/$f"; }
+  done
+} > "$LOG/summary.txt"
+cp "$LOG/summary.txt" "$OUT/summary.txt"
+# logs without the large files; the run folders apart; each archive under the 16 MiB a file that comes back
+tar -C "$LOG" -czf "$OUT/logs.tar.gz" --exclude=runs --exclude='*.pickle' --exclude='*.jsonl' . 2>/dev/null
+tar -C "$LOG" -czf "$OUT/differential.tar.gz" differential 2>/dev/null
+[[ -d "$LOG/runs" ]] && tar -C "$LOG" -czf "$OUT/runs.tar.gz" runs 2>/dev/null
+for f in "$OUT"/*.tar.gz; do
+  (( $(stat -c %s "$f") > 16000000 )) && { echo "gpu/run.sh: $(basename "$f") over 16 MB, left out" >> "$OUT/summary.txt"; rm -f "$f"; }
+done
+cat "$OUT/summary.txt"
+exit $FAILED

@@ -4,19 +4,16 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.vram4j.testsupport.SharedData;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -29,12 +26,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * known ratios (the script's {@code run} half needs PyTorch and runs on the GPU machine). Needs {@code python3}.
  */
 class TechniquesPytorchScriptTest {
-    private static final Path SCRIPT = Path.of("..", "gpu", "techniques_pytorch.py");
+    private static final PythonScript SCRIPT = PythonScript.gpu("techniques_pytorch.py");
     private static final ObjectMapper JSON = new ObjectMapper();
     private static JsonNode vram4j;
-
-    record Result(int code, String out) {
-    }
 
     @BeforeAll
     static void benchTinyModels() throws IOException {
@@ -71,7 +65,7 @@ class TechniquesPytorchScriptTest {
     @Test
     void rowsSideBySideWithTheTargets(@TempDir Path dir) throws IOException {
         Path ours = write(dir.resolve("vram4j.json"), vram4j);
-        Result r = python("compare", ours.toString(), write(dir.resolve("torch.json"), pytorch(0)).toString());
+        PythonScript.Result r = python("compare", ours.toString(), write(dir.resolve("torch.json"), pytorch(0)).toString());
         assertEquals(0, r.code(), r.out());
         for (JsonNode m : vram4j.get("models")) {
             String name = m.get("model").asText();
@@ -92,7 +86,7 @@ class TechniquesPytorchScriptTest {
 
     @Test
     void differentModelsAreFound(@TempDir Path dir) throws IOException {
-        Result r = python("compare", write(dir.resolve("vram4j.json"), vram4j).toString(),
+        PythonScript.Result r = python("compare", write(dir.resolve("vram4j.json"), vram4j).toString(),
                 write(dir.resolve("torch.json"), pytorch(1)).toString());
         assertEquals(1, r.code(), r.out());
         assertTrue(r.out().contains("MISMATCH: not the same model"), r.out());
@@ -104,18 +98,18 @@ class TechniquesPytorchScriptTest {
         ObjectNode broken = vram4j.deepCopy();
         ((ObjectNode) broken.get("models").get(1).get("rows").get(2)).remove("options");
         Path bad = write(dir.resolve("bad.json"), broken);
-        Result r = python("compare", bad.toString(), torch.toString());
+        PythonScript.Result r = python("compare", bad.toString(), torch.toString());
         assertEquals(2, r.code(), r.out());
         assertEquals("techniques_pytorch.py: " + bad + ": models[1].rows[2]: field 'options' missing or not a dict",
                 r.out().strip());
 
         Path notJson = dir.resolve("torch.txt");
         Files.writeString(notJson, "step 1 0.1 s\n");
-        Result t = python("compare", write(dir.resolve("vram4j.json"), vram4j).toString(), notJson.toString());
+        PythonScript.Result t = python("compare", write(dir.resolve("vram4j.json"), vram4j).toString(), notJson.toString());
         assertEquals(2, t.code(), t.out());
         assertTrue(t.out().startsWith("techniques_pytorch.py: " + notJson + ": not a readable techniques_pytorch.py run JSON file"), t.out());
 
-        Result mode = python("run", write(dir.resolve("vram4j.json"), vram4j).toString(), "--modes", "eager,jit");
+        PythonScript.Result mode = python("run", write(dir.resolve("vram4j.json"), vram4j).toString(), "--modes", "eager,jit");
         assertEquals(2, mode.code(), mode.out());
         assertEquals("techniques_pytorch.py: --modes: unknown mode 'jit'; expected eager and/or compile", mode.out().strip());
     }
@@ -154,20 +148,7 @@ class TechniquesPytorchScriptTest {
         return out;
     }
 
-    private static Result python(String... args) {
-        List<String> cmd = new ArrayList<>(List.of("python3", SCRIPT.toString()));
-        cmd.addAll(List.of(args));
-        try {
-            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertTrue(p.waitFor(60, TimeUnit.SECONDS), "python3 did not finish");
-            return new Result(p.exitValue(), out);
-        } catch (IOException e) {
-            SharedData.require(false, "python3 (" + e.getMessage() + ")");
-            throw new AssertionError(e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
-        }
+    private static PythonScript.Result python(String... args) {
+        return SCRIPT.run(args);
     }
 }
