@@ -31,8 +31,8 @@ import java.util.function.Function;
  * The remaining error is float32 rounding of {@code y}: about {@code 2^-24 |y| / eps} per affected output
  * (outputs that do not depend on the perturbed element round identically and cancel). The fourth-order
  * formula allows a step as wide as {@link #EPS} = 1/32, which keeps that term near 1e-6 for values near 1; on
- * every primitive's case in {@code GradCheckTest} the largest error is below 1e-5 at that step, so PyTorch's
- * tolerances hold with margin. Functions with steps (16-bit casts) or kinks need their own {@code eps}, wider
+ * every primitive's case of the tests' table ({@code GradCheckCases}) on {@code host} the largest error is below
+ * 1e-5 at that step, so PyTorch's tolerances hold with margin. Functions with steps (16-bit casts) or kinks need their own {@code eps}, wider
  * than the quantum and narrower than the distance to the kink, and looser tolerances.
  *
  * <p>Checked inputs are contiguous float32 tensors that require grad, on any device with data: {@code host}, or

@@ -1,7 +1,6 @@
 package io.vram4j.autograd;
 
-import io.vram4j.tensor.Device;
-import io.vram4j.tensor.GpuTests;
+import io.vram4j.tensor.TestDevice;
 import org.junit.jupiter.api.Tag;
 
 /**
@@ -14,12 +13,7 @@ import org.junit.jupiter.api.Tag;
 class GpuGradCheckTest extends GradCheckSuite {
 
     @Override
-    String unavailableReason() {
-        return GpuTests.unavailableReason();
-    }
-
-    @Override
-    Device openDevice() {
-        return Device.open("cuda");
+    TestDevice openDevice() {
+        return TestDevice.cuda();
     }
 }

@@ -5,11 +5,11 @@ import io.vram4j.autograd.GradCheckCases.Inputs;
 import io.vram4j.tensor.Device;
 import io.vram4j.tensor.Functional;
 import io.vram4j.tensor.Generator;
-import io.vram4j.tensor.GpuTests;
 import io.vram4j.tensor.MemoryScope;
 import io.vram4j.tensor.SDPBackend;
 import io.vram4j.tensor.SdpaKernel;
 import io.vram4j.tensor.Tensor;
+import io.vram4j.tensor.TestDevice;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -31,56 +31,40 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Finite-difference checks of every differentiable primitive ({@link GradCheckCases}: one or more cases per entry
  * of the rule table) and of composite ops, on the device a subclass opens: the inputs are made there, the function
  * and its backward run there with its kernels, and {@link GradCheck} reads and perturbs the inputs through the
- * host-access copies. Also checks that gradcheck itself catches wrong gradients on that device.
+ * host-access copies. Each case's inputs and gradients must be on that device (in device memory where it has its
+ * own), and on the opaque device each case other than a view must launch kernels there. Also checks that
+ * gradcheck itself catches wrong gradients on that device.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 abstract class GradCheckSuite {
+    TestDevice target;
     Device dev;
-    private String unavailable;
 
-    /** @return the device the checks run on; called once, after {@link #unavailableReason()} returned null */
-    abstract Device openDevice();
-
-    /** Closes what {@link #openDevice()} opened. */
-    void closeDevice(Device d) {
-        d.close();
-    }
-
-    /** @return null when the device can be opened here, else why not (each test is then skipped with it) */
-    String unavailableReason() {
-        return null;
-    }
-
-    /**
-     * Checks that a case ran where this suite says: by default that its tensors (inputs and their gradients) are
-     * on {@link #dev}. Called after each case with each of its tensors.
-     */
-    void assertOnDevice(String what, Tensor t) {
-        assertEquals(dev.description(), t.device().description(), what + ": on the suite's device");
-    }
-
-    /** @return kernel launches on device memory so far, or -1 where they are not counted */
-    long deviceLaunches() {
-        return -1;
-    }
+    /** @return the device the checks run on; opened once for the class, closed after it */
+    abstract TestDevice openDevice();
 
     @BeforeAll
     void open() {
-        unavailable = unavailableReason();
-        if (unavailable == null) {
-            dev = openDevice();
-        }
+        target = openDevice();
+        dev = target.device();
     }
 
+    /** Skips each test with the reason where the device is unavailable (a GPU suite without a GPU). */
     @BeforeEach
     void requireDevice() {
-        GpuTests.require(unavailable);
+        target.require();
     }
 
     @AfterAll
     void close() {
-        if (dev != null) {
-            closeDevice(dev);
+        target.close();
+    }
+
+    /** Checks that a case's tensor is on the suite's device, in device memory where the device has its own. */
+    private void assertOnDevice(String what, Tensor t) {
+        assertEquals(dev.description(), t.device().description(), what + ": on the suite's device");
+        if (target.hasDeviceMemory()) {
+            assertTrue(target.inDeviceMemory(t), what + ": in device memory, at 0x" + Long.toHexString(t.storage().address()));
         }
     }
 
@@ -99,14 +83,14 @@ abstract class GradCheckSuite {
             String what = prim + " / " + c.name();
             try (MemoryScope s = MemoryScope.open()) {
                 Tensor[] in = c.inputs().apply(new Inputs(dev, new Generator(prim.ordinal() * 31L + c.name().length())));
-                long launches = deviceLaunches();
+                long launches = target.deviceLaunches();
                 try {
                     GradCheck.check(c.fn(), c.eps(), GradCheck.ATOL, c.rtol(), in);
                 } catch (AssertionError e) {
                     throw new AssertionError(what + " on " + dev.description() + ": " + e.getMessage(), e);
                 }
                 if (launches >= 0 && prim != Prim.VIEW) {   // a view's forward and backward are views: nothing to launch
-                    assertTrue(deviceLaunches() > launches, what + ": computed by the device's kernels");
+                    assertTrue(target.deviceLaunches() > launches, what + ": computed by the device's kernels");
                 }
                 for (Tensor t : in) {
                     assertOnDevice(what + ", input", t);

@@ -2,6 +2,7 @@ package io.vram4j.autograd;
 
 import io.vram4j.tensor.Device;
 import io.vram4j.tensor.Tensor;
+import io.vram4j.tensor.TestDevice;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -11,8 +12,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class GradCheckTest extends GradCheckSuite {
 
     @Override
-    Device openDevice() {
-        return Device.open("host:256MiB");
+    TestDevice openDevice() {
+        return TestDevice.host("host:256MiB");
     }
 
     @Test
