@@ -5,7 +5,6 @@ import io.vram4j.tensor.MemoryScope;
 import io.vram4j.tensor.Tensor;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -32,14 +31,20 @@ import java.util.function.Function;
  * The remaining error is float32 rounding of {@code y}: about {@code 2^-24 |y| / eps} per affected output
  * (outputs that do not depend on the perturbed element round identically and cancel). The fourth-order
  * formula allows a step as wide as {@link #EPS} = 1/32, which keeps that term near 1e-6 for values near 1; on
- * every primitive's case in {@code GradCheckTest} the largest error is below 1e-5 at that step, so PyTorch's
- * tolerances hold with margin. Functions with steps (16-bit casts) or kinks need their own {@code eps}, wider
+ * every primitive's case of the tests' table ({@code GradCheckCases}) on {@code host} the largest error is below
+ * 1e-5 at that step, so PyTorch's tolerances hold with margin. Functions with steps (16-bit casts) or kinks need their own {@code eps}, wider
  * than the quantum and narrower than the distance to the kink, and looser tolerances.
  *
- * <p>Checked inputs are contiguous float32 {@code host} tensors that require grad; their gradients are reset.
- * {@code fn} must be deterministic and must not close its inputs; its result and intermediates are closed
- * here. Each checked element costs four evaluations of {@code fn}. Not thread-safe: the inputs are modified
- * (and restored) in place.
+ * <p>Checked inputs are contiguous float32 tensors that require grad, on any device with data: {@code host}, or
+ * device memory ({@code cuda}) that Java never dereferences. Their values are read once with
+ * {@link Tensor#toFloatArray()}, and each perturbation writes the whole tensor back with
+ * {@link Tensor#copyBytesFrom} (on device memory a synchronized host-to-device copy), so {@code fn} and its
+ * backward run on the inputs' device with its kernels; outputs and gradients come back by
+ * {@link Tensor#toFloatArray()}, and the vector {@code v} goes to the device through its tensor factory. Their
+ * gradients are reset. {@code fn} must be deterministic and must not close its inputs; its result and
+ * intermediates are closed here. Each checked element costs four evaluations of {@code fn} (and four copies of
+ * its tensor to the device, plus two to restore it). Not thread-safe: the inputs are modified (and restored) in
+ * place.
  */
 public final class GradCheck {
     /** Default step: 1/32 (exact in float32), suited to smooth functions of values of magnitude about 1. */
@@ -98,10 +103,11 @@ public final class GradCheck {
      * @param eps the finite-difference step (differences are taken at {@code eps} and {@code 2 eps})
      * @param atol absolute tolerance
      * @param rtol tolerance relative to |numeric|
-     * @param inputs the inputs; those that require grad are checked
+     * @param inputs the inputs, of any shapes and dtypes, on one device with data ({@code host} or {@code cuda});
+     *     those that require grad are checked and must be contiguous float32
      * @return the comparison
      * @throws IllegalArgumentException when no input requires grad, or a checked input is not a contiguous
-     *     float32 tensor with data
+     *     float32 tensor with data (one on {@code sim} has none)
      */
     public static Result run(Function<Tensor[], Tensor> fn, double eps, double atol, double rtol, Tensor... inputs) {
         List<Integer> checked = new ArrayList<>();
@@ -109,7 +115,9 @@ public final class GradCheck {
             Tensor t = inputs[i];
             if (t != null && t.requiresGrad()) {
                 if (t.dtype() != DType.FLOAT32 || !t.isContiguous() || !t.device().hasStorage()) {
-                    throw new IllegalArgumentException("gradcheck inputs must be contiguous float32 host tensors");
+                    throw new IllegalArgumentException("gradcheck inputs must be contiguous float32 tensors with data"
+                            + " (host or device memory), not " + t.dtype() + " " + (t.isContiguous() ? "contiguous" : "strided")
+                            + " on " + t.device().description());
                 }
                 t.setGrad(null);
                 checked.add(i);
@@ -146,22 +154,22 @@ public final class GradCheck {
         for (int i : checked) {
             Tensor x = inputs[i];
             float[] analytic = x.grad() == null ? new float[Math.toIntExact(x.numel())] : x.grad().toFloatArray();
-            MemorySegment seg = x.data();
-            for (long j = 0; j < x.numel(); j++) {
-                float orig = seg.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, j);
+            float[] values = x.toFloatArray();
+            for (int j = 0; j < values.length; j++) {
+                float orig = values[j];
                 double numeric;
                 try {
-                    double[] near = difference(fn, inputs, v, seg, j, orig, eps);
-                    double[] far = difference(fn, inputs, v, seg, j, orig, 2 * eps);
+                    double[] near = difference(fn, inputs, v, x, values, j, eps);
+                    double[] far = difference(fn, inputs, v, x, values, j, 2 * eps);
                     // Richardson: D(h) = f' + c h^2 + O(h^4), so (H2^2 D1 - H1^2 D2) / (H2^2 - H1^2) = f' + O(h^4),
                     // with H1, H2 the half-widths actually taken after rounding x +- h to float32
                     double h1 = near[1] * near[1];
                     double h2 = far[1] * far[1];
                     numeric = (h2 * near[0] - h1 * far[0]) / (h2 - h1);
                 } finally {
-                    seg.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, j, orig);
+                    store(x, values, j, orig);
                 }
-                double a = analytic[(int) j];
+                double a = analytic[j];
                 double err = Math.abs(a - numeric);
                 maxErr = Math.max(maxErr, err);
                 count++;
@@ -174,19 +182,32 @@ public final class GradCheck {
     }
 
     /**
-     * @return the central difference {@code (L(x+) - L(x-)) / (x+ - x-)} of element {@code j} with
-     *     {@code x+-} = {@code orig +- h} rounded to float32, and the half-width {@code (x+ - x-) / 2} taken
+     * @return the central difference {@code (L(x+) - L(x-)) / (x+ - x-)} of element {@code j} of {@code x} with
+     *     {@code x+-} = {@code values[j] +- h} rounded to float32, and the half-width {@code (x+ - x-) / 2} taken;
+     *     {@code x} is left holding {@code x-}
      */
-    private static double[] difference(Function<Tensor[], Tensor> fn, Tensor[] inputs, double[] v, MemorySegment seg, long j,
-                                       float orig, double h) {
+    private static double[] difference(Function<Tensor[], Tensor> fn, Tensor[] inputs, double[] v, Tensor x, float[] values,
+                                       int j, double h) {
+        float orig = values[j];
         float xp = (float) (orig + h);
         float xm = (float) (orig - h);
-        seg.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, j, xp);
+        store(x, values, j, xp);
         double plus = evaluate(fn, inputs, v);
-        seg.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, j, xm);
+        store(x, values, j, xm);
         double minus = evaluate(fn, inputs, v);
+        values[j] = orig;
         double width = (double) xp - (double) xm;
         return new double[] {(plus - minus) / width, width / 2};
+    }
+
+    /**
+     * Sets element {@code j} of {@code values} (the row-major values of the contiguous float32 {@code x}) to
+     * {@code value} and writes them all to {@code x} with {@link Tensor#copyBytesFrom}, which reaches device
+     * memory through the device's copy calls; bypasses autograd.
+     */
+    private static void store(Tensor x, float[] values, int j, float value) {
+        values[j] = value;
+        x.copyBytesFrom(MemorySegment.ofArray(values));
     }
 
     private static double evaluate(Function<Tensor[], Tensor> fn, Tensor[] inputs, double[] v) {

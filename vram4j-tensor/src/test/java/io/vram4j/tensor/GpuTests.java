@@ -1,0 +1,41 @@
+package io.vram4j.tensor;
+
+import io.vram4j.device.DeviceUnavailableException;
+import io.vram4j.device.cuda.CudaDevice;
+import org.junit.jupiter.api.Assumptions;
+
+/**
+ * The requirement of the tests tagged {@code gpu} in this module: skipped with the reason where no CUDA GPU opens
+ * ("no CUDA driver: ...", "no CUDA device ..."), failed instead when {@code VRAM4J_REQUIRE_GPU=1} (gpu/run.sh sets it,
+ * so that a GPU machine that cannot open its GPU does not pass by skipping).
+ */
+public final class GpuTests {
+    /** Set to {@code 1}, it makes the GPU tests fail instead of skip where no GPU opens. */
+    public static final String REQUIRE_GPU_ENV = "VRAM4J_REQUIRE_GPU";
+
+    private GpuTests() {
+    }
+
+    /** @return null when CUDA device 0 opens (it is closed again), else the reason it does not */
+    public static String unavailableReason() {
+        try {
+            CudaDevice.open(0).close();
+            return null;
+        } catch (DeviceUnavailableException e) {
+            return e.getMessage();
+        }
+    }
+
+    /**
+     * Skips the calling test with {@code reason}, or fails it under {@code VRAM4J_REQUIRE_GPU=1}; does nothing
+     * when {@code reason} is null (a GPU is there).
+     *
+     * @param reason what {@link #unavailableReason()} said
+     */
+    public static void require(String reason) {
+        if (reason != null && "1".equals(System.getenv(REQUIRE_GPU_ENV))) {
+            throw new AssertionError(reason + " (" + REQUIRE_GPU_ENV + "=1)");
+        }
+        Assumptions.assumeTrue(reason == null, reason);
+    }
+}
