@@ -1,9 +1,7 @@
 package io.vram4j.train;
 
 import io.vram4j.alloc.config.AllocatorConfig;
-import io.vram4j.device.DeviceUnavailableException;
-import io.vram4j.device.cuda.CudaDevice;
-import org.junit.jupiter.api.Assumptions;
+import io.vram4j.tensor.GpuTests;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -50,14 +48,7 @@ class GpuPinnedTrainingTest {
 
     @Test
     void pinnedBatchesTrainExactlyAsPageableOnes(@TempDir Path tmp) {
-        try {
-            CudaDevice.open(0).close();
-        } catch (DeviceUnavailableException e) {
-            if ("1".equals(System.getenv("VRAM4J_REQUIRE_GPU"))) {
-                throw new AssertionError(e.getMessage() + " (VRAM4J_REQUIRE_GPU=1)", e);
-            }
-            Assumptions.abort(e.getMessage());
-        }
+        GpuTests.require(GpuTests.unavailableReason());
         Run pinned = train(true, tmp.resolve("pinned"));
         Run pageable = train(false, tmp.resolve("pageable"));
         assertTrue(pinned.report().contains("data loader: pinned memory, batches copied one ahead on a side stream"),

@@ -7,10 +7,10 @@ import io.vram4j.device.DeviceUnavailableException;
 import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.tensor.Device;
 import io.vram4j.tensor.Functional;
+import io.vram4j.tensor.GpuTests;
 import io.vram4j.tensor.Tensor;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
@@ -60,10 +60,7 @@ class GpuCudaKernelsTest {
     /** Skips each test with the reason where no GPU opens (fails instead with {@code VRAM4J_REQUIRE_GPU=1}). */
     @BeforeEach
     void requireGpu() {
-        if (unavailable != null && "1".equals(System.getenv("VRAM4J_REQUIRE_GPU"))) {
-            throw new AssertionError(unavailable + " (VRAM4J_REQUIRE_GPU=1)");
-        }
-        Assumptions.assumeTrue(unavailable == null, unavailable);
+        GpuTests.require(unavailable);
     }
 
     @AfterEach
