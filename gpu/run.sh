@@ -41,7 +41,7 @@ TECH_MODES="${TECH_MODES:-eager,compile}"
 # the summary shows, to $LOG/<stage>.result.
 
 java_cmd() {
-  JAVA=("$B/runtime/bin/java" --add-modules jdk.incubator.vector -XX:+UseParallelGC -Xmx8g)
+  JAVA=("$B/runtime/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -Xmx8g)
   CP="$B/lib/vram4j.jar:$B/lib/vram4j-bench-classes.jar"
   # cuBLAS: PyTorch's own environment holds the CUDA 13 wheels; CublasLocator searches $VIRTUAL_ENV's site-packages
   if [[ -z "${VIRTUAL_ENV:-}" ]]; then
@@ -77,7 +77,7 @@ stage_preflight() {
 
 stage_tests() {
   java_cmd
-  VRAM4J_REQUIRE_GPU=1 "${JAVA[@]}" --enable-native-access=ALL-UNNAMED -jar "$B/lib/junit-platform-console-standalone.jar" execute \
+  VRAM4J_REQUIRE_GPU=1 "${JAVA[@]}" -jar "$B/lib/junit-platform-console-standalone.jar" execute \
     --class-path "$B/test-classes:$CP" --scan-classpath "$B/test-classes" --include-tag gpu \
     --details=tree --disable-banner --reports-dir "$LOG/junit" > "$LOG/gpu-tests.txt" 2>&1
   local rc=$?
