@@ -10,7 +10,8 @@ memory_stats and the segment layout (segment size and pool, each block's offset 
 
   differential.py ops --seed S --ops N                      print the operations (checks the generators agree)
   differential.py pytorch --conf C --seeds N --ops N --every K --out F.jsonl
-  differential.py compare PYTORCH.jsonl VRAM4J.jsonl        exit 0 when identical, 1 otherwise, 2 on bad input
+  differential.py compare PYTORCH.jsonl VRAM4J.jsonl        exit 0 when identical, 1 when any value, layout or
+                                                            key set differs, 2 on bad input (one line naming it)
 """
 import argparse
 import json
@@ -112,9 +113,13 @@ def read_jsonl(path):
                     row = json.loads(line)
                 except json.JSONDecodeError as e:
                     raise SystemExit2(f"{path}:{n}: not a JSON line ({e.msg})")
+                if not isinstance(row, dict):
+                    raise SystemExit2(f"{path}:{n}: not a JSON object")
                 for key in ("seed", "step", "stats", "segments"):
                     if key not in row:
                         raise SystemExit2(f"{path}:{n}: no '{key}' field (expected seed, step, stats, segments)")
+                if not isinstance(row["stats"], dict) or not isinstance(row["segments"], list):
+                    raise SystemExit2(f"{path}:{n}: 'stats' must be an object and 'segments' a list")
                 rows.append(row)
     except OSError as e:
         raise SystemExit2(f"{path}: cannot read ({e.strerror})")
@@ -125,25 +130,54 @@ class SystemExit2(Exception):
     pass
 
 
-def compare(a_path, b_path, out=sys.stdout):
-    """Returns (checkpoints, stat differences, layout differences, keys only on one side, first difference)."""
+SHOWN = 10  # differences printed with their seed, step and key
+
+
+def layout_difference(sa, sb):
+    """The first place two segment layouts differ, in words (segments in address order, blocks in segment order)."""
+    for i, (x, y) in enumerate(zip(sa, sb)):
+        if x == y:
+            continue
+        if not (isinstance(x, dict) and isinstance(y, dict)):
+            return f"segment {i}: {json.dumps(x)[:200]} vs {json.dumps(y)[:200]}"
+        head = f"segment {i} ({x.get('segment_type')} {x.get('total_size')} vs " \
+               f"{y.get('segment_type')} {y.get('total_size')})"
+        bx, by = x.get("blocks") or [], y.get("blocks") or []
+        for j, (p, q) in enumerate(zip(bx, by)):
+            if p != q:
+                return f"{head} block {j} [offset, size, state]: {json.dumps(p)} vs {json.dumps(q)}"
+        return f"{head}: {len(bx)} vs {len(by)} blocks"
+    return f"{len(sa)} vs {len(sb)} segments (the first {min(len(sa), len(sb))} agree)"
+
+
+def compare(a_path, b_path):
+    """Returns (checkpoints, stat differences, layout differences, keys only in a, keys only in b, the first
+    SHOWN differences as 'seed S step T: ...' lines)."""
     a, b = read_jsonl(a_path), read_jsonl(b_path)
-    if [(r["seed"], r["step"]) for r in a] != [(r["seed"], r["step"]) for r in b]:
-        raise SystemExit2(f"{a_path} and {b_path} do not have the same checkpoints ({len(a)} vs {len(b)})")
+    ka, kb = [(r["seed"], r["step"]) for r in a], [(r["seed"], r["step"]) for r in b]
+    if ka != kb:
+        i = next((i for i, (x, y) in enumerate(zip(ka, kb)) if x != y), min(len(ka), len(kb)))
+        at = lambda k: f"seed {k[i][0]} step {k[i][1]}" if i < len(k) else "its end"
+        raise SystemExit2(f"{a_path} ({len(a)} checkpoints) and {b_path} ({len(b)}) do not have the same "
+                          f"checkpoints: checkpoint {i + 1} is {at(ka)} in the first, {at(kb)} in the second")
     stat_diffs = layout_diffs = 0
-    first = None
-    only = set()
+    shown = []
+    only_a, only_b = set(), set()
     for ra, rb in zip(a, b):
         where = f"seed {ra['seed']} step {ra['step']}"
-        only |= set(ra["stats"]) ^ set(rb["stats"])
-        for k in sorted(set(ra["stats"]) & set(rb["stats"])):
-            if ra["stats"][k] != rb["stats"][k]:
+        sa, sb = ra["stats"], rb["stats"]
+        only_a |= sa.keys() - sb.keys()
+        only_b |= sb.keys() - sa.keys()
+        for k in sorted(sa.keys() & sb.keys()):
+            if sa[k] != sb[k]:
                 stat_diffs += 1
-                first = first or f"{where}: {k} {ra['stats'][k]} vs {rb['stats'][k]}"
+                if len(shown) < SHOWN:
+                    shown.append(f"{where}: {k} {sa[k]} vs {sb[k]}")
         if ra["segments"] != rb["segments"]:
             layout_diffs += 1
-            first = first or f"{where}: segment layout differs ({len(ra['segments'])} vs {len(rb['segments'])} segments)"
-    return len(a), stat_diffs, layout_diffs, sorted(only), first
+            if len(shown) < SHOWN:
+                shown.append(f"{where}: layout: {layout_difference(ra['segments'], rb['segments'])}")
+    return len(a), stat_diffs, layout_diffs, sorted(only_a), sorted(only_b), shown
 
 
 def main(argv):
@@ -169,12 +203,19 @@ def main(argv):
         elif args.cmd == "pytorch":
             print(run_pytorch(args.conf, args.seeds, args.ops, args.every, args.out))
         else:
-            n, stats, layouts, only, first = compare(args.pytorch, args.vram4j)
+            n, stats, layouts, only_a, only_b, shown = compare(args.pytorch, args.vram4j)
             print(f"checkpoints {n}  stat differences {stats}  layout differences {layouts}  "
-                  f"keys on one side only {len(only)}{' ' + ','.join(only) if only else ''}")
-            if first:
-                print(f"first difference: {first}")
-            return 0 if stats == 0 and layouts == 0 else 1
+                  f"keys only in pytorch {len(only_a)}  keys only in vram4j {len(only_b)}")
+            # keys on one side only (most likely PyTorch's own version change) are not value differences
+            if only_a:
+                print(f"keys only in {args.pytorch}: {', '.join(only_a)}")
+            if only_b:
+                print(f"keys only in {args.vram4j}: {', '.join(only_b)}")
+            if shown:
+                print(f"first {len(shown)} of {stats + layouts} differences (pytorch vs vram4j):")
+                for line in shown:
+                    print(f"  {line}")
+            return 0 if stats == 0 and layouts == 0 and not only_a and not only_b else 1
     except SystemExit2 as e:
         print(f"differential.py: {e}", file=sys.stderr)
         return 2
