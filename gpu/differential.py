@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 """PyTorch's side of vram4j's differential test, and the comparison.
 
-The same operation sequences (malloc, free, empty_cache; generated from a seed by a SplitMix64 stream, exactly as
-vram4j's io.vram4j.bench.gpu.OpSequence does) run through PyTorch's CUDA caching allocator
+The same operation sequences (malloc, free, empty_cache, record_stream; generated from a seed by a SplitMix64
+stream, exactly as vram4j's io.vram4j.bench.gpu.OpSequence does) run through PyTorch's CUDA caching allocator
 (torch.cuda.caching_allocator_alloc / caching_allocator_delete / empty_cache, settings from PYTORCH_ALLOC_CONF) and
 through vram4j's (io.vram4j.bench.gpu.DifferentialRun on the cuda device). At every checkpoint both write
 memory_stats and the segment layout (segment size and pool, each block's offset in its segment, size and state);
 `compare` reports every difference.
+
+record_stream takes tensors, so a few blocks (malloc_tensor) are allocated as torch.empty(n, dtype=torch.uint8):
+the same single malloc of n bytes on the current stream (checked after the runs). Their free (free_recorded) is
+t.record_stream(side stream), dropping the last reference (the allocator frees the block and records an event on
+the side stream: the block stays active_pending_free), then torch.cuda.synchronize(), so the event has completed
+when the next malloc's process_events (or empty_cache) looks at it, and the block returns to its pool there.
 
   differential.py ops --seed S --ops N                      print the operations (checks the generators agree)
   differential.py pytorch --conf C --seeds N --ops N --every K --out F.jsonl
@@ -21,6 +27,7 @@ import sys
 MASK = (1 << 64) - 1
 MIB = 1 << 20
 CAP = 6 << 30  # as DifferentialRun.CAP
+RECORDED_PERCENT = 4  # as OpSequence.RECORDED_PERCENT
 
 
 class SplitMix64:
@@ -36,7 +43,8 @@ class SplitMix64:
 
 
 def generate(seed, count, cap=CAP):
-    """The operations of OpSequence.generate: ('malloc', size) / ('free', index) / ('empty_cache',)."""
+    """The operations of OpSequence.generate: ('malloc', size) / ('malloc_tensor', size) / ('free', index) /
+    ('free_recorded', index) / ('empty_cache',). A block made by malloc_tensor is always freed by free_recorded."""
     g = SplitMix64(seed)
 
     def size():
@@ -47,7 +55,12 @@ def generate(seed, count, cap=CAP):
             return MIB + (g.next() >> 1) % (63 * MIB)
         return 64 * MIB + (g.next() >> 1) % (448 * MIB)
 
-    ops, live, live_bytes = [], [], 0
+    def free(idx):
+        nonlocal live_bytes
+        live_bytes -= live.pop(idx)
+        return ("free_recorded" if tensor.pop(idx) else "free", idx)
+
+    ops, live, tensor, live_bytes = [], [], [], 0
     for _ in range(count):
         r = (g.next() >> 11) % 1000
         if r < 5:
@@ -55,16 +68,15 @@ def generate(seed, count, cap=CAP):
         elif r < 470 or not live:
             s = size()
             if live_bytes + s > cap and live:
-                live_bytes -= live.pop(0)
-                ops.append(("free", 0))
+                ops.append(free(0))
             else:
+                t = (g.next() >> 1) % 100 < RECORDED_PERCENT
                 live.append(s)
+                tensor.append(t)
                 live_bytes += s
-                ops.append(("malloc", s))
+                ops.append(("malloc_tensor" if t else "malloc", s))
         else:
-            idx = (g.next() >> 1) % len(live)
-            live_bytes -= live.pop(idx)
-            ops.append(("free", idx))
+            ops.append(free((g.next() >> 1) % len(live)))
     return ops
 
 
@@ -77,28 +89,60 @@ def checkpoint(torch, seed, step):
     return {"seed": seed, "step": step, "stats": dict(torch.cuda.memory_stats(0)), "segments": layout}
 
 
+def check_tensor_alloc(torch):
+    """torch.empty(n, dtype=uint8) must reach the caching allocator exactly as caching_allocator_alloc(n) does
+    (one malloc of n bytes on the current stream), or malloc_tensor would not be the same operation as malloc."""
+    keys = ("allocation.all.current", "allocated_bytes.all.current", "requested_bytes.all.current")
+
+    def delta(make):
+        before = torch.cuda.memory_stats(0)
+        x = make()
+        after = torch.cuda.memory_stats(0)
+        return x, [after.get(k, 0) - before.get(k, 0) for k in keys]
+
+    t, by_tensor = delta(lambda: torch.empty(12345, dtype=torch.uint8, device="cuda"))
+    del t
+    p, by_raw = delta(lambda: torch.cuda.caching_allocator_alloc(12345, 0))
+    torch.cuda.caching_allocator_delete(p)
+    if by_tensor != by_raw or by_raw[2] != 12345:
+        raise RuntimeError(f"torch.empty(12345, uint8) changed {keys} by {by_tensor}, "
+                           f"caching_allocator_alloc(12345) by {by_raw}")
+
+
 def run_pytorch(conf, seeds, count, every, out):
     os.environ["PYTORCH_ALLOC_CONF"] = conf  # read when the allocator starts: before the first CUDA call
     import torch
     torch.cuda.init()
+    side = torch.cuda.Stream()  # the stream record_stream marks blocks used on (DifferentialRun: newStream())
     with open(out, "w") as f:
         for seed in range(1, seeds + 1):
-            live = []
+            live = []  # addresses from caching_allocator_alloc, and uint8 tensors for malloc_tensor
             ops = generate(seed, count)
             for i, op in enumerate(ops):
                 if op[0] == "malloc":
                     live.append(torch.cuda.caching_allocator_alloc(op[1], 0))
+                elif op[0] == "malloc_tensor":
+                    live.append(torch.empty(op[1], dtype=torch.uint8, device="cuda"))
                 elif op[0] == "free":
                     torch.cuda.caching_allocator_delete(live.pop(op[1]))
+                elif op[0] == "free_recorded":
+                    t = live.pop(op[1])
+                    t.record_stream(side)
+                    del t  # the last reference: the allocator frees the block now, recording an event on `side`
+                    torch.cuda.synchronize()  # that event completes before the next allocator call
                 else:
                     torch.cuda.empty_cache()
                 if (i + 1) % every == 0 or i + 1 == len(ops):
                     f.write(json.dumps(checkpoint(torch, seed, i + 1)) + "\n")
-            for p in live:
-                torch.cuda.caching_allocator_delete(p)
+            while live:  # in allocation order, as DifferentialRun
+                x = live.pop(0)
+                if isinstance(x, int):
+                    torch.cuda.caching_allocator_delete(x)
+                del x  # a tensor's block is freed here
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats(0)
             torch.cuda.reset_accumulated_memory_stats(0)
+    check_tensor_alloc(torch)  # after the seeds: its segment must not move the addresses the runs get
     return torch.__version__
 
 

@@ -5,6 +5,7 @@ import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
+import io.vram4j.device.Stream;
 import io.vram4j.memory.snapshot.BlockInfo;
 import io.vram4j.memory.snapshot.SegmentInfo;
 
@@ -18,6 +19,7 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 
 /**
  * vram4j's side of the differential test against PyTorch ({@code gpu/differential.py} runs PyTorch's side and
@@ -26,6 +28,13 @@ import java.util.Map;
  * layout (each segment's size, pool and blocks as offset, size and state), as the Python side writes them from
  * {@code torch.cuda.memory_stats()} and {@code torch.cuda.memory_snapshot()}. Between seeds, like the Python side:
  * free everything, {@code empty_cache}, reset the peak and accumulated statistics.
+ *
+ * <p>{@link OpSequence.Kind#FREE_RECORDED}: {@link CachingAllocator#recordStream} on a side stream (made once per
+ * run with {@link DeviceBackend#newStream()}, as PyTorch's side makes one {@code torch.cuda.Stream()}), then
+ * {@link CachingAllocator#free} (which records the side stream's event and leaves the block
+ * {@code active_pending_free}), then {@link DeviceBackend#synchronize()} so that event has completed before the next
+ * allocator call, on {@code cuda} as in the counting model of {@code sim} and {@code host}, where an event completes
+ * only when its stream is synchronized.
  *
  * <p>Usage: {@code DifferentialRun DEVICE CONF SEEDS OPS EVERY OUT.jsonl}, e.g.
  * {@code cuda "expandable_segments:True" 20 2000 100 out.jsonl}.
@@ -60,19 +69,32 @@ public final class DifferentialRun {
      * @throws IOException when the output cannot be written
      */
     public static void run(String deviceSpec, String conf, int seeds, int ops, int every, Path out) throws IOException {
+        run(deviceSpec, conf, seeds, ops, every, out, call -> { });
+    }
+
+    /**
+     * {@link #run(String, String, int, int, int, Path)}, telling {@code trace} every call that changes the
+     * allocator's state, in order: {@code malloc PTR SIZE}, {@code record PTR}, {@code free PTR}, {@code sync},
+     * {@code empty_cache}, {@code reset_peak}, {@code reset_accumulated} (the test compares them with the calls
+     * {@code differential.py pytorch} makes).
+     */
+    static void run(String deviceSpec, String conf, int seeds, int ops, int every, Path out, Consumer<String> trace)
+            throws IOException {
         ObjectMapper json = new ObjectMapper();
         try (DeviceBackend device = Devices.open(deviceSpec);
              BufferedWriter w = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
             CachingAllocator alloc = CachingAllocator.create(device, AllocatorConfig.DEFAULT.parse(conf));
+            Calls calls = new Calls(alloc, device, device.newStream(), trace);
             for (int seed = 1; seed <= seeds; seed++) {
                 List<Long> live = new ArrayList<>();
                 List<OpSequence.Op> sequence = OpSequence.generate(seed, ops, CAP);
                 for (int i = 0; i < sequence.size(); i++) {
                     OpSequence.Op op = sequence.get(i);
                     switch (op.kind()) {
-                        case MALLOC -> live.add(alloc.malloc(op.size()));
-                        case FREE -> alloc.free(live.remove(op.index()));
-                        case EMPTY_CACHE -> alloc.emptyCache();
+                        case MALLOC, MALLOC_TENSOR -> live.add(calls.malloc(op.size()));
+                        case FREE -> calls.free(live.remove(op.index()));
+                        case FREE_RECORDED -> calls.freeRecorded(live.remove(op.index()));
+                        case EMPTY_CACHE -> calls.emptyCache();
                     }
                     if ((i + 1) % every == 0 || i + 1 == sequence.size()) {
                         w.write(json.writeValueAsString(checkpoint(alloc, seed, i + 1)));
@@ -80,13 +102,48 @@ public final class DifferentialRun {
                     }
                 }
                 for (long p : live) {
-                    alloc.free(p);
+                    calls.free(p);
                 }
-                alloc.emptyCache();
+                calls.emptyCache();
                 alloc.resetPeakMemoryStats();
+                trace.accept("reset_peak");
                 alloc.resetAccumulatedMemoryStats();
+                trace.accept("reset_accumulated");
             }
             alloc.close();
+        }
+    }
+
+    /** The allocator calls of the operations, each told to the trace after it returned. */
+    private record Calls(CachingAllocator alloc, DeviceBackend device, Stream side, Consumer<String> trace) {
+        long malloc(long size) {
+            long p = alloc.malloc(size);
+            trace.accept("malloc " + p + " " + size);
+            return p;
+        }
+
+        void free(long p) {
+            alloc.free(p);
+            trace.accept("free " + p);
+        }
+
+        /**
+         * record_stream on the side stream, then free: the allocator records an event on the side stream and
+         * keeps the block active_pending_free; the device synchronization completes that event, so the next
+         * malloc's process_events (or empty_cache) frees the block, on a GPU as on sim/host, where an event
+         * completes only when its stream is synchronized.
+         */
+        void freeRecorded(long p) {
+            alloc.recordStream(p, side);
+            trace.accept("record " + p);
+            free(p);
+            device.synchronize();
+            trace.accept("sync");
+        }
+
+        void emptyCache() {
+            alloc.emptyCache();
+            trace.accept("empty_cache");
         }
     }
 
