@@ -8,9 +8,10 @@
 # 540; a stage that would start with under 20 s left is skipped and says so):
 #   preflight     nvidia-smi, where libcuda and cuBLAS are, the Java runtime, ./vram4j devices
 #   tests         the GPU test group (JUnit tag gpu; VRAM4J_REQUIRE_GPU=1, so a missing GPU fails, not skips)
-#   differential  PyTorch's allocator and vram4j's on the same operation sequences: SEEDS x OPS under default
-#                 settings, expandable_segments:True and max_split_size_mb:200,roundup_power2_divisions:4; every
-#                 memory_stats key and the segment layout compared every 100 operations (gpu/differential.py)
+#   differential  PyTorch's allocator and vram4j's on the same operation sequences (malloc, free, record_stream and
+#                 free, empty_cache): SEEDS x OPS under default settings, expandable_segments:True and
+#                 max_split_size_mb:200,roundup_power2_divisions:4; every memory_stats key and the segment layout
+#                 compared every 100 operations (gpu/differential.py)
 #   bench         io.vram4j.bench.gpu.GpuBench and gpu/bench_pytorch.py in one run
 #   train         the main job: ./vram4j train --device cuda (MLP, 3 epochs, full Fashion-MNIST rebuilt from the
 #                 bundle's part; pinned batches, then --no-pin-memory) beside gpu/train_mlp_pytorch.py (a pinned
