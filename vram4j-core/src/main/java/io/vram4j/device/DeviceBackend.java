@@ -43,9 +43,19 @@ public interface DeviceBackend extends AutoCloseable {
     /**
      * @return true when blocks hold data that the host cannot view ({@code cuda}): it is read and written only
      *     through {@link #copyFromHost}, {@link #copyToHost}, {@link #fill} and {@link #copyDeviceToDevice}, and
-     *     {@link #segment} throws. False on {@code host} (data the host views) and {@code sim} (no data).
+     *     {@link #segment} throws. False on {@code host} (data the host views) and on {@code sim} standing for
+     *     {@code host}; true on {@code sim} standing for a CUDA GPU, whose data calls keep nothing (see
+     *     {@link io.vram4j.device.sim.SimDevice}).
      */
     default boolean hasDeviceMemory() {
+        return false;
+    }
+
+    /**
+     * @return true on {@code sim}: addresses and a capacity with nothing behind them, so nothing a tensor holds is
+     *     kept (a dry run); false on {@code host} and {@code cuda}
+     */
+    default boolean isSimulated() {
         return false;
     }
 

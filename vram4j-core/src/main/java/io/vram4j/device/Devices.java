@@ -16,10 +16,16 @@ import java.util.SortedMap;
  *   <li>{@code host:SIZE}, e.g. {@code host:8GiB}: real memory with that capacity. It may exceed the physical
  *       memory, since pages are only backed once written, but touching more than the machine has ends in the
  *       kernel's out-of-memory killer;</li>
- *   <li>{@code sim}: a simulated device with {@link #SIM_DEFAULT_CAPACITY} (80 GiB);</li>
- *   <li>{@code sim:SIZE}, e.g. {@code sim:80GiB}: a simulated device with that capacity;</li>
+ *   <li>{@code sim}: a simulated device with {@link #SIM_DEFAULT_CAPACITY} (80 GiB), standing for {@code host};</li>
+ *   <li>{@code sim:SIZE}, e.g. {@code sim:80GiB}: a simulated device with that capacity, standing for {@code host}
+ *       (a dry run there allocates as the real run on {@code host:SIZE} does);</li>
  *   <li>{@code sim:PRESET}, e.g. {@code sim:A100-80GB}: a simulated device with the capacity CUDA reports for
- *       that GPU; see {@link #presets()} (names are case-insensitive);</li>
+ *       that GPU, standing for that GPU under {@code cuda} ({@link SimDevice#cudaModel()}: its compute capability,
+ *       {@link #presetCapability}); see {@link #presets()} (names are case-insensitive);</li>
+ *   <li>{@code sim:SIZE:ccMAJOR.MINOR}, e.g. {@code sim:85028896768:cc9.0}: a simulated device of that capacity
+ *       standing for a CUDA GPU of that compute capability (the total and capability {@code vram4j devices} lists
+ *       for a GPU, so that a dry run there makes the allocations a run on that {@code cuda} device makes);</li>
+ *   <li>{@code sim:PRESET:host}: the preset's capacity, standing for {@code host} (as {@code sim:SIZE});</li>
  *   <li>{@code cuda} or {@code cuda:N}: CUDA GPU {@code N} (default 0) through the driver API
  *       ({@link CudaDevice}); it has index {@code N}.</li>
  * </ul>
@@ -54,20 +60,50 @@ public final class Devices {
                 return new HostDevice(0, capacity, "host:" + ByteSize.format(capacity));
             }
             case "sim" -> {
-                if (argument == null) {
-                    return new SimDevice(0, SIM_DEFAULT_CAPACITY, "sim:" + ByteSize.format(SIM_DEFAULT_CAPACITY));
-                }
-                String preset = GpuPresets.canonicalName(argument);
-                if (preset != null) {
-                    return new SimDevice(0, GpuPresets.all().get(preset), "sim:" + preset);
-                }
-                long capacity = capacity(spec, argument, true);
-                return new SimDevice(0, capacity, "sim:" + ByteSize.format(capacity));
+                return openSim(spec, argument);
             }
             case "cuda" -> {
                 return CudaDevice.open(cudaOrdinal(spec, argument));
             }
             default -> throw new IllegalArgumentException("unknown device '" + spec + "'; " + expected());
+        }
+    }
+
+    /**
+     * {@code sim[:SIZE|PRESET[:MODEL]]}: a preset stands for its CUDA GPU unless {@code MODEL} says {@code host}; a
+     * size stands for {@code host} unless {@code MODEL} gives a compute capability, {@code ccMAJOR.MINOR}.
+     */
+    private static SimDevice openSim(String spec, String argument) {
+        if (argument == null) {
+            return new SimDevice(0, SIM_DEFAULT_CAPACITY, "sim:" + ByteSize.format(SIM_DEFAULT_CAPACITY));
+        }
+        int colon = argument.indexOf(':');
+        String what = (colon < 0 ? argument : argument.substring(0, colon)).strip();
+        String model = colon < 0 ? null : argument.substring(colon + 1).strip();
+        String preset = GpuPresets.canonicalName(what);
+        long capacity = preset != null ? GpuPresets.all().get(preset) : capacity(spec, what, true);
+        String name = "sim:" + (preset != null ? preset : ByteSize.format(capacity));
+        ComputeCapability cuda = preset != null ? GpuPresets.capability(preset) : null;
+        if (model != null) {
+            if (model.equalsIgnoreCase("host")) {
+                return new SimDevice(0, capacity, preset != null ? name + ":host" : name, null);
+            }
+            cuda = modelledCapability(spec, model);
+            name += ":cc" + cuda;
+        }
+        return new SimDevice(0, capacity, name, cuda);
+    }
+
+    private static ComputeCapability modelledCapability(String spec, String model) {
+        String m = model.toLowerCase(Locale.ROOT);
+        if (!m.startsWith("cc")) {
+            throw new IllegalArgumentException("invalid device '" + spec + "': '" + model + "' is neither host nor a "
+                    + "compute capability such as cc9.0; " + expected());
+        }
+        try {
+            return ComputeCapability.parse(m.substring(2));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("invalid device '" + spec + "': " + e.getMessage() + "; " + expected(), e);
         }
     }
 
@@ -79,6 +115,19 @@ public final class Devices {
     /** @return the physical memory of this machine in bytes, as the {@code host} device sees it */
     public static long physicalMemory() {
         return HostDevice.physicalMemory();
+    }
+
+    /**
+     * @param preset a preset name, case-insensitive
+     * @return the compute capability of the preset's GPU, which {@code sim:PRESET} stands for
+     * @throws IllegalArgumentException when it is not a preset
+     */
+    public static ComputeCapability presetCapability(String preset) {
+        String name = GpuPresets.canonicalName(preset);
+        if (name == null) {
+            throw new IllegalArgumentException("unknown preset '" + preset + "' (presets: " + GpuPresets.names() + ")");
+        }
+        return GpuPresets.capability(name);
     }
 
     /**
@@ -124,7 +173,7 @@ public final class Devices {
     }
 
     private static String expected() {
-        return "expected host[:SIZE], sim[:SIZE|PRESET] or cuda[:N], e.g. host:8GiB, sim:A100-80GB or cuda:0 (presets: "
-                + GpuPresets.names() + ")";
+        return "expected host[:SIZE], sim[:SIZE|PRESET[:ccMAJOR.MINOR|:host]] or cuda[:N], e.g. host:8GiB, sim:A100-80GB, "
+                + "sim:80GiB:cc9.0 or cuda:0 (presets: " + GpuPresets.names() + ")";
     }
 }

@@ -1,12 +1,14 @@
 package io.vram4j.device;
 
 import java.util.Collections;
+import java.util.Map;
 import java.util.SortedMap;
 import java.util.TreeMap;
 
 /**
- * Named GPUs and the capacity CUDA reports for them ({@code cudaDeviceProp.totalGlobalMem}, which is what
- * {@code torch.cuda.get_device_properties(i).total_memory} returns), for {@code sim:<PRESET>} devices.
+ * Named GPUs, the capacity CUDA reports for them ({@code cudaDeviceProp.totalGlobalMem}, which is what
+ * {@code torch.cuda.get_device_properties(i).total_memory} returns) and their compute capability, for
+ * {@code sim:<PRESET>} devices, which stand for that GPU under {@code cuda}.
  *
  * <p>The figure is less than the marketing size (and than {@code nvidia-smi}'s "memory.total"): the driver
  * keeps some memory for itself, and how much varies a little between driver versions and ECC settings, so each
@@ -20,6 +22,18 @@ final class GpuPresets {
 
     /** Preset name to bytes, sorted by name. */
     private static final SortedMap<String, Long> PRESETS = build();
+    /**
+     * Preset name to compute capability, from NVIDIA's table of CUDA GPUs ("CUDA GPU Compute Capability",
+     * developer.nvidia.com/cuda-gpus): Ampere data-center A100 8.0, GA102 (RTX 3090, A10G) 8.6, Ada (L4, L40S,
+     * RTX 4090) 8.9, Hopper (H100, H200) 9.0, Turing T4 7.5, Volta V100 7.0.
+     */
+    private static final Map<String, ComputeCapability> CAPABILITIES = Map.ofEntries(
+            Map.entry("A100-40GB", new ComputeCapability(8, 0)), Map.entry("A100-80GB", new ComputeCapability(8, 0)),
+            Map.entry("H100-80GB", new ComputeCapability(9, 0)), Map.entry("H200", new ComputeCapability(9, 0)),
+            Map.entry("L4", new ComputeCapability(8, 9)), Map.entry("T4", new ComputeCapability(7, 5)),
+            Map.entry("V100-16GB", new ComputeCapability(7, 0)), Map.entry("V100-32GB", new ComputeCapability(7, 0)),
+            Map.entry("RTX4090", new ComputeCapability(8, 9)), Map.entry("RTX3090", new ComputeCapability(8, 6)),
+            Map.entry("A10G", new ComputeCapability(8, 6)), Map.entry("L40S", new ComputeCapability(8, 9)));
 
     private GpuPresets() {
     }
@@ -63,6 +77,19 @@ final class GpuPresets {
     /** @return preset name to capacity in bytes, sorted by name, unmodifiable */
     static SortedMap<String, Long> all() {
         return PRESETS;
+    }
+
+    /**
+     * @param preset a canonical preset name ({@link #canonicalName})
+     * @return the GPU's compute capability
+     * @throws IllegalArgumentException for a name that is not a preset
+     */
+    static ComputeCapability capability(String preset) {
+        ComputeCapability c = CAPABILITIES.get(preset);
+        if (c == null) {
+            throw new IllegalArgumentException("no preset named " + preset);
+        }
+        return c;
     }
 
     /** @return the canonical name of a preset, matched case-insensitively, or null */

@@ -82,7 +82,7 @@ class DevicesTest {
         for (String spec : new String[] {"tpu", "gpu:1", "cudax", "", "hostx:1GiB"}) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Devices.open(spec));
             assertTrue(e.getMessage().startsWith("unknown device '" + spec + "'"), e.getMessage());
-            assertTrue(e.getMessage().contains("expected host[:SIZE], sim[:SIZE|PRESET] or cuda[:N]"), e.getMessage());
+            assertTrue(e.getMessage().contains("expected host[:SIZE], sim[:SIZE|PRESET[:ccMAJOR.MINOR|:host]] or cuda[:N]"), e.getMessage());
             assertTrue(e.getMessage().contains("A100-80GB"), "lists the presets: " + e.getMessage());
         }
         assertThrows(NullPointerException.class, () -> Devices.open(null));

@@ -3,7 +3,10 @@ package io.vram4j.device.sim;
 import io.vram4j.device.AbstractDevice;
 import io.vram4j.device.Devices;
 
+import io.vram4j.device.ComputeCapability;
+
 import java.lang.foreign.MemorySegment;
+import java.util.Optional;
 
 /**
  * A simulated device: an address space and a capacity, with no memory behind them, for dry runs and for
@@ -33,6 +36,15 @@ import java.lang.foreign.MemorySegment;
  * {@link #malloc}, {@link #free}, {@link #reserveAddressRange} and {@link #releaseAddressRange} take expected
  * O(log n) time in the number of live ranges. {@link #map} and {@link #unmap} only account capacity.
  *
+ * <p><b>Standing for a CUDA GPU.</b> A sim device opened with a {@link #cudaModel() CUDA model} (the GPU presets,
+ * {@code sim:H100-80GB}, or {@code sim:SIZE:ccMAJOR.MINOR}; see {@link Devices#open}) stands for a {@code cuda}
+ * device of that compute capability rather than for {@code host}: it reports {@link #hasDeviceMemory()}, so the
+ * tensor runtime takes the paths it takes on {@code cuda} (device-memory temporaries, the CUDA kernels' own
+ * allocations, modelled without computing), and its data calls ({@link #copyFromHost}, {@link #copyToHost},
+ * {@link #fill}, {@link #copyDeviceToDevice}) check their ranges as the GPU's do, keep nothing and read back
+ * zeros. Without a model ({@code sim}, {@code sim:SIZE}, {@code sim:PRESET:host}) it stands for {@code host}, as
+ * the guarantee above says, and its data calls throw.
+ *
  * <p>Thread-safe.
  */
 public final class SimDevice extends AbstractDevice {
@@ -40,21 +52,104 @@ public final class SimDevice extends AbstractDevice {
     public static final long BASE_ADDRESS = SimAddressSpace.BASE;
 
     private final SimAddressSpace space = new SimAddressSpace(MIN_ALIGNMENT, GRANULARITY);
+    private final ComputeCapability cudaModel;
+
+    /**
+     * A sim device standing for {@code host}.
+     *
+     * @param index the device index
+     * @param capacity the capacity in bytes, in {@code (0, MAX_CAPACITY]}
+     * @param description a short description, e.g. {@code "sim:8GiB"}
+     * @throws IllegalArgumentException if the index or capacity is out of range
+     */
+    public SimDevice(int index, long capacity, String description) {
+        this(index, capacity, description, null);
+    }
 
     /**
      * @param index the device index
      * @param capacity the capacity in bytes, in {@code (0, MAX_CAPACITY]}
-     * @param description a short description, e.g. {@code "sim:A100-80GB"}
+     * @param description a short description, e.g. {@code "sim:H100-80GB"}
+     * @param cudaModel the compute capability of the CUDA GPU it stands for, or null to stand for {@code host}
      * @throws IllegalArgumentException if the index or capacity is out of range
      */
-    public SimDevice(int index, long capacity, String description) {
+    public SimDevice(int index, long capacity, String description, ComputeCapability cudaModel) {
         super("sim", index, capacity, description);
+        this.cudaModel = cudaModel;
+    }
+
+    /** @return the compute capability of the CUDA GPU this device stands for; empty when it stands for {@code host} */
+    public Optional<ComputeCapability> cudaModel() {
+        return Optional.ofNullable(cudaModel);
     }
 
     /** @return false: there is no memory behind the addresses */
     @Override
     public boolean hasStorage() {
         return false;
+    }
+
+    /** @return true when it stands for a CUDA GPU ({@link #cudaModel()}): its blocks are device memory, though empty */
+    @Override
+    public boolean hasDeviceMemory() {
+        return cudaModel != null;
+    }
+
+    /** @return true: nothing is kept behind the addresses */
+    @Override
+    public boolean isSimulated() {
+        return true;
+    }
+
+    /**
+     * Standing for a CUDA GPU: checks the range as {@code cuMemcpyHtoD} would, keeps nothing.
+     *
+     * @throws UnsupportedOperationException standing for {@code host}
+     */
+    @Override
+    public void copyFromHost(MemorySegment src, long dst) {
+        checkModelledRange(dst, src.byteSize());
+    }
+
+    /**
+     * Standing for a CUDA GPU: checks the range and writes zeros into {@code dst} (nothing was kept).
+     *
+     * @throws UnsupportedOperationException standing for {@code host}
+     */
+    @Override
+    public void copyToHost(long src, MemorySegment dst) {
+        checkModelledRange(src, dst.byteSize());
+        dst.fill((byte) 0);
+    }
+
+    /**
+     * Standing for a CUDA GPU: checks the range, keeps nothing.
+     *
+     * @throws UnsupportedOperationException standing for {@code host}
+     */
+    @Override
+    public void fill(long dst, long size, byte value) {
+        checkModelledRange(dst, size);
+    }
+
+    /**
+     * Standing for a CUDA GPU: checks both ranges, keeps nothing.
+     *
+     * @throws UnsupportedOperationException standing for {@code host}
+     */
+    @Override
+    public void copyDeviceToDevice(long src, long dst, long size) {
+        if (size > 0) {
+            checkModelledRange(src, size);
+            checkModelledRange(dst, size);
+        }
+    }
+
+    private void checkModelledRange(long address, long size) {
+        if (cudaModel == null) {
+            segment(address, size);   // throws: standing for host, there is nothing to copy
+        }
+        resolve(address, size, (base, inReservation) -> null);
     }
 
     /**
