@@ -1,6 +1,7 @@
 package io.vram4j.device;
 
 import io.vram4j.device.cuda.CudaDevice;
+import io.vram4j.device.cuda.CudaSegments;
 import io.vram4j.device.host.HostDevice;
 import io.vram4j.device.sim.SimDevice;
 
@@ -49,6 +50,19 @@ public final class Devices {
      *     the last device
      */
     public static DeviceBackend open(String spec) {
+        return open(spec, CudaSegments.DRIVER);
+    }
+
+    /**
+     * {@link #open(String)}, placing a {@code cuda} device's segments by {@code segments}: the CLI's {@code train}
+     * and {@code find-batch-size} open {@code cuda} with {@link CudaSegments#LOWEST_ADDRESS_FIRST}, so that their
+     * dry runs on {@code sim} predict them byte for byte.
+     *
+     * @param spec the device spec
+     * @param segments where a {@code cuda} device places segments; {@code host} and {@code sim} ignore it
+     * @return an open device; the caller closes it
+     */
+    public static DeviceBackend open(String spec, CudaSegments segments) {
         Objects.requireNonNull(spec, "device spec");
         String s = spec.strip();
         int colon = s.indexOf(':');
@@ -63,7 +77,7 @@ public final class Devices {
                 return openSim(spec, argument);
             }
             case "cuda" -> {
-                return CudaDevice.open(cudaOrdinal(spec, argument));
+                return CudaDevice.open(cudaOrdinal(spec, argument), segments);
             }
             default -> throw new IllegalArgumentException("unknown device '" + spec + "'; " + expected());
         }

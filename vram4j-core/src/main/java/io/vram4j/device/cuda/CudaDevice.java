@@ -3,6 +3,7 @@ package io.vram4j.device.cuda;
 import io.vram4j.device.AbstractDevice;
 import io.vram4j.device.DeviceUnavailableException;
 import io.vram4j.device.Devices;
+import io.vram4j.device.FreeRanges;
 import io.vram4j.device.MemInfo;
 import io.vram4j.device.Stream;
 
@@ -22,7 +23,9 @@ import java.util.concurrent.ConcurrentLinkedDeque;
  * <ul>
  *   <li>segments: {@code cuMemAlloc_v2} / {@code cuMemFree_v2}; the driver's out-of-memory error is reported
  *       as 0, so the allocator runs its retry sequence and throws its {@code DeviceOutOfMemoryException} with
- *       PyTorch's text;</li>
+ *       PyTorch's text. Opened with {@link CudaSegments#LOWEST_ADDRESS_FIRST}, segments are placed as
+ *       {@code sim} places them instead, in an address range reserved up front, each backed by a physical
+ *       allocation of its own ({@code cuMemCreate}; see {@link CudaSegments});</li>
  *   <li>{@link #memGetInfo()}: {@code cuMemGetInfo_v2}, the GPU's real free and total bytes (other processes
  *       and the context's own memory included); {@link #totalMemory()}: {@code cuDeviceTotalMem_v2};</li>
  *   <li>expandable segments: {@code cuMemAddressReserve} / {@code cuMemAddressFree} for reservations, and per
@@ -55,13 +58,23 @@ public final class CudaDevice extends AbstractDevice {
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
     private io.vram4j.alloc.CachingHostAllocator hostAllocator; // made on first use; guarded by hostAllocatorLock
     private final Object hostAllocatorLock = new Object();
+    /** The reserved range segments are placed in ({@link CudaSegments#LOWEST_ADDRESS_FIRST}); 0 when none. */
+    private final long arenaBase;
+    private final long arenaSize;
+    /** The free ranges of the arena, placed as {@code sim} places them. Guarded by itself. */
+    private final FreeRanges arenaFree = new FreeRanges(MIN_ALIGNMENT, GRANULARITY);
 
     private CudaDevice(int ordinal, long capacity, String description, CudaContext context, boolean vmmSupported,
-            long vmmGranularity) {
+            long vmmGranularity, long arenaBase, long arenaSize) {
         super("cuda", ordinal, capacity, description);
         this.context = context;
         this.vmmSupported = vmmSupported;
         this.vmmGranularity = vmmGranularity;
+        this.arenaBase = arenaBase;
+        this.arenaSize = arenaSize;
+        if (arenaBase != 0) {
+            arenaFree.give(arenaBase, arenaSize);
+        }
     }
 
     /**
@@ -74,7 +87,21 @@ public final class CudaDevice extends AbstractDevice {
      * @throws CudaException if the driver fails otherwise
      */
     public static CudaDevice open(int ordinal) {
-        return open(CudaDriver.system(), ordinal);
+        return open(CudaDriver.system(), ordinal, CudaSegments.DRIVER);
+    }
+
+    /**
+     * Opens CUDA device {@code ordinal} of this machine's driver, placing segments by {@code segments}.
+     *
+     * @param ordinal the device ordinal, 0 for the first GPU
+     * @param segments where segments go; {@link CudaSegments#LOWEST_ADDRESS_FIRST} falls back to
+     *     {@link CudaSegments#DRIVER} on a GPU without virtual memory management ({@link #segments()})
+     * @return the open device; the caller closes it
+     * @throws DeviceUnavailableException as {@link #open(int)}
+     * @throws CudaException if the driver fails otherwise
+     */
+    public static CudaDevice open(int ordinal, CudaSegments segments) {
+        return open(CudaDriver.system(), ordinal, segments);
     }
 
     /**
@@ -100,7 +127,19 @@ public final class CudaDevice extends AbstractDevice {
      * @throws CudaException if the driver fails otherwise
      */
     public static CudaDevice open(String driverLibrary, int ordinal) {
-        return open(CudaDriver.load(driverLibrary), ordinal);
+        return open(CudaDriver.load(driverLibrary), ordinal, CudaSegments.DRIVER);
+    }
+
+    /**
+     * {@link #open(String, int)} placing segments by {@code segments} (see {@link #open(int, CudaSegments)}).
+     *
+     * @param driverLibrary a path or soname of a library with the CUDA driver API
+     * @param ordinal the device ordinal
+     * @param segments where segments go
+     * @return the open device; the caller closes it
+     */
+    public static CudaDevice open(String driverLibrary, int ordinal, CudaSegments segments) {
+        return open(CudaDriver.load(driverLibrary), ordinal, segments);
     }
 
     static java.util.List<CudaDeviceInfo> list(CudaDriver driver) {
@@ -125,6 +164,10 @@ public final class CudaDevice extends AbstractDevice {
     }
 
     static CudaDevice open(CudaDriver driver, int ordinal) {
+        return open(driver, ordinal, CudaSegments.DRIVER);
+    }
+
+    static CudaDevice open(CudaDriver driver, int ordinal, CudaSegments segments) {
         int count = driver.deviceCount();
         if (count == 0) {
             throw new DeviceUnavailableException("no CUDA device: the driver (" + driver.library()
@@ -142,11 +185,48 @@ public final class CudaDevice extends AbstractDevice {
         try {
             long granularity = vmm ? ctx.current().memGetAllocationGranularity(dev,
                     CudaDriver.CU_MEM_ALLOC_GRANULARITY_MINIMUM) : 0;
-            return new CudaDevice(ordinal, total, "cuda:" + ordinal, ctx, vmm, granularity);
+            long[] arena = segments == CudaSegments.LOWEST_ADDRESS_FIRST && vmm && GRANULARITY % granularity == 0
+                    ? reserveArena(ctx.current(), total) : new long[2];
+            return new CudaDevice(ordinal, total, "cuda:" + ordinal, ctx, vmm, granularity, arena[0], arena[1]);
         } catch (RuntimeException e) {
             ctx.release();
             throw e;
         }
+    }
+
+    /**
+     * The arena of {@link CudaSegments#LOWEST_ADDRESS_FIRST}: {@link #ARENA_CAPACITY_MULTIPLE} times the GPU's
+     * memory and 1 GiB more of address space (as {@code host} reserves its arena), halved until the driver grants
+     * it; address space only, no memory.
+     *
+     * @return {base, size}, or {0, 0} when none was granted
+     */
+    private static long[] reserveArena(CudaDriver driver, long total) {
+        long size = (total * ARENA_CAPACITY_MULTIPLE + (1L << 30) + GRANULARITY - 1) / GRANULARITY * GRANULARITY;
+        while (size >= GRANULARITY) {
+            long base = driver.memAddressReserve(size, GRANULARITY, 0);
+            if (base != 0) {
+                return new long[] {base, size};
+            }
+            size = size / 2 / GRANULARITY * GRANULARITY;
+        }
+        return new long[2];
+    }
+
+    /** How many times the GPU's memory the arena of {@link CudaSegments#LOWEST_ADDRESS_FIRST} spans. */
+    static final long ARENA_CAPACITY_MULTIPLE = 16;
+
+    /**
+     * @return where this device places segments: {@link CudaSegments#LOWEST_ADDRESS_FIRST} when it was asked for and
+     *     the GPU's virtual memory management allowed it, else {@link CudaSegments#DRIVER}
+     */
+    public CudaSegments segments() {
+        return arenaBase != 0 ? CudaSegments.LOWEST_ADDRESS_FIRST : CudaSegments.DRIVER;
+    }
+
+    /** @return the start of the address range segments are placed in (a multiple of 2 MiB), 0 without one */
+    public long arenaBase() {
+        return arenaBase;
     }
 
     /** @return false: device memory cannot be viewed from the host; use {@link #copyFromHost} and friends */
@@ -363,14 +443,54 @@ public final class CudaDevice extends AbstractDevice {
 
     // ---- AbstractDevice hooks ----------------------------------------------------------------------------
 
+    /**
+     * {@code cuMemAlloc_v2}; with {@link CudaSegments#LOWEST_ADDRESS_FIRST} a segment whose size is a multiple of
+     * 2 MiB (every segment of the caching allocator) takes the arena's lowest free range instead, or the range at
+     * {@code addressHint} when that lies in the arena, 2 MiB aligned and free, as {@code sim} honours hints, and is
+     * backed by physical memory of its own; {@code cuMemAlloc_v2} again only when the arena is full.
+     */
     @Override
     protected long allocateSegment(long size, long addressHint) {
+        if (arenaBase != 0 && size % GRANULARITY == 0) {
+            long base;
+            synchronized (arenaFree) {
+                base = addressHint % GRANULARITY == 0 && inArena(addressHint, size) && arenaFree.isFree(addressHint, size)
+                        ? addressHint : arenaFree.firstFit(size, GRANULARITY);
+                if (base > 0) {
+                    arenaFree.take(base, size);
+                }
+            }
+            if (base > 0) {
+                boolean committed = false;
+                try {
+                    committed = commit(base, size);
+                } finally {
+                    if (!committed) {
+                        synchronized (arenaFree) {
+                            arenaFree.give(base, size);
+                        }
+                    }
+                }
+                return committed ? base : 0;
+            }
+        }
         return context.current().memAlloc(size);
     }
 
     @Override
     protected void releaseSegment(long base, long size) {
+        if (inArena(base, size)) {
+            decommit(base, size);
+            synchronized (arenaFree) {
+                arenaFree.give(base, size);
+            }
+            return;
+        }
         context.current().memFree(base);
+    }
+
+    private boolean inArena(long address, long size) {
+        return arenaBase != 0 && address >= arenaBase && size <= arenaSize && address - arenaBase <= arenaSize - size;
     }
 
     /**
@@ -488,6 +608,9 @@ public final class CudaDevice extends AbstractDevice {
             }
             for (Long e = eventPool.pollFirst(); e != null; e = eventPool.pollFirst()) {
                 driver.eventDestroy(e);
+            }
+            if (arenaBase != 0) {
+                driver.memAddressFree(arenaBase, arenaSize);
             }
             context.release();
         } catch (RuntimeException e) {
