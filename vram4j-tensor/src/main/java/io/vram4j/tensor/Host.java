@@ -71,6 +71,24 @@ final class Host {
         return new F32View(m, 0, cs, false);
     }
 
+    private static boolean sixteenBitOnDevice(Tensor t) {
+        return t.storage.deviceMemory() && (t.dtype == DType.FLOAT16 || t.dtype == DType.BFLOAT16);
+    }
+
+    /**
+     * An in-place update of a float16/bfloat16 tensor in device memory, whose kernels are float32 only: the tensor
+     * is widened into a contiguous float32 temporary from the device's caching allocator, updated there by
+     * {@code update}, and narrowed back into its own elements (PyTorch's kernels widen in registers instead). The
+     * widening is exact; the result is rounded to the 16-bit type once, as on the host.
+     */
+    private static void through32(Tensor t, java.util.function.Consumer<Tensor> update) {
+        try (Tensor wide = Tensor.allocate(t.device, DType.FLOAT32, t.shape.clone())) {
+            copyTo(t, wide, wide.offset);
+            update.accept(wide);
+            copyTo(wide, t, t.offset);
+        }
+    }
+
     /** Refuses, in one line, a tensor in device memory that is not float32 where only float32 kernels exist. */
     static void float32(Tensor t) {
         if (t.storage.deviceMemory() && t.dtype != DType.FLOAT32) {
@@ -91,7 +109,8 @@ final class Host {
     /**
      * Copies or converts elements with the kernels only (one launch per contiguous row, one per element where a
      * stride is not 1): the copy for device memory, where the host may not touch the bytes. Float32 to float32,
-     * and float32 to and from float16/bfloat16; any other pair is refused in one line before anything is written.
+     * float32 to and from float16/bfloat16, and float16 or bfloat16 to itself ({@link #sameType16}); any other
+     * pair is refused in one line before anything is written.
      */
     static void convert(Device dev, int[] shape, MemorySegment s, DType st, long sOff, long[] sStr,
                         MemorySegment d, DType dt, long dOff, long[] dStr) {
@@ -103,6 +122,10 @@ final class Host {
                 : st == DType.BFLOAT16 && dt == DType.FLOAT32 ? k::bf16ToFloat
                 : null;
         if (f == null) {
+            if (st == dt && st != DType.FLOAT32 && st.isFloatingPoint()
+                    && (Shapes.numel(shape) == 0 || sameType16(dev, shape, s, st, sOff, sStr, d, dOff, dStr))) {
+                return;
+            }
             throw refusal(dev, st + " to " + dt);
         }
         if (Shapes.numel(shape) == 0 || strided(dev, f, shape, s, st, sOff, sStr, d, dt, dOff, dStr)) {
@@ -166,6 +189,51 @@ final class Host {
             }
         } else {
             return false;
+        }
+        return true;
+    }
+
+    /**
+     * A float16 or bfloat16 copy to the same type between strided layouts ({@code contiguous()} of a strided 16-bit
+     * view, a gradient written into a narrowed slice), where there is no 16-bit copy kernel: the source's span is
+     * widened to a float32 temporary, gathered ({@code Kernels.copy4}) into a float32 image of the destination's
+     * span (widened from it first when the copy does not cover it all), and the image narrowed into the
+     * destination. Exact: every 16-bit value is a float32 value and narrows back to itself, so the elements of the
+     * span outside the copy keep their bits. The two temporaries (4 bytes per element of each span) come from the
+     * device's caching allocator and are freed before it returns.
+     *
+     * @return false when the layout does not fold into 4 dimensions or has a negative stride (nothing was written)
+     */
+    private static boolean sameType16(Device dev, int[] shape, MemorySegment s, DType type, long sOff, long[] sStr,
+                                      MemorySegment d, long dOff, long[] dStr) {
+        Layout4 l = Layout4.of(shape, dStr, sStr);
+        if (l == null) {
+            return false;
+        }
+        long srcSpan = 1;
+        long dstSpan = 1;
+        for (int i = 0; i < 4; i++) {
+            if (l.s(0, i) < 0 || l.s(1, i) < 0) {
+                return false;
+            }
+            dstSpan += (l.d(i) - 1L) * l.s(0, i);
+            srcSpan += (l.d(i) - 1L) * l.s(1, i);
+        }
+        Kernels k = dev.kernels();
+        boolean half = type == DType.FLOAT16;
+        RowKernel widen = half ? k::fp16ToFloat : k::bf16ToFloat;
+        RowKernel narrow = half ? k::floatToFp16 : k::floatToBf16;
+        boolean covered = dstSpan == Shapes.numel(shape);   // the copy writes every element of the span
+        try (Tensor from = Tensor.allocate(dev, DType.FLOAT32, new int[] {Math.toIntExact(srcSpan)});
+             Tensor to = Tensor.allocate(dev, DType.FLOAT32, new int[] {Math.toIntExact(dstSpan)})) {
+            MemorySegment f = from.storage.kernelSegment();
+            MemorySegment t = to.storage.kernelSegment();
+            widen.apply(srcSpan, s, sOff, f, from.offset);
+            if (!covered) {
+                widen.apply(dstSpan, d, dOff, t, to.offset);
+            }
+            copy4(k, l, f, from.offset, t, to.offset);
+            narrow.apply(dstSpan, t, to.offset, d, dOff);
         }
         return true;
     }
@@ -411,6 +479,10 @@ final class Host {
         if (!dst.device.hasStorage()) {
             return;
         }
+        if (sixteenBitOnDevice(dst)) {
+            through32(dst, wide -> axpyInto(alpha, src, wide));
+            return;
+        }
         float32(dst);
         Kernels k = dst.device.kernels();
         MemorySegment d = dst.storage.kernelSegment();
@@ -438,6 +510,10 @@ final class Host {
 
     static void scaleInPlace(Tensor t, float s) {
         if (!t.device.hasStorage()) {
+            return;
+        }
+        if (sixteenBitOnDevice(t)) {
+            through32(t, wide -> scaleInPlace(wide, s));
             return;
         }
         float32(t);

@@ -258,7 +258,27 @@ class DeviceKernelsParityTest {
         assertFalse(expected[0][0] == expected[0][expected[0].length - 1], "the loss did not move");
     }
 
+    /**
+     * The same GPT under bfloat16 autocast: its 16-bit activations are made contiguous from strided views (the
+     * heads' transposes), a narrow's bfloat16 gradient is written into its slice, and bfloat16 gradients are summed
+     * in place, which device memory does through float32 temporaries; the same bits as on host.
+     */
+    @Test
+    void transformerTrainingUnderBf16AutocastEqualsHostBitForBit() {
+        float[][] expected = trainGpt(host, DType.BFLOAT16);
+        float[][] actual = trainGpt(dev, DType.BFLOAT16);
+        for (int i = 0; i < expected.length; i++) {
+            assertArrayEquals(expected[i], actual[i], "row " + i + " (0: losses, then the weights)");
+        }
+        assertFalse(java.util.Arrays.equals(expected[0], trainGpt(host)[0]), "autocast changed the losses");
+    }
+
     static float[][] trainGpt(Device d) {
+        return trainGpt(d, null);
+    }
+
+    /** @param amp the autocast dtype of the forward pass and loss, or null for float32 */
+    static float[][] trainGpt(Device d, DType amp) {
         int vocab = 11;
         int t = 6;
         long[] tokens = new long[2 * (t + 1)];
@@ -283,8 +303,11 @@ class DeviceKernelsParityTest {
             try (Optimizer opt = new AdamW(params, 0.01f)) {
                 for (int step = 0; step < losses.length; step++) {
                     opt.zeroGrad();
-                    Tensor logits = gpt.forward(xs);
-                    Tensor loss = Functional.crossEntropy(logits.reshape(2 * t, vocab), ys);
+                    Tensor loss;
+                    try (Autocast ac = Autocast.enter(amp == null ? DType.BFLOAT16 : amp, amp != null)) {
+                        Tensor logits = gpt.forward(xs);
+                        loss = Functional.crossEntropy(logits.reshape(2 * t, vocab), ys);
+                    }
                     loss.backward();
                     losses[step] = loss.item();
                     opt.step();
@@ -305,14 +328,46 @@ class DeviceKernelsParityTest {
             assertEquals("this operation has no kernel for tensors on " + dev.description() + " for int64 to float32: "
                     + "device kernels compute float32 and convert between float32 and float16/bfloat16", e.getMessage());
             assertThrows(UnsupportedOperationException.class, () -> h.to(DType.BFLOAT16));
-            try (io.vram4j.autograd.NoGrad ng = io.vram4j.autograd.NoGrad.enter()) {
-                UnsupportedOperationException inPlace = assertThrows(UnsupportedOperationException.class,
-                        () -> h.mulInPlace(2f));
-                assertTrue(inPlace.getMessage().contains("for float16 in place"), inPlace.getMessage());
-            }
             assertEquals(allocated, dev.memoryAllocated());
             assertArrayEquals(new float[] {1, 2, 3}, h.toFloatArray());
             assertArrayEquals(new long[] {1, 2, 3}, ids.toLongArray());
+        }
+    }
+
+    /**
+     * In-place ops and same-type copies of float16/bfloat16 tensors in device memory (through float32
+     * temporaries, freed before they return) give host's bits, strided views included, and leave nothing allocated.
+     */
+    @Test
+    void sixteenBitInPlaceOpsAndStridedCopiesEqualHostBitForBit() {
+        for (DType type : new DType[] {DType.FLOAT16, DType.BFLOAT16}) {
+            float[] expected = sixteenBitWork(host, type);
+            long allocated = dev.memoryAllocated();
+            assertArrayEquals(expected, sixteenBitWork(dev, type), type.toString());
+            assertEquals(allocated, dev.memoryAllocated(), type + ": the temporaries were freed");
+        }
+    }
+
+    /** @return a 16-bit tensor after in-place ops on it and on a strided view of it, and copies of strided views */
+    private static float[] sixteenBitWork(Device d, DType type) {
+        float[] v = new float[24];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = (i * 37 % 11 - 5) * 0.3337f;
+        }
+        try (MemoryScope s = MemoryScope.open(); io.vram4j.autograd.NoGrad ng = io.vram4j.autograd.NoGrad.enter()) {
+            Tensor x = d.tensor(v, 2, 3, 4).to(type);
+            x.mulInPlace(1.7f);
+            Tensor t = x.transpose(0, 2);                        // strided view of the same storage
+            t.addInPlace(d.tensor(v, 4, 3, 2).to(type), 0.5f);
+            t.narrow(1, 1, 2).mulInPlace(-3f);
+            Tensor copied = t.contiguous();                       // same-type copy from a strided view
+            Tensor slice = x.narrow(2, 1, 2);
+            slice.copyFrom(x.narrow(2, 2, 2).contiguous());       // into a strided destination
+            float[] a = x.toFloatArray();
+            float[] b = copied.toFloatArray();
+            float[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+            System.arraycopy(b, 0, out, a.length, b.length);
+            return out;
         }
     }
 
