@@ -8,6 +8,7 @@ import io.vram4j.tensor.Tensor;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -27,7 +28,9 @@ final class Engine {
         if (!root.requiresGrad()) {
             throw new IllegalStateException("element 0 of tensors does not require grad and does not have a grad_fn");
         }
-        Map<Node, Tensor> pending = new IdentityHashMap<>();
+        // insertion order (nodes compare by identity): gradients still pending when a rule fails are freed in a
+        // reproducible order, so that two runs of the same job free the same blocks in the same order
+        Map<Node, Tensor> pending = new LinkedHashMap<>();
         // backward ops run in the dtypes of their forward ops: autocast is suspended (as in PyTorch, where the
         // autocast state does not reach the autograd engine's threads)
         AutocastHook.Interceptor autocast = AutocastHook.install(null);
