@@ -8,6 +8,7 @@ import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
 import io.vram4j.device.Stream;
 import io.vram4j.device.cuda.CudaDevice;
+import io.vram4j.device.sim.SimDevice;
 import io.vram4j.memory.stats.MemoryStats;
 
 import java.util.Objects;
@@ -26,9 +27,16 @@ import java.util.Objects;
  * }
  * }</pre>
  *
- * <p>On a device without storage ({@code sim}, {@link #hasStorage()} false) tensors have shapes and memory but
- * no data: ops allocate their outputs exactly as on {@code host} and compute nothing, which predicts memory use
- * without running. Reading values there throws {@link UnsupportedOperationException}.
+ * <p>On a device without storage ({@code sim} standing for {@code host}: {@code sim:SIZE}, {@link #hasStorage()}
+ * false) tensors have shapes and memory but no data: ops allocate their outputs exactly as on {@code host} and
+ * compute nothing, which predicts memory use without running. Reading values there throws
+ * {@link UnsupportedOperationException}.
+ *
+ * <p>On a {@code sim} standing for a CUDA GPU ({@code sim:PRESET}, {@code sim:SIZE:ccMAJOR.MINOR};
+ * {@link #isSimulated()} and {@link #hasStorage()} true) tensors are device memory with nothing behind it: the ops
+ * take their {@code cuda} paths with {@link io.vram4j.compute.cuda.CudaKernels} over a queue that runs nothing, so
+ * they allocate exactly as on that GPU (the kernels' own temporaries and cuBLAS workspace included) and compute
+ * nothing; values read there are zeros.
  *
  * <p>On a device with memory of its own ({@code cuda}: {@link #hasStorage()} true, {@link #hostAccessible()}
  * false) tensor bytes are never viewed by the host: {@link Tensor#toFloatArray()}, {@link Tensor#item()},
@@ -125,14 +133,16 @@ public final class Device implements AutoCloseable {
     }
 
     /**
-     * The kernels a backend computes with: {@link Kernels#best()} for host memory (and {@code sim}); the CUDA
-     * kernels, loaded into the device and checked, for {@code cuda}; none for any other device memory.
+     * The kernels a backend computes with: {@link Kernels#best()} for host memory (and {@code sim} standing for
+     * {@code host}); the CUDA kernels, loaded into the device and checked, for {@code cuda}, and the same kernels
+     * over nothing for a {@code sim} standing for a CUDA GPU (they allocate as on the GPU and compute nothing);
+     * none for any other device memory.
      */
     private static Device withOwnKernels(DeviceBackend b, CachingAllocator allocator, Stream stream, boolean owned) {
         if (!b.hasDeviceMemory()) {
             return new Device(b, allocator, stream, Kernels.best(), owned);
         }
-        if (!(b instanceof CudaDevice)) {
+        if (!(b instanceof CudaDevice) && !(b instanceof SimDevice s && s.cudaModel().isPresent())) {
             return new Device(b, allocator, stream, null, owned);
         }
         CudaKernels cuda;
@@ -264,11 +274,20 @@ public final class Device implements AutoCloseable {
     }
 
     /**
-     * @return false on {@code sim}: tensors have no data and ops compute nothing; true on {@code host} and on
-     *     devices with their own memory ({@code cuda})
+     * @return false on {@code sim} standing for {@code host}: tensors have no data and ops compute nothing; true on
+     *     {@code host} and on devices with their own memory ({@code cuda}, and {@code sim} standing for it, whose
+     *     ops take the device paths and compute nothing)
      */
     public boolean hasStorage() {
         return backend.hasStorage() || backend.hasDeviceMemory();
+    }
+
+    /**
+     * @return true on {@code sim} (whatever it stands for): nothing tensors hold is kept, so a job there is a dry
+     *     run; false on {@code host} and {@code cuda}
+     */
+    public boolean isSimulated() {
+        return backend.isSimulated();
     }
 
     /**

@@ -2,9 +2,10 @@ package io.vram4j.compute.cuda;
 
 import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.compute.Kernels;
+import io.vram4j.device.ComputeCapability;
 import io.vram4j.device.Stream;
 import io.vram4j.device.cuda.CudaDevice;
-import io.vram4j.device.cuda.CudaModule;
+import io.vram4j.device.sim.SimDevice;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -27,6 +28,16 @@ import java.util.Map;
  * dimensions, the causal mask, embedding gather and backward, dropout with the CPU runtime's counter-based mask and
  * its backward, multi-tensor SGD and AdamW steps (one launch per parameter group), NLL loss and its backward.
  *
+ * <p><b>Device memory it takes from the caching allocator</b>, on its stream, each at the place in the code below:
+ * the cuBLAS workspace ({@link CublasWorkspace#size}: 32 MiB on compute capability 9.0) at the first matrix product,
+ * held until {@link #close()}, as PyTorch holds its handle's workspace; a reduction's partials, {@code (grid + 1)}
+ * floats ({@link LaunchConfig#reductionPartial}), freed when it returns; 8 bytes for the NLL loss and count; a fused
+ * optimizer's address table, 8 bytes per tensor and list; a copy between overlapping ranges, a buffer of its size.
+ * <b>On a {@code sim} device standing for a CUDA GPU</b> ({@link io.vram4j.device.sim.SimDevice#cudaModel()}) the
+ * same class runs over a queue that runs nothing ({@link SimulatedQueue}): the allocations above are made by the
+ * same code, so a dry run there allocates exactly as the {@code cuda} run does, and nothing is computed (reductions
+ * return 0).
+ *
  * <p>Thread-safe for launches (the driver is); cuBLAS calls are serialized on this object. {@link #close()}
  * unloads the module and gives the workspace back.
  *
@@ -35,46 +46,63 @@ import java.util.Map;
 public final class CudaKernels implements Kernels, AutoCloseable {
     private final CachingAllocator allocator;
     private final Stream stream;
-    private final CudaModule module;
-    private final CudaLauncher launcher;
+    private final GpuQueue gpu;
+    private final boolean simulated;
     private final Map<String, String> env;
-    private final int ccMajor;
-    private final int ccMinor;
-    private Cublas cublas;
-    private long cublasHandle;
+    private final ComputeCapability capability;
+    private boolean blasStarted;
     private long workspace;
 
-    private CudaKernels(CachingAllocator allocator, Stream stream, CudaModule module, Map<String, String> env,
-                        int ccMajor, int ccMinor) {
+    private CudaKernels(CachingAllocator allocator, Stream stream, GpuQueue gpu, boolean simulated,
+                        Map<String, String> env, ComputeCapability capability) {
         this.allocator = allocator;
         this.stream = stream;
-        this.module = module;
-        this.launcher = new CudaLauncher(module);
+        this.gpu = gpu;
+        this.simulated = simulated;
         this.env = env;
-        this.ccMajor = ccMajor;
-        this.ccMinor = ccMinor;
+        this.capability = capability;
     }
 
     /**
-     * Loads the kernels into the allocator's device (the PTX resource, JIT-compiled by the driver).
+     * Loads the kernels into the allocator's device (the PTX resource, JIT-compiled by the driver), or, on a
+     * {@code sim} device standing for a CUDA GPU, the same kernels over nothing; with the environment of the
+     * process ({@code VRAM4J_LIBCUBLAS} and the cuBLAS search path, {@code CUBLAS_WORKSPACE_CONFIG}).
      *
-     * @param allocator the caching allocator of a {@code cuda} device
+     * @param allocator the caching allocator of a {@code cuda} device or of a sim standing for one
      * @param stream the stream every launch goes to
      * @return the kernels; cuBLAS is loaded at the first matrix product
-     * @throws IllegalArgumentException when the allocator's device is not {@code cuda}
+     * @throws IllegalArgumentException when the allocator's device is neither
      * @throws io.vram4j.device.DeviceUnavailableException when the driver cannot load the PTX (one line)
      */
     public static CudaKernels create(CachingAllocator allocator, Stream stream) {
-        if (!(allocator.device() instanceof CudaDevice d)) {
-            throw new IllegalArgumentException("CUDA kernels need a cuda device, not " + allocator.device().description());
-        }
-        int[] cc = d.computeCapability();
-        return new CudaKernels(allocator, stream, d.loadModule(CudaKernelTable.ptx()), System.getenv(), cc[0], cc[1]);
+        return create(allocator, stream, System.getenv());
     }
 
+    /**
+     * {@link #create(CachingAllocator, Stream)} with another environment than the process's, e.g. to point
+     * {@code VRAM4J_LIBCUBLAS} at a library or to set {@code CUBLAS_WORKSPACE_CONFIG} from a program.
+     *
+     * @param env the variables read: {@code VRAM4J_LIBCUBLAS}, {@code CUDA_HOME}, {@code PYTHONPATH},
+     *     {@code VIRTUAL_ENV}, {@code CONDA_PREFIX}, {@code HOME} ({@link CublasLocator}) and
+     *     {@code CUBLAS_WORKSPACE_CONFIG} ({@link CublasWorkspace})
+     */
+    public static CudaKernels create(CachingAllocator allocator, Stream stream, Map<String, String> env) {
+        Map<String, String> e = Map.copyOf(env);
+        if (allocator.device() instanceof CudaDevice d) {
+            int[] cc = d.computeCapability();
+            return new CudaKernels(allocator, stream, new DriverQueue(d, e), false, e, new ComputeCapability(cc[0], cc[1]));
+        }
+        if (allocator.device() instanceof SimDevice s && s.cudaModel().isPresent()) {
+            return new CudaKernels(allocator, stream, new SimulatedQueue(s), true, e, s.cudaModel().get());
+        }
+        throw new IllegalArgumentException("CUDA kernels need a cuda device or a sim standing for one (sim:PRESET, "
+                + "sim:SIZE:ccMAJOR.MINOR), not " + allocator.device().description());
+    }
+
+    /** @return {@code "cuda"}, or {@code "cuda (simulated)"} on a sim device standing for a CUDA GPU */
     @Override
     public String name() {
-        return "cuda";
+        return simulated ? "cuda (simulated)" : "cuda";
     }
 
     @Override
@@ -105,35 +133,36 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     }
 
     private void elementwise(CudaKernel k, long n, Object... args) {
-        launcher.launch(k, LaunchConfig.elementwise(n), stream, args);
+        gpu.launch(k, LaunchConfig.elementwise(n), stream, args);
     }
 
     // ------------------------------------------------------------------------------------------------ gemm
 
-    private synchronized long cublasHandle() {
-        if (cublas == null) {
-            Cublas c = Cublas.load(env);
-            long h = c.create();
-            long ws = 0;
-            try {
-                c.setStream(h, stream.handle());
-                long size = CublasWorkspace.size(env.get("CUBLAS_WORKSPACE_CONFIG"), ccMajor, ccMinor);
-                if (size > 0) {
-                    ws = allocator.malloc(size, stream);
-                    c.setWorkspace(h, ws, size);
-                }
-            } catch (RuntimeException e) {
-                if (ws != 0) {
-                    allocator.free(ws);
-                }
-                c.destroy(h);
-                throw e;
-            }
-            cublas = c;
-            cublasHandle = h;
-            workspace = ws;
+    /**
+     * Starts cuBLAS at the first product, with its workspace from the caching allocator on the stream
+     * ({@link CublasWorkspace#size} bytes), held until {@link #close()}.
+     */
+    private synchronized void startBlas() {
+        if (blasStarted) {
+            return;
         }
-        return cublasHandle;
+        gpu.openBlas(stream);
+        long ws = 0;
+        try {
+            long size = CublasWorkspace.size(env.get("CUBLAS_WORKSPACE_CONFIG"), capability.major(), capability.minor());
+            if (size > 0) {
+                ws = allocator.malloc(size, stream);
+                gpu.setBlasWorkspace(ws, size);
+            }
+        } catch (RuntimeException e) {
+            if (ws != 0) {
+                allocator.free(ws);
+            }
+            gpu.closeBlas();
+            throw e;
+        }
+        blasStarted = true;
+        workspace = ws;
     }
 
     @Override
@@ -142,10 +171,10 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         if (m == 0 || n == 0) {
             return;
         }
-        long h = cublasHandle();
+        startBlas();
         synchronized (this) {
-            cublas.gemm(h, ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha, ptr(a, aOff),
-                    ptr(b, bOff), beta, ptr(c, cOff), Cublas.CUDA_R_32F, Cublas.CUBLAS_COMPUTE_32F);
+            gpu.gemm(ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha, ptr(a, aOff),
+                    ptr(b, bOff), beta, ptr(c, cOff), Cublas.CUDA_R_32F);
         }
     }
 
@@ -174,10 +203,10 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         if (batch == 0 || m == 0 || n == 0) {
             return;
         }
-        long h = cublasHandle();
+        startBlas();
         synchronized (this) {
-            cublas.gemmBatched(h, ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha,
-                    a, strideA, b, strideB, beta, c, strideC, batch, type, Cublas.CUBLAS_COMPUTE_32F);
+            gpu.gemmBatched(ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha,
+                    a, strideA, b, strideB, beta, c, strideC, batch, type);
         }
     }
 
@@ -232,15 +261,14 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         if (bytes == 0 || s == d) {
             return;
         }
-        CudaDevice dev = (CudaDevice) allocator.device();
         if (s + bytes <= d || d + bytes <= s) {
-            dev.copyDeviceToDeviceAsync(s, d, bytes, stream);
+            gpu.copyDeviceToDevice(s, d, bytes, stream);
             return;
         }
         long tmp = allocator.malloc(bytes, stream);
         try {
-            dev.copyDeviceToDeviceAsync(s, tmp, bytes, stream);
-            dev.copyDeviceToDeviceAsync(tmp, d, bytes, stream);
+            gpu.copyDeviceToDevice(s, tmp, bytes, stream);
+            gpu.copyDeviceToDevice(tmp, d, bytes, stream);
         } finally {
             allocator.free(tmp);
         }
@@ -305,15 +333,12 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         }
         LaunchConfig first = LaunchConfig.reductionPartial(n);
         long buf = allocator.malloc((first.gridX() + 1L) * Float.BYTES, stream);
-        try (Arena a = Arena.ofConfined()) {
+        try {
             long result = buf + (long) first.gridX() * Float.BYTES;
-            launcher.launch(CudaKernelTable.REDUCE_PARTIAL, first, stream, op, x, y, buf, n);
-            launcher.launch(CudaKernelTable.REDUCE_PARTIAL, LaunchConfig.reductionFinal(), stream, op == 1 ? 1 : 0,
+            gpu.launch(CudaKernelTable.REDUCE_PARTIAL, first, stream, op, x, y, buf, n);
+            gpu.launch(CudaKernelTable.REDUCE_PARTIAL, LaunchConfig.reductionFinal(), stream, op == 1 ? 1 : 0,
                     buf, 0L, result, (long) first.gridX());
-            MemorySegment host = a.allocate(ValueLayout.JAVA_FLOAT);
-            stream.synchronize();
-            allocator.device().copyToHost(result, host);
-            return host.get(ValueLayout.JAVA_FLOAT, 0);
+            return gpu.readFloat(result, stream);
         } finally {
             allocator.free(buf);
         }
@@ -351,7 +376,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         Object[] args = Arrays.copyOf(ptrs, ptrs.length + 2);
         args[ptrs.length] = rows;
         args[ptrs.length + 1] = cols;
-        launcher.launch(k, LaunchConfig.rows(rows, cols), stream, args);
+        gpu.launch(k, LaunchConfig.rows(rows, cols), stream, args);
     }
 
     @Override
@@ -380,7 +405,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     public void layerNormRows(int rows, int cols, MemorySegment x, long xOff, MemorySegment gamma, long gammaOff,
                               MemorySegment beta, long betaOff, float eps, MemorySegment out, long outOff,
                               MemorySegment mean, long meanOff, MemorySegment rstd, long rstdOff) {
-        launcher.launch(CudaKernelTable.LAYER_NORM_ROWS, LaunchConfig.rows(rows, cols), stream, ptr(x, xOff),
+        gpu.launch(CudaKernelTable.LAYER_NORM_ROWS, LaunchConfig.rows(rows, cols), stream, ptr(x, xOff),
                 ptrOrNull(gamma, gammaOff), ptrOrNull(beta, betaOff), eps, ptr(out, outOff), ptrOrNull(mean, meanOff),
                 ptrOrNull(rstd, rstdOff), rows, cols);
     }
@@ -391,12 +416,12 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                                       MemorySegment gamma, long gammaOff, MemorySegment dx, long dxOff,
                                       MemorySegment dgamma, long dgammaOff, MemorySegment dbeta, long dbetaOff) {
         if (dx != null) {
-            launcher.launch(CudaKernelTable.LAYER_NORM_BACKWARD_ROWS, LaunchConfig.rows(rows, cols), stream,
+            gpu.launch(CudaKernelTable.LAYER_NORM_BACKWARD_ROWS, LaunchConfig.rows(rows, cols), stream,
                     ptr(dy, dyOff), ptr(x, xOff), ptr(mean, meanOff), ptr(rstd, rstdOff), ptrOrNull(gamma, gammaOff),
                     ptr(dx, dxOff), rows, cols);
         }
         if (dgamma != null || dbeta != null) {
-            launcher.launch(CudaKernelTable.LAYER_NORM_PARAM_GRADS, LaunchConfig.columns(cols), stream, ptr(dy, dyOff),
+            gpu.launch(CudaKernelTable.LAYER_NORM_PARAM_GRADS, LaunchConfig.columns(cols), stream, ptr(dy, dyOff),
                     ptr(x, xOff), ptr(mean, meanOff), ptr(rstd, rstdOff), ptrOrNull(dgamma, dgammaOff),
                     ptrOrNull(dbeta, dbetaOff), rows, cols);
         }
@@ -511,7 +536,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
      */
     public void sgd(long params, long grads, long bufs, long sizes, int count, long largest, float lr, float momentum,
                     float weightDecay, boolean nesterov, boolean first) {
-        launcher.launch(CudaKernelTable.SGD_MULTI, LaunchConfig.perTensor(largest, count), stream, params, grads, bufs,
+        gpu.launch(CudaKernelTable.SGD_MULTI, LaunchConfig.perTensor(largest, count), stream, params, grads, bufs,
                 sizes, count, lr, momentum, weightDecay, nesterov ? 1 : 0, first ? 1 : 0);
     }
 
@@ -524,7 +549,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
      */
     public void adamw(long params, long grads, long ms, long vs, long sizes, int count, long largest, float beta1,
                       float beta2, float eps, float decay, float stepSize, float bc2Sqrt) {
-        launcher.launch(CudaKernelTable.ADAMW_MULTI, LaunchConfig.perTensor(largest, count), stream, params, grads, ms,
+        gpu.launch(CudaKernelTable.ADAMW_MULTI, LaunchConfig.perTensor(largest, count), stream, params, grads, ms,
                 vs, sizes, count, beta1, beta2, eps, decay, stepSize, bc2Sqrt);
     }
 
@@ -534,7 +559,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
      * of range sets the int at {@code bad} to 1.
      */
     public void nllLoss(long logp, long targets, long out, long count, int n, int c, long ignoreIndex, long bad) {
-        launcher.launch(CudaKernelTable.NLL_LOSS, LaunchConfig.singleBlock(), stream, logp, targets, out, count, n, c,
+        gpu.launch(CudaKernelTable.NLL_LOSS, LaunchConfig.singleBlock(), stream, logp, targets, out, count, n, c,
                 ignoreIndex, bad);
     }
 
@@ -667,7 +692,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                 }
             }
             MemorySegment.copy(sizes, 0, host, ValueLayout.JAVA_LONG, (long) lists.length * count * Long.BYTES, count);
-            ((CudaDevice) allocator.device()).copyFromHostAsync(host, table, stream);
+            gpu.copyFromHost(host, table, stream);
             launch.accept(table);
         } finally {
             allocator.free(table);
@@ -747,7 +772,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         int tile = attentionTile(batchHeads, d);
         LaunchConfig config = attentionLaunch(batchHeads, t, 2 * tile * d);
         if (!config.isEmpty()) {
-            launcher.launch(CudaKernelTable.ATTENTION_FORWARD, config, stream, ptr(q, qOff), ptr(k, kOff),
+            gpu.launch(CudaKernelTable.ATTENTION_FORWARD, config, stream, ptr(q, qOff), ptr(k, kOff),
                     ptr(v, vOff), ptr(out, outOff), ptr(lse, lseOff), t, d, scale, causal ? 1 : 0, tile);
         }
     }
@@ -765,24 +790,28 @@ public final class CudaKernels implements Kernels, AutoCloseable {
             return;
         }
         int c = causal ? 1 : 0;
-        launcher.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV, config, stream, ptr(q, qOff), ptr(k, kOff),
+        gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV, config, stream, ptr(q, qOff), ptr(k, kOff),
                 ptr(v, vOff), ptr(out, outOff), ptr(lse, lseOff), ptr(dout, doutOff), ptr(dk, dkOff), ptr(dv, dvOff),
                 t, d, scale, c, tile);
-        launcher.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ, attentionLaunch(batchHeads, t, 2 * tile * d), stream,
+        gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ, attentionLaunch(batchHeads, t, 2 * tile * d), stream,
                 ptr(q, qOff), ptr(k, kOff), ptr(v, vOff), ptr(out, outOff), ptr(lse, lseOff), ptr(dout, doutOff),
                 ptr(dq, dqOff), t, d, scale, c, tile);
     }
 
-    /** Unloads the module and returns the cuBLAS workspace to the allocator. Closing twice does nothing. */
+    /** Ends cuBLAS, returns its workspace to the allocator and unloads the module. Closing twice does nothing. */
     @Override
     public synchronized void close() {
-        if (cublas != null) {
-            cublas.destroy(cublasHandle);
-            if (workspace != 0) {
-                allocator.free(workspace);
+        if (blasStarted) {
+            blasStarted = false;
+            try {
+                gpu.closeBlas();
+            } finally {
+                if (workspace != 0) {
+                    allocator.free(workspace);
+                    workspace = 0;
+                }
             }
-            cublas = null;
         }
-        module.close();
+        gpu.close();
     }
 }

@@ -1,0 +1,108 @@
+package io.vram4j.compute.cuda;
+
+import io.vram4j.device.Stream;
+import io.vram4j.device.cuda.CudaDevice;
+import io.vram4j.device.cuda.CudaModule;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Map;
+
+/**
+ * {@link GpuQueue} on a CUDA GPU: the kernels of {@code vram4j_kernels.cu} loaded into the device
+ * ({@link CudaLauncher}), cuBLAS found at the first product ({@link Cublas#load(Map)}), and the device's
+ * asynchronous copies.
+ *
+ * <p>Thread-safe for launches and copies; the cuBLAS handle is used by one thread at a time (the caller's lock).
+ */
+final class DriverQueue implements GpuQueue {
+    private final CudaDevice device;
+    private final CudaModule module;
+    private final CudaLauncher launcher;
+    private final Map<String, String> env;
+    private Cublas cublas;
+    private long handle;
+
+    /**
+     * @param device the GPU
+     * @param env the environment cuBLAS is looked up with ({@link CublasLocator})
+     * @throws io.vram4j.device.DeviceUnavailableException when the driver cannot load the PTX (one line)
+     */
+    DriverQueue(CudaDevice device, Map<String, String> env) {
+        this.device = device;
+        this.module = device.loadModule(CudaKernelTable.ptx());
+        this.launcher = new CudaLauncher(module);
+        this.env = env;
+    }
+
+    @Override
+    public void launch(CudaKernel kernel, LaunchConfig config, Stream stream, Object... values) {
+        launcher.launch(kernel, config, stream, values);
+    }
+
+    @Override
+    public void openBlas(Stream stream) {
+        Cublas c = Cublas.load(env);
+        long h = c.create();
+        try {
+            c.setStream(h, stream.handle());
+        } catch (RuntimeException e) {
+            c.destroy(h);
+            throw e;
+        }
+        cublas = c;
+        handle = h;
+    }
+
+    @Override
+    public void setBlasWorkspace(long address, long bytes) {
+        cublas.setWorkspace(handle, address, bytes);
+    }
+
+    @Override
+    public void gemm(ColumnMajorGemm g, float alpha, long a, long b, float beta, long c, int type) {
+        cublas.gemm(handle, g, alpha, a, b, beta, c, type, Cublas.CUBLAS_COMPUTE_32F);
+    }
+
+    @Override
+    public void gemmBatched(ColumnMajorGemm g, float alpha, long a, long strideA, long b, long strideB, float beta,
+                            long c, long strideC, int batch, int type) {
+        cublas.gemmBatched(handle, g, alpha, a, strideA, b, strideB, beta, c, strideC, batch, type,
+                Cublas.CUBLAS_COMPUTE_32F);
+    }
+
+    @Override
+    public void closeBlas() {
+        if (cublas != null) {
+            Cublas c = cublas;
+            cublas = null;
+            c.destroy(handle);
+        }
+    }
+
+    @Override
+    public void copyDeviceToDevice(long src, long dst, long bytes, Stream stream) {
+        device.copyDeviceToDeviceAsync(src, dst, bytes, stream);
+    }
+
+    @Override
+    public void copyFromHost(MemorySegment src, long dst, Stream stream) {
+        device.copyFromHostAsync(src, dst, stream);
+    }
+
+    @Override
+    public float readFloat(long src, Stream stream) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment host = a.allocate(ValueLayout.JAVA_FLOAT);
+            stream.synchronize();
+            device.copyToHost(src, host);
+            return host.get(ValueLayout.JAVA_FLOAT, 0);
+        }
+    }
+
+    @Override
+    public void close() {
+        module.close();
+    }
+}
