@@ -23,14 +23,24 @@ import java.util.Objects;
  * later. Between tries the allocator's cache is emptied ({@code torch.cuda.empty_cache()}) and its peak
  * statistics reset, so each try's peak is its own.
  *
- * <p>On a simulated device ({@code sim:SIZE}) the ops allocate exactly as on {@code host} and compute nothing,
- * and the batches are placeholders that hold no host memory, so a search is a dry run that takes milliseconds
- * per try and predicts the real one: the same batch fits with the same peak reserved bytes (except with fp16,
- * where the real run may skip an optimizer step on overflowing gradients and allocate the optimizer state
- * later). Not thread-safe.
+ * <p>On a simulated device the ops compute nothing and the batches are placeholders that hold no host memory, so
+ * a search is a dry run that takes milliseconds per try and predicts the real one: the same batch fits with the
+ * same peak reserved bytes (except with fp16, where the real run may skip an optimizer step on overflowing
+ * gradients and allocate the optimizer state later). {@code sim:SIZE} predicts the run on {@code host:SIZE}; a
+ * sim standing for a CUDA GPU ({@code sim:H100-80GB}, {@code sim:SIZE:cc9.0}) predicts the run on that
+ * {@code cuda} device, since its ops allocate as there (the CUDA kernels' workspace and temporaries included). For
+ * the same limit on both, cap the GPU with a per-process memory fraction and give the sim the GPU's total
+ * ({@link BatchSizeSearch}).
+ *
+ * <p>A finder made {@linkplain #forMlp(Device, int, int, int) from a tensor device} runs every try on it, with its
+ * kernels: on {@code cuda} the CUDA module is loaded once and cuBLAS's workspace, taken at the first matrix product
+ * of the first try, stays allocated across tries, as in a PyTorch process. A finder made from an allocator opens a
+ * tensor device per try ({@link Device#of}). Not thread-safe.
  */
 public final class BatchSizeFinder {
     private final CachingAllocator alloc;
+    /** The tensor device every try runs on (its kernels shared), or null to open one per try. */
+    private final Device device;
     private final CharVocabulary vocabulary;
     private final int features;
     private final int classes;
@@ -92,7 +102,20 @@ public final class BatchSizeFinder {
      * @return the finder
      */
     public static BatchSizeFinder forMlp(CachingAllocator alloc, int features, int classes, int maxBatch) {
-        return new BatchSizeFinder(alloc, null, features, classes, maxBatch, Integer.MAX_VALUE);
+        return new BatchSizeFinder(alloc, null, null, features, classes, maxBatch, Integer.MAX_VALUE);
+    }
+
+    /**
+     * A finder for the MLP classifier whose tries all run on {@code device} (not closed by the finder).
+     *
+     * @param device the tensor device to fill, with the kernels every try computes with
+     * @param features floats per sample
+     * @param classes number of classes
+     * @param maxBatch the largest batch to try
+     * @return the finder
+     */
+    public static BatchSizeFinder forMlp(Device device, int features, int classes, int maxBatch) {
+        return new BatchSizeFinder(device.allocator(), device, null, features, classes, maxBatch, Integer.MAX_VALUE);
     }
 
     /**
@@ -104,8 +127,21 @@ public final class BatchSizeFinder {
      * @return the finder
      */
     public static BatchSizeFinder forTransformer(CachingAllocator alloc, CharVocabulary vocabulary, int maxBatch) {
-        return new BatchSizeFinder(alloc, Objects.requireNonNull(vocabulary, "vocabulary"), 0, vocabulary.size(), maxBatch,
-                Integer.MAX_VALUE);
+        return new BatchSizeFinder(alloc, null, Objects.requireNonNull(vocabulary, "vocabulary"), 0, vocabulary.size(),
+                maxBatch, Integer.MAX_VALUE);
+    }
+
+    /**
+     * A finder for the character-level Transformer whose tries all run on {@code device} (not closed by the finder).
+     *
+     * @param device the tensor device to fill, with the kernels every try computes with
+     * @param vocabulary the characters
+     * @param maxBatch the largest batch to try
+     * @return the finder
+     */
+    public static BatchSizeFinder forTransformer(Device device, CharVocabulary vocabulary, int maxBatch) {
+        return new BatchSizeFinder(device.allocator(), device, Objects.requireNonNull(vocabulary, "vocabulary"), 0,
+                vocabulary.size(), maxBatch, Integer.MAX_VALUE);
     }
 
     /**
@@ -121,12 +157,13 @@ public final class BatchSizeFinder {
         if (testSamples < 1) {
             throw new IllegalArgumentException("the test set must have at least 1 sample, got " + testSamples);
         }
-        return new BatchSizeFinder(alloc, vocabulary, features, classes, maxBatch, testSamples);
+        return new BatchSizeFinder(alloc, device, vocabulary, features, classes, maxBatch, testSamples);
     }
 
-    private BatchSizeFinder(CachingAllocator alloc, CharVocabulary vocabulary, int features, int classes, int maxBatch,
-                            int evalLimit) {
+    private BatchSizeFinder(CachingAllocator alloc, Device device, CharVocabulary vocabulary, int features, int classes,
+                            int maxBatch, int evalLimit) {
         this.alloc = Objects.requireNonNull(alloc, "alloc");
+        this.device = device;
         if (maxBatch < 1) {
             throw new IllegalArgumentException("--max-batch must be at least 1, got " + maxBatch);
         }
@@ -198,8 +235,8 @@ public final class BatchSizeFinder {
 
     /**
      * One try: model, optimizer and the rehearsal of the job (two steps of {@code batchSize} samples, one
-     * evaluation batch, one more step), then everything freed and the cache emptied. On a device without storage
-     * the batches are placeholders: no host memory is allocated for data.
+     * evaluation batch, one more step), then everything freed and the cache emptied. On {@code sim} the batches
+     * are placeholders: no host memory is allocated for data.
      *
      * @param options the setting
      * @param batchSize samples per step, at least 1
@@ -217,13 +254,14 @@ public final class BatchSizeFinder {
         alloc.resetPeakMemoryStats();
         long t0 = System.nanoTime();
         boolean fits = true;
-        boolean simulated = !alloc.device().hasStorage();
+        boolean simulated = alloc.device().isSimulated();
         int classesOrVocab = vocabulary != null ? vocabulary.size() : classes;
         int f = vocabulary != null ? o.blockSize() + 1 : features;
         Batch batch = simulated ? null : syntheticBatch(o, batchSize, classesOrVocab, f);
         Batch evalData = simulated ? null : syntheticBatch(o, evalBatch, classesOrVocab, f);
         Rehearsal rehearsal = new Rehearsal(alloc);
-        try (ModelNetwork net = ModelNetwork.create(Device.of(alloc), o, features, classes, vocabulary)) {
+        Device tryDevice = device != null ? device.withKernels(device.kernels()) : Device.of(alloc);
+        try (ModelNetwork net = ModelNetwork.create(tryDevice, o, features, classes, vocabulary)) {
             Runnable step = simulated ? () -> net.simulatedTrainStep(batchSize) : () -> net.trainStep(batch);
             Runnable eval = simulated ? () -> net.simulatedEvaluate(evalBatch) : () -> net.evaluate(evalData);
             rehearsal.run(2 * o.accumulate(), step, evalBatch, eval, o.accumulate());

@@ -6,6 +6,7 @@ import io.vram4j.data.CharVocabulary;
 import io.vram4j.data.FashionMnist;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
+import io.vram4j.tensor.Device;
 
 import java.io.PrintWriter;
 import java.util.ArrayList;
@@ -15,7 +16,15 @@ import java.util.Locale;
 /**
  * Runs several {@link BatchSizeFinder} searches on a fresh device and prints them as they go: the searches of
  * {@code vram4j find-batch-size}, {@code vram4j train --find-batch-size} and {@code vram4j bench techniques}.
- * Stateless; each call opens and closes its own device and allocator, so calls may run on different threads.
+ * Every try of a call runs on one tensor device over one allocator (on {@code cuda}, with its CUDA kernels loaded
+ * once). Stateless; each call opens and closes its own device and allocator, so calls may run on different threads.
+ *
+ * <p><b>A search on {@code cuda} and its dry run on {@code sim}</b> agree exactly (same largest batches, same peak
+ * allocated and reserved bytes) when both run into the same limit: cap the GPU with a per-process memory fraction
+ * ({@code per_process_memory_fraction}, PyTorch's {@code torch.cuda.set_per_process_memory_fraction}), whose limit
+ * is {@code floor(fraction x total)}, and give the sim the GPU's total and compute capability with the same
+ * fraction: {@code sim:TOTAL:ccMAJOR.MINOR} (a search on {@code cuda} prints that spec; see {@link SearchLimit}).
+ * Without a fraction the GPU's limit is its free memory, which the driver, cuBLAS and other processes also use.
  */
 public final class BatchSizeSearch {
     /** Floats per Fashion-MNIST image (28 x 28), the MLP's input. */
@@ -49,8 +58,7 @@ public final class BatchSizeSearch {
      * @param bound what limits the batch, in words, e.g. {@code "--max-batch 65,536"}
      * @param report where the lines go
      * @return the searches, in the order of {@code settings}
-     * @throws IllegalArgumentException naming {@code --max-batch} or {@code --device} when one is invalid, or when
-     *     the device has memory of its own ({@code cuda}), where the search does not run yet
+     * @throws IllegalArgumentException naming {@code --max-batch} or {@code --device} when one is invalid
      */
     public static List<BatchSizeFinder.Result> run(String deviceSpec, AllocatorConfig config, TrainOptions base,
                                                    List<TrainOptions> settings, CharVocabulary vocab, int maxBatch,
@@ -59,25 +67,21 @@ public final class BatchSizeSearch {
             throw new IllegalArgumentException("--max-batch must be at least 1, got " + maxBatch);
         }
         DeviceBackend dev = TrainJob.openDevice(deviceSpec);
-        if (dev.hasDeviceMemory()) {
-            String d = dev.description();
-            dev.close();
-            throw new IllegalArgumentException("--device: the batch size search cannot run on " + d + " yet (its tries "
-                    + "are not wired to the device's kernels); search on sim with the GPU's capacity from 'vram4j devices'");
-        }
         List<BatchSizeFinder.Result> results = new ArrayList<>();
-        try (dev; CachingAllocator alloc = CachingAllocator.create(dev, config)) {
+        try (dev; CachingAllocator alloc = CachingAllocator.create(dev, config); Device tensors = Device.of(alloc)) {
             report.printf(Locale.ROOT, "find-batch-size on %s (%s): %s%n", dev.description(),
-                    dev.hasStorage() ? "real run" : "dry run, nothing computed",
+                    !dev.isSimulated() ? "real run" : dev.hasDeviceMemory()
+                            ? "dry run standing for the CUDA GPU, nothing computed" : "dry run, nothing computed",
                     base.describe(base.isTransformer() ? base.blockSize() + 1 : IMAGE_FEATURES,
                                     vocab != null ? vocab.size() : FashionMnist.NUM_CLASSES)
                             .replaceAll(", batch \\d+, \\d+ epochs?", ""));
             report.println("each try: two training steps, one evaluation batch of as many samples"
                     + (testSamples > 0 ? String.format(Locale.ROOT, " (at most the %,d test samples)", testSamples) : "")
                     + ", one more step");
+            SearchLimit.describe(dev, config, report);
             report.flush();
-            BatchSizeFinder finder = vocab != null ? BatchSizeFinder.forTransformer(alloc, vocab, maxBatch)
-                    : BatchSizeFinder.forMlp(alloc, IMAGE_FEATURES, FashionMnist.NUM_CLASSES, maxBatch);
+            BatchSizeFinder finder = vocab != null ? BatchSizeFinder.forTransformer(tensors, vocab, maxBatch)
+                    : BatchSizeFinder.forMlp(tensors, IMAGE_FEATURES, FashionMnist.NUM_CLASSES, maxBatch);
             if (testSamples > 0) {
                 finder = finder.evaluatingAtMost(testSamples);
             }

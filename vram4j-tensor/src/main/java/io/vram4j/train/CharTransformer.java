@@ -95,8 +95,8 @@ final class CharTransformer extends ModelNetwork {
      */
     String sample(String prompt, int length, double temperature, long seed) {
         ensureOpen();
-        if (!dev.hasStorage()) {
-            throw new UnsupportedOperationException("sampling needs a device with storage, not " + dev.description());
+        if (dev.isSimulated()) {
+            throw new UnsupportedOperationException("sampling needs a device with data, not " + dev.description());
         }
         if (!(temperature > 0)) {
             throw new IllegalArgumentException("temperature must be positive, got " + temperature);

@@ -130,7 +130,7 @@ public final class MicroBatcher {
                 }
                 Tensor weighted = weight == 1f ? loss : loss.mul(weight);
                 (scaler == null ? weighted : scaler.scale(weighted)).backward();
-                if (loss.device().hasStorage()) {
+                if (!loss.device().isSimulated()) {
                     total += loss.item() * (double) weight;
                 } else {
                     total = Double.NaN;

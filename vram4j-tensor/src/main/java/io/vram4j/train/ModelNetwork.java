@@ -105,7 +105,7 @@ abstract class ModelNetwork implements Network {
 
     /**
      * The model's input and targets for {@code count} samples whose values are unspecified, allocated as
-     * {@link #tensors} allocates them (same dtypes, shapes and order), on a device without storage.
+     * {@link #tensors} allocates them (same dtypes, shapes and order), on a {@code sim} device.
      *
      * @return {@code {input, targets}}, created in the caller's scope
      */
@@ -148,8 +148,8 @@ abstract class ModelNetwork implements Network {
     }
 
     private void requireSimulated() {
-        if (dev.hasStorage()) {
-            throw new IllegalStateException("simulated steps are for devices without storage; " + dev + " computes");
+        if (!dev.isSimulated()) {
+            throw new IllegalStateException("simulated steps are for sim devices; " + dev + " computes");
         }
     }
 
@@ -215,15 +215,16 @@ abstract class ModelNetwork implements Network {
     }
 
     /**
-     * @return loss summed over predictions and correct predictions (NaN and 0 on a device without storage, where
-     *     the argmax is allocated all the same, so that a simulated step allocates exactly as a real one)
+     * @return loss summed over predictions and correct predictions (NaN and 0 on {@code sim}, where the argmax is
+     *     allocated all the same, so that a simulated step allocates exactly as a real one; reading the values
+     *     back allocates no device memory)
      */
     private StepStats stats(Tensor logits, Tensor loss, Tensor targets, int samples) {
         int n = samples * predictionsPerSample();
         long[] predicted;
         long[] truth;
         try (NoGrad noGrad = NoGrad.enter(); Tensor argmax = logits.argmax(-1, false)) {
-            if (!dev.hasStorage()) {
+            if (dev.isSimulated()) {
                 return new StepStats(Double.NaN, 0, n);
             }
             predicted = argmax.toLongArray();

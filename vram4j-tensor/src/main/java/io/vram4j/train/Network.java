@@ -39,21 +39,21 @@ interface Network extends AutoCloseable {
     StepStats trainStep(io.vram4j.data.DeviceBatch batch);
 
     /**
-     * {@link #trainStep} on {@code samples} samples of unspecified values, on a device without storage: it
+     * {@link #trainStep} on {@code samples} samples of unspecified values, on a {@code sim} device: it
      * allocates exactly as a step on real data and reads no host data (a dry run holds no batch in memory).
      *
      * @param samples samples in the batch
      * @return NaN loss and 0 correct
-     * @throws IllegalStateException on a device with storage
+     * @throws IllegalStateException on a device that is not {@code sim}
      */
     StepStats simulatedTrainStep(int samples);
 
     /**
-     * {@link #evaluate} on {@code samples} samples of unspecified values, on a device without storage.
+     * {@link #evaluate} on {@code samples} samples of unspecified values, on a {@code sim} device.
      *
      * @param samples samples in the batch
      * @return NaN loss and 0 correct
-     * @throws IllegalStateException on a device with storage
+     * @throws IllegalStateException on a device that is not {@code sim}
      */
     StepStats simulatedEvaluate(int samples);
 

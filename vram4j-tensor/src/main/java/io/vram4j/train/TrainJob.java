@@ -4,6 +4,7 @@ import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
+import io.vram4j.device.cuda.CudaSegments;
 import io.vram4j.memory.stats.FormatSize;
 import io.vram4j.tensor.Device;
 import io.vram4j.tensor.LiveTensors;
@@ -144,7 +145,7 @@ public final class TrainJob {
     private Opened open() {
         DeviceBackend dev = openDevice(device);
         try {
-            if (!dev.hasStorage() && !dev.hasDeviceMemory() && !dryRun) {
+            if (dev.isSimulated() && !dryRun) {
                 throw new IllegalArgumentException("--device: " + dev.description() + " is simulated and has no memory to compute in; "
                         + "add --dry-run to measure the memory one training step needs, or use --device host");
             }
@@ -167,9 +168,14 @@ public final class TrainJob {
         }
     }
 
+    /**
+     * Opens a job's device; a {@code cuda} GPU places segments as {@code sim} does
+     * ({@link CudaSegments#LOWEST_ADDRESS_FIRST}), so that a dry run of the job on a sim standing for it allocates
+     * byte for byte as the job does.
+     */
     static DeviceBackend openDevice(String spec) {
         try {
-            return Devices.open(spec);
+            return Devices.open(spec, CudaSegments.LOWEST_ADDRESS_FIRST);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--device: " + e.getMessage(), e);
         }

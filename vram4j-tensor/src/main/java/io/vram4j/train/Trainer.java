@@ -303,7 +303,8 @@ public final class Trainer implements AutoCloseable {
      * one evaluation batch of {@link TrainOptions#evalBatchSize()} samples (at most the test set) with the cache
      * as training left it, and one more training step, as the next epoch starts. Its
      * {@linkplain DryRunResult#peaks() peaks}, training and evaluation apart, are what the real run reaches;
-     * on a device without storage nothing is computed and the batches are placeholders that hold no host memory.
+     * on {@code sim} (whatever it stands for) nothing is computed and the batches are placeholders that hold no host
+     * memory.
      *
      * @param train the training set
      * @param test the test set, or null to leave evaluation out (then one training step, as {@link #dryRun(Dataset)})
@@ -326,7 +327,7 @@ public final class Trainer implements AutoCloseable {
             }
             evalSize = Math.min(options.evalBatchSize(), test.size());
         }
-        boolean simulated = !alloc.device().hasStorage() && !alloc.device().hasDeviceMemory();
+        boolean simulated = alloc.device().isSimulated();
         Batch batch = simulated ? null : firstBatch(train, size, true);
         Batch evalBatch = simulated || test == null ? null : firstBatch(test, evalSize, false);
         int n = evalSize;
