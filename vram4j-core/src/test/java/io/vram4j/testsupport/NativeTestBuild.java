@@ -16,7 +16,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Compiles the test programs under the core module's {@code src/test/c} (the stand-in CUDA driver
- * {@code fake_libcuda.c} and the layout printer) with {@code gcc} against the CUDA headers of this machine
+ * {@code fake_libcuda.c}, the stand-in cuBLAS {@code fake_libcublas.c} and the layout printer) with {@code gcc} against the CUDA headers of this machine
  * ({@code $CUDA_HOME/include}, else {@code /usr/local/cuda/include}) into {@code target/native-test} of the module
  * whose tests run (core's, and the tensor runtime's through core's test jar). Where gcc or the headers are missing
  * the calling test is skipped with the reason, except under {@code CI=true}, where they are part of the machine and
@@ -34,6 +34,45 @@ public final class NativeTestBuild {
     /** @return the fake driver library ({@code fake_libcuda.c}), built once per run */
     public static synchronized Path fakeDriver() {
         return build("fake_libcuda.c", "libcuda-fake.so", true);
+    }
+
+    /**
+     * @return the stand-in cuBLAS ({@code fake_libcublas.c}: the entry points {@code Cublas} binds, checking
+     *     shapes and computing nothing), built once per run; name it in {@code VRAM4J_LIBCUBLAS}
+     */
+    public static synchronized Path fakeCublas() {
+        return build("fake_libcublas.c", "libcublas-fake.so", true);
+    }
+
+    /**
+     * @param what a counter of the stand-in cuBLAS ({@code fake_cublas_count}): {@code "handles"} (live),
+     *     {@code "gemm"}, {@code "gemm_batched"}, {@code "set_workspace"}, {@code "set_stream"} (calls), or
+     *     {@code "workspace_bytes"} (the size last set, -1 before any)
+     * @return its value
+     */
+    public static long fakeCublasCount(String what) {
+        try (Arena a = Arena.ofConfined()) {
+            return (long) CublasHook.COUNT.invokeExact(a.allocateFrom(what));
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** Sets the stand-in cuBLAS's call counters and its last workspace size back ({@code fake_cublas_reset}). */
+    public static void fakeCublasReset() {
+        try {
+            CublasHook.RESET.invokeExact();
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    private static final class CublasHook {
+        private static final SymbolLookup LOOKUP = SymbolLookup.libraryLookup(fakeCublas(), Arena.global());
+        static final MethodHandle COUNT = Linker.nativeLinker().downcallHandle(LOOKUP.find("fake_cublas_count").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+        static final MethodHandle RESET = Linker.nativeLinker().downcallHandle(LOOKUP.find("fake_cublas_reset").orElseThrow(),
+                FunctionDescriptor.ofVoid());
     }
 
     /**

@@ -96,7 +96,7 @@ class SimVsHostTest {
 
     @Test
     void simPredictsAGpt2SmallTrainingStepWithoutComputing() {
-        try (Device simDevice = Device.open("sim:A100-80GB")) {
+        try (Device simDevice = Device.open("sim:A100-80GB:host")) {   // standing for host: no kernels run at all
             Device sim = simDevice.withKernels(kernelsThatThrow()); // any kernel call fails the test
             Generator gen = new Generator(0);
             int b = 2;
