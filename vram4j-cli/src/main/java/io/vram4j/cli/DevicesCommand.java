@@ -50,7 +50,10 @@ final class DevicesCommand implements Callable<Integer> {
             doc.put("host", Map.of("spec", "host", "capacity_bytes", hostCapacity,
                     "physical_memory_bytes", Devices.physicalMemory()));
             Map<String, Long> presets = new LinkedHashMap<>(Devices.presets());
-            doc.put("sim", Map.of("default_capacity_bytes", Devices.SIM_DEFAULT_CAPACITY, "presets", presets));
+            Map<String, String> capabilities = new LinkedHashMap<>();
+            presets.keySet().forEach(p -> capabilities.put(p, Devices.presetCapability(p).toString()));
+            doc.put("sim", Map.of("default_capacity_bytes", Devices.SIM_DEFAULT_CAPACITY, "presets", presets,
+                    "preset_compute_capabilities", capabilities));
             List<Map<String, Object>> cuda = new ArrayList<>();
             for (CudaDeviceInfo g : gpus) {
                 Map<String, Object> m = new LinkedHashMap<>();
@@ -61,6 +64,7 @@ final class DevicesCommand implements Callable<Integer> {
                 m.put("free_memory_bytes", g.freeMemory());
                 m.put("driver_version", g.driverVersionString());
                 m.put("virtual_memory_management", g.virtualMemoryManagement());
+                m.put("dry_run_spec", dryRunSpec(g));
                 cuda.add(m);
             }
             doc.put("cuda", cuda);
@@ -74,19 +78,27 @@ final class DevicesCommand implements Callable<Integer> {
                 + FormatSize.formatSize(hostCapacity) + " (half of " + FormatSize.formatSize(Devices.physicalMemory())
                 + "); host:SIZE for another");
         out.printf("%-14s %s%n", "sim", "simulated, accounting only, default " + FormatSize.formatSize(Devices.SIM_DEFAULT_CAPACITY)
-                + "; sim:SIZE or sim:PRESET:");
+                + "; sim:SIZE stands for host, sim:SIZE:ccX.Y and the presets for a CUDA GPU (sim:PRESET:host for host):");
         for (Map.Entry<String, Long> p : Devices.presets().entrySet()) {
-            out.printf("  %-14s %s (%,d bytes)%n", "sim:" + p.getKey(), FormatSize.formatSize(p.getValue()), p.getValue());
+            out.printf("  %-14s %s (%,d bytes), compute capability %s%n", "sim:" + p.getKey(),
+                    FormatSize.formatSize(p.getValue()), p.getValue(), Devices.presetCapability(p.getKey()));
         }
         if (cudaProblem != null) {
             out.printf("%-14s none: %s%n", "cuda", cudaProblem);
         }
         for (CudaDeviceInfo g : gpus) {
-            out.printf("%-14s %s, compute capability %d.%d, %s total, %s free, driver %s, expandable segments: %s%n",
+            out.printf("%-14s %s, compute capability %d.%d, %s total, %s free, driver %s, expandable segments: %s; "
+                            + "dry run: --device %s%n",
                     "cuda:" + g.index(), g.name(), g.computeCapabilityMajor(), g.computeCapabilityMinor(),
                     FormatSize.formatSize(g.totalMemory()), FormatSize.formatSize(g.freeMemory()),
-                    g.driverVersionString(), g.virtualMemoryManagement() ? "yes" : "no (no virtual memory management)");
+                    g.driverVersionString(), g.virtualMemoryManagement() ? "yes" : "no (no virtual memory management)",
+                    dryRunSpec(g));
         }
         return 0;
+    }
+
+    /** @return the sim spec standing for this GPU: its total bytes and compute capability */
+    static String dryRunSpec(CudaDeviceInfo g) {
+        return "sim:" + g.totalMemory() + ":cc" + g.computeCapabilityMajor() + "." + g.computeCapabilityMinor();
     }
 }

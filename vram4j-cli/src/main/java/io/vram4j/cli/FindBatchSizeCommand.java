@@ -27,7 +27,11 @@ import java.util.concurrent.Callable;
 @Command(name = "find-batch-size", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Find the largest batch that trains without running out of memory (doubling, then binary search; "
                 + "the cache is emptied between tries), for the baseline, checkpointing, mixed precision and both.",
-                "On sim:SIZE it is a dry run (ops allocate but compute nothing, milliseconds per try); on host:SIZE it runs for real."})
+                "On sim it is a dry run (ops allocate but compute nothing, milliseconds per try): sim:SIZE stands for host:SIZE, "
+                        + "sim:PRESET (e.g. sim:H100-80GB) and sim:TOTAL:ccMAJOR.MINOR for a CUDA GPU (its kernels' workspace "
+                        + "and temporaries included); on host:SIZE and cuda[:N] it runs for real.",
+                "To compare a cuda search with its dry run exactly, give both the same --memory-fraction: the cuda run "
+                        + "prints the sim spec to use."})
 final class FindBatchSizeCommand implements Callable<Integer> {
     @Option(names = "--model", paramLabel = "NAME", defaultValue = "transformer", description = "mlp or transformer (default: ${DEFAULT-VALUE})")
     String model;
@@ -45,7 +49,8 @@ final class FindBatchSizeCommand implements Callable<Integer> {
     @Option(names = "--amp", paramLabel = "DTYPE", defaultValue = "bf16", description = "dtype of the mixed-precision rows: bf16 or fp16 (default: ${DEFAULT-VALUE})")
     String amp;
 
-    @Option(names = "--device", paramLabel = "SPEC", defaultValue = "sim:1GiB", description = "host[:SIZE] (real) or sim:SIZE|PRESET (dry run) (default: ${DEFAULT-VALUE})")
+    @Option(names = "--device", paramLabel = "SPEC", defaultValue = "sim:1GiB", description = "host[:SIZE] or cuda[:N] (real), sim:SIZE|PRESET|TOTAL:ccX.Y (dry run) "
+            + "(default: ${DEFAULT-VALUE})")
     String device;
 
     @Option(names = "--max-batch", paramLabel = "N", defaultValue = "65536", description = "largest batch to try (default: ${DEFAULT-VALUE})")
@@ -75,6 +80,10 @@ final class FindBatchSizeCommand implements Callable<Integer> {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("model", base.describe(base.isTransformer() ? base.blockSize() + 1 : BatchSizeSearch.IMAGE_FEATURES, vocab != null ? vocab.size() : 10));
         m.put("device", device);
+        double fraction = allocator.config().perProcessMemoryFraction();
+        if (!Double.isNaN(fraction)) {
+            m.put("memory_fraction", fraction);
+        }
         m.put("results", BatchSizeReport.json(results));
         json.print(m);
         return 0;

@@ -87,7 +87,8 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--weight-decay", paramLabel = "WD", description = "weight decay (default: 0 for sgd, 0.01 for adamw)")
     Double weightDecay;
 
-    @Option(names = "--device", paramLabel = "SPEC", defaultValue = "host", description = "host[:SIZE], sim:SIZE|PRESET or cuda[:N] (default: ${DEFAULT-VALUE})")
+    @Option(names = "--device", paramLabel = "SPEC", defaultValue = "host", description = "host[:SIZE], sim:SIZE|PRESET|TOTAL:ccX.Y (dry run) or cuda[:N] "
+            + "(default: ${DEFAULT-VALUE})")
     String device;
 
     @Mixin

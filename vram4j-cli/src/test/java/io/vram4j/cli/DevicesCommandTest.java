@@ -21,7 +21,13 @@ class DevicesCommandTest {
         for (String preset : Devices.presets().keySet()) {
             assertTrue(r.out().contains("sim:" + preset + " "), preset);
         }
+        assertTrue(r.out().contains("(85,028,896,768 bytes), compute capability 9.0\n"), "a preset stands for its GPU: "
+                + r.out());
+        assertTrue(r.out().contains("sim:SIZE stands for host, sim:SIZE:ccX.Y and the presets for a CUDA GPU"), r.out());
         assertTrue(r.out().contains("\ncuda           none: ") || r.out().contains("\ncuda:0 "), r.out());
+        if (r.out().contains("\ncuda:0 ")) {
+            assertTrue(r.out().matches("(?s).*\ncuda:0 .*; dry run: --device sim:\\d+:cc\\d+\\.\\d\n.*"), r.out());
+        }
     }
 
     @Test
@@ -32,6 +38,8 @@ class DevicesCommandTest {
         assertEquals(Devices.hostDefaultCapacity(), doc.path("host").path("capacity_bytes").asLong());
         assertEquals(Devices.presets().size(), doc.path("sim").path("presets").size());
         assertEquals(Devices.presets().get("H100-80GB"), doc.path("sim").path("presets").path("H100-80GB").asLong());
+        assertEquals("9.0", doc.path("sim").path("preset_compute_capabilities").path("H100-80GB").asText());
+        assertEquals("8.0", doc.path("sim").path("preset_compute_capabilities").path("A100-40GB").asText());
         JsonNode cuda = doc.path("cuda");
         assertTrue(cuda.isArray());
         if (cuda.isEmpty()) {
@@ -39,6 +47,8 @@ class DevicesCommandTest {
         } else {
             assertEquals("cuda:0", cuda.get(0).path("spec").asText());
             assertTrue(cuda.get(0).path("total_memory_bytes").asLong() > 0);
+            assertEquals("sim:" + cuda.get(0).path("total_memory_bytes").asLong() + ":cc"
+                    + cuda.get(0).path("compute_capability").asText(), cuda.get(0).path("dry_run_spec").asText());
         }
     }
 

@@ -75,6 +75,48 @@ class FindBatchSizeCommandTest {
         }
     }
 
+    /** --memory-fraction caps reserved memory at floor(F x total), as torch.cuda.set_per_process_memory_fraction. */
+    @Test
+    void aMemoryFractionCapsTheSearch() throws Exception {
+        CliRunner.Result r = CliRunner.run("find-batch-size", "--device", "sim:64MiB", "--memory-fraction", "0.5",
+                "--hidden", "32", "--heads", "2", "--layers", "2", "--block-size", "32", "--data", TEXT, "--json");
+        assertEquals(0, r.exitCode(), r.err());
+        JsonNode json = new ObjectMapper().readTree(r.out());
+        assertEquals(0.5, json.get("memory_fraction").asDouble());
+        for (JsonNode res : json.get("results")) {
+            assertTrue(res.get("peak_reserved_bytes").asLong() <= 32L << 20, res.toString());
+            assertTrue(res.get("largest_batch").asInt() > 1, res.toString());
+        }
+        assertTrue(r.err().contains("memory limit: 32.00 MiB (33,554,432 bytes), per-process memory fraction 0.5 of the "
+                + "device's 67,108,864 bytes"), r.err());
+        CliRunner.Result whole = CliRunner.run("find-batch-size", "--device", "sim:64MiB", "--hidden", "32", "--heads", "2",
+                "--layers", "2", "--block-size", "32", "--data", TEXT, "--json");
+        assertTrue(new ObjectMapper().readTree(whole.out()).get("results").get(0).get("largest_batch").asInt()
+                > json.get("results").get(0).get("largest_batch").asInt(), "half the memory, a smaller batch");
+        assertFalse(new ObjectMapper().readTree(whole.out()).has("memory_fraction"));
+    }
+
+    @Test
+    void badMemoryFractionsAreOneLineAndExitTwo() {
+        for (String[] bad : new String[][] {
+                {"abc", "--memory-fraction: 'abc' is not a number; expected a fraction of the device's memory in (0, 1], e.g. 0.9"},
+                {"", "--memory-fraction: '' is not a number"},
+                {"1.5", "--memory-fraction: 1.5 is outside (0, 1]"},
+                {"0", "--memory-fraction: 0 is outside (0, 1]; expected a fraction of the device's memory, e.g. 0.9 (0 would let nothing fit)"},
+                {"-0.25", "--memory-fraction: -0.25 is outside (0, 1]"},
+                {"NaN", "--memory-fraction: NaN is outside (0, 1]"},
+                {"Infinity", "--memory-fraction: Infinity is outside (0, 1]"}}) {
+            CliRunner.Result f = CliRunner.run("find-batch-size", "--device", "sim:64MiB", "--memory-fraction", bad[0]);
+            assertEquals(2, f.exitCode(), f.err());
+            assertTrue(f.err().contains(bad[1]), f.err());
+            assertEquals(1, f.err().strip().lines().filter(l -> !l.startsWith("WARNING")).count(), "one line: " + f.err());
+            CliRunner.Result t = CliRunner.run("train", "--dry-run", "--device", "sim:64MiB", "--memory-fraction", bad[0],
+                    "--data", TrainCommandTest.BUNDLED.toString());
+            assertEquals(2, t.exitCode(), t.err());
+            assertTrue(t.err().contains(bad[1]), t.err());
+        }
+    }
+
     static String[] concat(String[] a, String[] b) {
         String[] c = java.util.Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, c, a.length, b.length);
