@@ -21,7 +21,9 @@
 #   gpt2          the same at GPT-2-small size (12 blocks of width 768, 12 heads, context 1024)
 #   attention     ./vram4j bench attention --device cuda at contexts 256, 512, 1024 (fused vs unfused)
 #   lm            ./vram4j train --model transformer --device cuda, one short epoch, with a sample
-# issue9 = preflight tests differential bench train; issue10 = preflight techniques gpt2 attention lm train.
+#   fbs           ./vram4j find-batch-size --device cuda --memory-fraction FRACTION (default 0.01), then the dry run it
+#                 prints (sim:TOTAL:ccX.Y, same fraction): every try, largest batch and peak must be equal
+# issue9 = preflight tests differential bench train; issue10 = preflight fbs techniques gpt2 attention lm train.
 #
 # The device tool brings back at most 8 files from $OUT, so logs are written under /tmp and packed at the end:
 # $OUT/summary.txt (the table printed last), $OUT/logs.tar.gz (every stage's log and result files) and
@@ -199,8 +201,37 @@ stage_lm() {
   return $rc
 }
 
+# find-batch-size on cuda under a memory fraction, then the dry run it names; their results compared without times
+stage_fbs() {
+  java_cmd
+  local fraction="${FRACTION:-0.01}" rc=0 dry
+  "${JAVA[@]}" -jar "$B/lib/vram4j.jar" find-batch-size --device cuda --memory-fraction "$fraction" --json \
+    > "$LOG/fbs-cuda.json" 2> "$LOG/fbs-cuda.txt" || rc=1
+  read -r -a dry <<< "$(sed -n 's/^the same search as a dry run: //p' "$LOG/fbs-cuda.txt")"
+  (( ${#dry[@]} > 0 )) || { result "no dry-run spec printed (see fbs-cuda.txt)"; return 1; }
+  "${JAVA[@]}" -jar "$B/lib/vram4j.jar" find-batch-size "${dry[@]}" --json > "$LOG/fbs-sim.json" 2> "$LOG/fbs-sim.txt" || rc=1
+  local line
+  line="$(python3 - "$LOG/fbs-cuda.json" "$LOG/fbs-sim.json" <<'PY'
+import json, sys
+def results(path):
+    rs = json.load(open(path))["results"]
+    for r in rs:
+        r.pop("seconds", None)
+        for t in r["tries"]:
+            t.pop("seconds", None)
+    return rs
+cuda, sim = results(sys.argv[1]), results(sys.argv[2])
+rows = ", ".join("%s %d" % (r["technique"], r["largest_batch"]) for r in cuda)
+print(("agree: " if cuda == sim else "DIFFER: ") + rows)
+sys.exit(0 if cuda == sim else 1)
+PY
+)" || rc=1
+  result "cuda vs ${dry[*]}: $line"
+  return $rc
+}
+
 declare -A CAP=([preflight]=90 [tests]=240 [differential]=200 [bench]=120 [train]=240 [techniques]=300 [gpt2]=300
-                [attention]=120 [lm]=150)
+                [attention]=120 [lm]=150 [fbs]=120)
 
 if [[ "${1:-}" == "--stage" ]]; then     # one stage, in its own process (run under timeout by the loop below)
   STAGE="$2"
@@ -212,8 +243,8 @@ fi
 # ---------------------------------------------------------------------------------------------- the run itself
 case "${1:-issue9}" in
   issue9) STAGES=(preflight tests differential bench train) ;;
-  issue10) STAGES=(preflight techniques gpt2 attention lm train) ;;
-  all) STAGES=(preflight tests differential bench train techniques gpt2 attention lm) ;;
+  issue10) STAGES=(preflight fbs techniques gpt2 attention lm train) ;;
+  all) STAGES=(preflight tests differential bench train fbs techniques gpt2 attention lm) ;;
   *) STAGES=("$@") ;;
 esac
 for s in "${STAGES[@]}"; do

@@ -42,8 +42,8 @@ class CudaDryRunAgreementTest {
     /** One sixteenth of the fake GPU: 64 MiB of its 1 GiB, well below its free memory (the fake's context takes 8 MiB). */
     private static final double FRACTION = 0.0625;
     private static final int MAX_BATCH = 1 << 16;
-    private static final TrainOptions MLP = TrainOptions.defaults().withHidden(256).withLayers(2);
-    private static final TrainOptions GPT = TrainOptions.defaults(ModelKind.TRANSFORMER).withHidden(32).withHeads(2)
+    static final TrainOptions MLP = TrainOptions.defaults().withHidden(256).withLayers(2);
+    static final TrainOptions GPT = TrainOptions.defaults(ModelKind.TRANSFORMER).withHidden(32).withHeads(2)
             .withLayers(2).withBlockSize(32);
     private static Map<String, String> env;
     /** The MLP's searches on the fake GPU, shared by the agreement and the control (the slower half of a run). */
@@ -68,16 +68,21 @@ class CudaDryRunAgreementTest {
     record Run(String device, List<Outcome> outcomes, List<String> trace) {
     }
 
-    private static AllocatorConfig capped() {
-        return AllocatorConfig.DEFAULT.toBuilder().perProcessMemoryFraction(FRACTION).build();
+    private static Run search(DeviceBackend backend, TrainOptions base, boolean cudaKernels) {
+        return search(backend, base, cudaKernels ? env : null, FRACTION);
     }
 
-    /** The four settings searched on a tensor device whose kernels are {@code CudaKernels} with the stand-in cuBLAS. */
-    private static Run search(DeviceBackend backend, TrainOptions base, boolean cudaKernels) {
-        try (CachingAllocator alloc = CachingAllocator.create(backend, capped()); Device opened = Device.of(alloc)) {
+    /**
+     * The four settings (bf16 the mixed precision) searched under a memory fraction, with the allocator's trace.
+     *
+     * @param cudaEnv the environment of {@code CudaKernels} (where cuBLAS is found), or null for the device's own kernels
+     */
+    static Run search(DeviceBackend backend, TrainOptions base, Map<String, String> cudaEnv, double fraction) {
+        AllocatorConfig capped = AllocatorConfig.DEFAULT.toBuilder().perProcessMemoryFraction(fraction).build();
+        try (CachingAllocator alloc = CachingAllocator.create(backend, capped); Device opened = Device.of(alloc)) {
             AllocatorTrace trace = new AllocatorTrace();
             alloc.setListener(trace);
-            CudaKernels kernels = cudaKernels ? CudaKernels.create(alloc, opened.stream(), env) : null;
+            CudaKernels kernels = cudaEnv != null ? CudaKernels.create(alloc, opened.stream(), cudaEnv) : null;
             try {
                 Device dev = kernels == null ? opened : opened.withKernels(Kernels.checked(kernels));
                 BatchSizeFinder finder = base.isTransformer()
@@ -130,7 +135,7 @@ class CudaDryRunAgreementTest {
         }
     }
 
-    private static void assertAgree(Run cuda, Run sim) {
+    static void assertAgree(Run cuda, Run sim) {
         assertEquals(cuda.outcomes().size(), sim.outcomes().size());
         for (int i = 0; i < cuda.outcomes().size(); i++) {
             Outcome c = cuda.outcomes().get(i);
