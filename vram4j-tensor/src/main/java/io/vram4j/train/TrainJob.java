@@ -409,11 +409,12 @@ public final class TrainJob {
         }
 
         /**
-         * @param v the device, as {@link Devices#open(String)} reads it, e.g. {@code host:1GiB}, {@code sim:8GiB} or
-         *          {@code cuda:0} (default {@code host}); on {@code cuda} the tensors compute with its CUDA kernels
-         *          and the batches are copied to it (the mlp's through pinned memory on a side stream unless
-         *          {@link TrainOptions#pinMemory()} is off, else on the compute stream), and
-         *          {@link #findBatchSize(boolean)} is refused
+         * @param v the device, as {@link Devices#open(String)} reads it, e.g. {@code host:1GiB}, {@code sim:8GiB},
+         *          {@code sim:H100-80GB} or {@code cuda:0} (default {@code host}); on {@code cuda} the tensors compute
+         *          with its CUDA kernels, segments are placed as on {@code sim}
+         *          ({@link CudaSegments#LOWEST_ADDRESS_FIRST}) and the batches are copied to it (the mlp's through
+         *          pinned memory on a side stream unless {@link TrainOptions#pinMemory()} is off, else on the compute
+         *          stream)
          * @return this builder
          */
         public Builder device(String v) {
