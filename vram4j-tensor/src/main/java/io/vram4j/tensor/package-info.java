@@ -4,7 +4,7 @@
  *
  * <h2>Quick start</h2>
  * <pre>{@code
- * try (Device dev = Device.open("host:1GiB")) {                   // or "sim:A100-80GB": memory only, no data
+ * try (Device dev = Device.open("host:1GiB")) {                   // or "sim:80GiB": memory only, no data
  *     Generator gen = new Generator(0);
  *     try (MemoryScope scope = MemoryScope.open()) {               // closes every tensor made inside
  *         Tensor x = dev.randn(gen, 8, 4);                          // float32 [8, 4]
