@@ -166,12 +166,24 @@ techniques_pair() {
   return $rc
 }
 
+# the targets a pair's comparison counted, or why there is no comparison
+targets() {
+  local name=$1
+  if [[ -s "$LOG/$name-vram4j.json" && -s "$LOG/$name-pytorch.json" ]]; then
+    echo "$(grep -c MET "$LOG/$name-compare.txt") MET, $(grep -c MISSED "$LOG/$name-compare.txt") MISSED"
+  elif [[ ! -s "$LOG/$name-vram4j.json" ]]; then
+    echo "vram4j $(python3 gpu/summarize.py train /dev/null "$LOG/$name-vram4j.txt")"
+  else
+    echo "PyTorch $(python3 gpu/summarize.py train /dev/null "$LOG/$name-pytorch.txt")"
+  fi
+}
+
 stage_techniques() {
   java_cmd
   local rc=0
   techniques_pair techniques || rc=1
   techniques_pair techniques-mlp --model mlp --mlp-layers 2 --mlp-hidden 512 --mlp-batch 128 || rc=1
-  result "$(grep -c MET "$LOG/techniques-compare.txt" 2>/dev/null) MET, $(grep -c MISSED "$LOG/techniques-compare.txt" 2>/dev/null) MISSED (12-block); mlp: $(grep -c MISSED "$LOG/techniques-mlp-compare.txt" 2>/dev/null) MISSED"
+  result "12-block and deep MLP: $(targets techniques); 784-512-512-10: $(targets techniques-mlp)"
   return $rc
 }
 
@@ -179,7 +191,7 @@ stage_gpt2() {
   java_cmd
   techniques_pair gpt2 --model transformer --layers 12 --hidden 768 --heads 12 --block-size 1024 --batch-size 8
   local rc=$?
-  result "$(grep -c MET "$LOG/gpt2-compare.txt" 2>/dev/null) MET, $(grep -c MISSED "$LOG/gpt2-compare.txt" 2>/dev/null) MISSED"
+  result "$(targets gpt2)"
   return $rc
 }
 
