@@ -23,6 +23,7 @@
 #   lm            ./vram4j train --model transformer --device cuda, one short epoch, with a sample
 #   fbs           ./vram4j find-batch-size --device cuda --memory-fraction FRACTION (default 0.01), then the dry run it
 #                 prints (sim:TOTAL:ccX.Y, same fraction): every try, largest batch and peak must be equal
+#   sanitize      the CUDA kernels' GPU test under compute-sanitizer --tool memcheck (out-of-bounds device accesses)
 # issue9 = preflight tests differential bench train; issue10 = preflight fbs techniques gpt2 attention lm train.
 #
 # The device tool brings back at most 8 files from $OUT, so logs are written under /tmp and packed at the end:
@@ -44,7 +45,11 @@ TECH_MODES="${TECH_MODES:-eager,compile}"
 # the summary shows, to $LOG/<stage>.result.
 
 java_cmd() {
-  JAVA=("$B/runtime/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -Xmx8g)
+  # stack traces before each one-line error (the summary shows the line, the logs the trace); a JVM crash's report
+  # lands with the logs, not in the repository root, so that it comes back
+  export VRAM4J_DEBUG=1
+  JAVA=("$B/runtime/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -Xmx8g
+        "-XX:ErrorFile=$LOG/hs_err_pid%p.log")
   CP="$B/lib/vram4j.jar:$B/lib/vram4j-bench-classes.jar"
   # cuBLAS: PyTorch's own environment holds the CUDA 13 wheels; CublasLocator searches $VIRTUAL_ENV's site-packages
   if [[ -z "${VIRTUAL_ENV:-}" ]]; then
@@ -242,8 +247,24 @@ PY
   return $rc
 }
 
+# the CUDA kernels' test under compute-sanitizer's memcheck: out-of-bounds and misaligned device accesses, which a
+# comparison of results can miss (a write past a tensor's end lands in a neighbour nobody checks)
+stage_sanitize() {
+  java_cmd
+  local cs
+  cs="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)"
+  [[ -n "$cs" ]] || { result "no compute-sanitizer here"; return 1; }
+  VRAM4J_REQUIRE_GPU=1 "$cs" --tool memcheck --error-exitcode 9 --print-limit 20 --log-file "$LOG/sanitize-memcheck.txt" \
+    "${JAVA[@]}" -jar "$B/lib/junit-platform-console-standalone.jar" execute \
+    --class-path "$B/test-classes:$CP" --select-class io.vram4j.compute.cuda.GpuCudaKernelsTest \
+    --details=tree --disable-banner > "$LOG/sanitize-tests.txt" 2>&1
+  local rc=$?
+  result "rc $rc; $(grep -m1 -E 'ERROR SUMMARY' "$LOG/sanitize-memcheck.txt" || echo 'no memcheck summary') | $(grep -E 'tests (successful|failed)' "$LOG/sanitize-tests.txt" | tr -s ' ' | tr '\n' ' ')"
+  return $rc
+}
+
 declare -A CAP=([preflight]=90 [tests]=240 [differential]=200 [bench]=120 [train]=240 [techniques]=300 [gpt2]=300
-                [attention]=120 [lm]=150 [fbs]=120)
+                [attention]=120 [lm]=150 [fbs]=120 [sanitize]=240)
 
 if [[ "${1:-}" == "--stage" ]]; then     # one stage, in its own process (run under timeout by the loop below)
   STAGE="$2"
@@ -256,7 +277,7 @@ fi
 case "${1:-issue9}" in
   issue9) STAGES=(preflight tests differential bench train) ;;
   issue10) STAGES=(preflight fbs techniques gpt2 attention lm train) ;;
-  all) STAGES=(preflight tests differential bench train fbs techniques gpt2 attention lm) ;;
+  all) STAGES=(preflight tests differential bench train fbs techniques gpt2 attention lm sanitize) ;;
   *) STAGES=("$@") ;;
 esac
 for s in "${STAGES[@]}"; do
