@@ -17,14 +17,15 @@
 #                 bundle's part; pinned batches, then --no-pin-memory) beside gpu/train_mlp_pytorch.py (a pinned
 #                 DataLoader with non-blocking copies, then the whole set held on the GPU)
 #   techniques    ./vram4j bench techniques --device cuda --json (the deep MLP and the 12-block Transformer; then
-#                 the 784-512-512-10 MLP) beside gpu/techniques_pytorch.py (eager; torch.compile with TECH_MODES)
+#                 the 784-512-512-10 MLP) beside gpu/techniques_pytorch.py: eager, then torch.compile for at most
+#                 COMPILE_SECONDS (default 60; the rows it finished are kept; TECH_MODES=eager leaves it out)
 #   gpt2          the same at GPT-2-small size (12 blocks of width 768, 12 heads, context 1024)
 #   attention     ./vram4j bench attention --device cuda at contexts 256, 512, 1024 (fused vs unfused)
 #   lm            ./vram4j train --model transformer --device cuda, one short epoch, with a sample
 #   fbs           ./vram4j find-batch-size --device cuda --memory-fraction FRACTION (default 0.01), then the dry run it
 #                 prints (sim:TOTAL:ccX.Y, same fraction): every try, largest batch and peak must be equal
 #   sanitize      the CUDA kernels' GPU test under compute-sanitizer --tool memcheck (out-of-bounds device accesses)
-# issue9 = preflight tests differential bench train; issue10 = preflight fbs techniques gpt2 attention lm train.
+# issue9 = preflight tests differential bench train; issue10 = preflight fbs techniques gpt2 train attention lm.
 #
 # The device tool brings back at most 8 files from $OUT, so logs are written under /tmp and packed at the end:
 # $OUT/summary.txt (the table printed last), $OUT/logs.tar.gz (every stage's log and result files) and
@@ -39,6 +40,7 @@ BUDGET="${BUDGET:-540}"
 SEEDS="${SEEDS:-20}"
 OPS="${OPS:-2000}"
 TECH_MODES="${TECH_MODES:-eager,compile}"
+COMPILE_SECONDS="${COMPILE_SECONDS:-60}"
 
 # ------------------------------------------------------------------------------------------------ the stages
 # Each runs in its own process (under timeout), writes what it made under $LOG and its one-line result, the line
@@ -158,16 +160,23 @@ stage_train() {
   return $rc
 }
 
-# bench techniques on cuda, then the same rows in PyTorch, then the side-by-side table with the issue's targets
+# bench techniques on cuda, then the same rows in PyTorch eager, then under torch.compile (whose compilations can
+# take minutes: it gets COMPILE_SECONDS and keeps the rows it finished), then the side-by-side table with the
+# issue's targets
 techniques_pair() {
-  local name=$1 rc=0
+  local name=$1 rc=0 files
   shift
   "${JAVA[@]}" -jar "$B/lib/vram4j.jar" bench techniques --device cuda --json "$@" \
     > "$LOG/$name-vram4j.json" 2> "$LOG/$name-vram4j.txt" || rc=1
-  python3 gpu/techniques_pytorch.py run "$LOG/$name-vram4j.json" --modes "$TECH_MODES" \
-    > "$LOG/$name-pytorch.json" 2> "$LOG/$name-pytorch.txt" || rc=1
-  python3 gpu/techniques_pytorch.py compare "$LOG/$name-vram4j.json" "$LOG/$name-pytorch.json" \
-    > "$LOG/$name-compare.txt" 2>&1 || rc=1
+  python3 gpu/techniques_pytorch.py run "$LOG/$name-vram4j.json" --modes eager --out "$LOG/$name-pytorch.json" \
+    2> "$LOG/$name-pytorch.txt" || rc=1
+  files=("$LOG/$name-pytorch.json")
+  if [[ "$TECH_MODES" == *compile* && -s "$LOG/$name-pytorch.json" ]]; then
+    timeout -k 5 "$COMPILE_SECONDS" python3 gpu/techniques_pytorch.py run "$LOG/$name-vram4j.json" --modes compile \
+      --out "$LOG/$name-pytorch-compile.json" 2> "$LOG/$name-pytorch-compile.txt"
+    [[ -s "$LOG/$name-pytorch-compile.json" ]] && files+=("$LOG/$name-pytorch-compile.json")
+  fi
+  python3 gpu/techniques_pytorch.py compare "$LOG/$name-vram4j.json" "${files[@]}" > "$LOG/$name-compare.txt" 2>&1 || rc=1
   return $rc
 }
 
@@ -276,7 +285,7 @@ fi
 # ---------------------------------------------------------------------------------------------- the run itself
 case "${1:-issue9}" in
   issue9) STAGES=(preflight tests differential bench train) ;;
-  issue10) STAGES=(preflight fbs techniques gpt2 attention lm train) ;;
+  issue10) STAGES=(preflight fbs techniques gpt2 train attention lm) ;;
   all) STAGES=(preflight tests differential bench train fbs techniques gpt2 attention lm sanitize) ;;
   *) STAGES=("$@") ;;
 esac

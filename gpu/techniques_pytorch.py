@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """PyTorch's side of `vram4j bench techniques` on the same GPU (issue 10: side by side with PyTorch).
 
-  techniques_pytorch.py run VRAM4J_JSON [--modes eager,compile] > pytorch.json
+  techniques_pytorch.py run VRAM4J_JSON [--modes eager,compile] [--out pytorch.json]
       Reads what `vram4j bench techniques --json` printed, builds the same models in PyTorch (the MLP's widths; the
       Transformer's blocks, width, heads, context and vocabulary, GPT-2's layout as vram4j's nn.GPT has it), the
       same optimizer, batch and techniques row by row, and measures each row as TechniqueBenchmark does: one step
       to warm up, the peak statistics reset, the timed steps (each ending with loss.item(), so each is waited
       for), then torch.cuda.max_memory_allocated / max_memory_reserved. Each row starts from an emptied cache.
-  techniques_pytorch.py compare VRAM4J_JSON PYTORCH_JSON
-      Prints the rows side by side and the issue's targets (MET / MISSED). Exits 1 when a model's parameter count
+      With --out the whole document is written to that file again after every row (replaced atomically), so a run
+      stopped by a time limit leaves the rows it finished; without it, it goes to stdout at the end.
+  techniques_pytorch.py compare VRAM4J_JSON PYTORCH_JSON [PYTORCH_JSON...]
+      Prints the rows side by side and the issue's targets (MET / MISSED). Several PyTorch files (e.g. an eager run
+      and a torch.compile run made apart) are merged model by model, mode by mode. Exits 1 when a model's parameter count
       differs between the two (the models are then not the same) or PyTorch has no results for one; 2, with one
       line naming the file and field, when a file is not what it should be.
 
@@ -19,6 +22,7 @@ import argparse
 import gc
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -261,10 +265,27 @@ def run(args):
                       + (f"{r['step_seconds_median']:.4f} s" if "error" not in r else r["error"]),
                       file=sys.stderr, flush=True)
                 rows.append(r)
-            model_out["modes"][mode] = rows
-        result["models"].append(model_out)
-    json.dump(result, sys.stdout, indent=1)
-    print()
+                model_out["modes"][mode] = rows
+                save(result, model_out, args.out)
+        if model_out not in result["models"]:
+            result["models"].append(model_out)
+    if args.out:
+        save(result, None, args.out)
+    else:
+        json.dump(result, sys.stdout, indent=1)
+        print()
+
+
+def save(result, current, out):
+    """Writes the document so far, the model being measured included, to out (when given) by atomic rename."""
+    if not out:
+        return
+    doc = dict(result, models=result["models"] + ([current] if current is not None and current not in result["models"] else []))
+    tmp = out + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, out)
 
 
 class _Nothing:
@@ -330,13 +351,22 @@ def vram4j_models(path):
 
 def compare(args):
     v = vram4j_models(args.vram4j)
-    p = load(args.pytorch, "techniques_pytorch.py run")
     torch_models = {}
-    for i, m in enumerate(p["models"]):
-        where = f"{args.pytorch}: models[{i}]"
-        field(m, "parameters", where, int)
-        field(m, "modes", where, dict)
-        torch_models[field(m, "model", where, str)] = m
+    p = None
+    for path in args.pytorch:
+        doc = load(path, "techniques_pytorch.py run")
+        p = p or doc
+        for i, m in enumerate(doc["models"]):
+            where = f"{path}: models[{i}]"
+            field(m, "parameters", where, int)
+            modes = field(m, "modes", where, dict)
+            name = field(m, "model", where, str)
+            if name not in torch_models:
+                torch_models[name] = {"model": name, "parameters": m["parameters"], "modes": {}}
+            elif torch_models[name]["parameters"] != m["parameters"]:
+                fail(f"{where}: parameters {m['parameters']:,} differ from another PyTorch file's "
+                     f"{torch_models[name]['parameters']:,} for model '{name}'")
+            torch_models[name]["modes"].update(modes)
     print(f"== vram4j on {v.get('device')} vs PyTorch {p.get('torch')} on {p.get('device')}, "
           f"median of {v.get('steps')} steps")
     mismatch = False
@@ -426,9 +456,10 @@ def main():
     r = sub.add_parser("run", help="measure the rows of a vram4j bench techniques JSON file in PyTorch")
     r.add_argument("vram4j")
     r.add_argument("--modes", default="eager,compile", help="eager and/or compile (default: eager,compile)")
+    r.add_argument("--out", help="write the results here after every row (default: stdout at the end)")
     c = sub.add_parser("compare", help="print vram4j and PyTorch side by side with the issue's targets")
     c.add_argument("vram4j")
-    c.add_argument("pytorch")
+    c.add_argument("pytorch", nargs="+")
     args = ap.parse_args()
     sys.exit(run(args) if args.cmd == "run" else compare(args))
 

@@ -85,6 +85,38 @@ class TechniquesPytorchScriptTest {
     }
 
     @Test
+    void eagerAndCompileRunsMadeApartAreMerged(@TempDir Path dir) throws IOException {
+        // gpu/run.sh runs eager and torch.compile as two processes (compile under its own time limit)
+        ObjectNode eagerOnly = (ObjectNode) pytorch(0);
+        ObjectNode compileOnly = (ObjectNode) pytorch(0);
+        for (JsonNode m : eagerOnly.get("models")) {
+            ((ObjectNode) m.get("modes")).remove("compile");
+        }
+        for (JsonNode m : compileOnly.get("models")) {
+            ObjectNode modes = (ObjectNode) m.get("modes");
+            modes.remove("eager");
+            for (JsonNode row : modes.get("compile")) {
+                ((ObjectNode) row).remove("error");
+                ((ObjectNode) row).put("step_seconds_median", 0.123456);
+            }
+        }
+        Path ours = write(dir.resolve("vram4j.json"), vram4j);
+        PythonScript.Result r = python("compare", ours.toString(), write(dir.resolve("eager.json"), eagerOnly).toString(),
+                write(dir.resolve("compile.json"), compileOnly).toString());
+        assertEquals(0, r.code(), r.out());
+        assertTrue(r.out().contains("0.1235"), "the compile column comes from the second file: " + r.out());
+        assertTrue(r.out().matches("(?s).*target mlp baseline: step time <= 1\\.5x PyTorch eager: +MISSED 2\\.00x.*"),
+                "the eager targets from the first: " + r.out());
+
+        ObjectNode other = (ObjectNode) pytorch(5);
+        PythonScript.Result clash = python("compare", ours.toString(), dir.resolve("eager.json").toString(),
+                write(dir.resolve("other.json"), other).toString());
+        assertEquals(2, clash.code(), clash.out());
+        assertTrue(clash.out().strip().startsWith("techniques_pytorch.py: " + dir.resolve("other.json") + ": models[1]: "
+                + "parameters"), clash.out());
+    }
+
+    @Test
     void differentModelsAreFound(@TempDir Path dir) throws IOException {
         PythonScript.Result r = python("compare", write(dir.resolve("vram4j.json"), vram4j).toString(),
                 write(dir.resolve("torch.json"), pytorch(1)).toString());
