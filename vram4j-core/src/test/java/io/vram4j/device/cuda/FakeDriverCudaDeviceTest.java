@@ -5,8 +5,6 @@ import io.vram4j.device.DeviceUnavailableException;
 import io.vram4j.device.Event;
 import io.vram4j.device.Stream;
 import io.vram4j.testsupport.NativeTestBuild;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -16,7 +14,6 @@ import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -31,31 +28,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * tests also check what a GPU would not show directly: nothing leaks, and the context is made current.
  */
 @SuppressWarnings("restricted")
-class FakeDriverCudaDeviceTest extends CudaDeviceContract {
-    private static final long TOTAL = 1L << 30;
-    private static CudaDriver driver;
-    private static MethodHandle configure;
-
-    @BeforeAll
-    static void load() {
-        driver = CudaDriver.load(NativeTestBuild.fakeDriver().toString());
-        configure = NativeTestBuild.fakeDriverHook("fake_cuda_configure", FunctionDescriptor.ofVoid(JAVA_INT, JAVA_LONG));
-    }
-
-    @BeforeEach
-    void oneDeviceOfOneGiB() throws Throwable {
-        configure.invokeExact(1, TOTAL);
-    }
-
+class FakeDriverCudaDeviceTest extends FakeDriverContract {
     @Override
     CudaDevice open() {
         return CudaDevice.open(driver, 0);
-    }
-
-    /** Fewer steps than on a GPU: here every fill and check is host memory traffic on the build machine. */
-    @Override
-    int fuzzSteps() {
-        return 300;
     }
 
     static long live(String what) {

@@ -4,18 +4,12 @@ import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.device.Devices;
 import io.vram4j.device.sim.SimDevice;
 import io.vram4j.testsupport.NativeTestBuild;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -26,30 +20,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * allocator's best fit breaks ties the same way on both.
  */
 @SuppressWarnings("restricted")
-class FakeDriverLowestFirstCudaDeviceTest extends CudaDeviceContract {
-    private static final long TOTAL = 1L << 30;
-    private static CudaDriver driver;
-    private static MethodHandle configure;
-
-    @BeforeAll
-    static void load() {
-        driver = CudaDriver.load(NativeTestBuild.fakeDriver().toString());
-        configure = NativeTestBuild.fakeDriverHook("fake_cuda_configure", FunctionDescriptor.ofVoid(JAVA_INT, JAVA_LONG));
-    }
-
-    @BeforeEach
-    void oneDeviceOfOneGiB() throws Throwable {
-        configure.invokeExact(1, TOTAL);
-    }
-
+class FakeDriverLowestFirstCudaDeviceTest extends FakeDriverContract {
     @Override
     CudaDevice open() {
         return CudaDevice.open(driver, 0, CudaSegments.LOWEST_ADDRESS_FIRST);
-    }
-
-    @Override
-    int fuzzSteps() {
-        return 300;
     }
 
     @Test
