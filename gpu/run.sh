@@ -89,7 +89,7 @@ stage_tests() {
   java_cmd
   VRAM4J_REQUIRE_GPU=1 "${JAVA[@]}" -jar "$B/lib/junit-platform-console-standalone.jar" execute \
     --class-path "$B/test-classes:$CP" --scan-classpath "$B/test-classes" --include-tag gpu \
-    --details=tree --disable-banner --reports-dir "$LOG/junit" > "$LOG/gpu-tests.txt" 2>&1
+    --details=tree --disable-banner --disable-ansi-colors --reports-dir "$LOG/junit" > "$LOG/gpu-tests.txt" 2>&1
   local rc=$?
   result "$(grep -E 'tests (successful|failed|skipped|aborted)' "$LOG/gpu-tests.txt" | tr -s ' ' | tr '\n' ' ')"
   return $rc
@@ -266,7 +266,7 @@ stage_sanitize() {
   VRAM4J_REQUIRE_GPU=1 "$cs" --tool memcheck --error-exitcode 9 --print-limit 20 --log-file "$LOG/sanitize-memcheck.txt" \
     "${JAVA[@]}" -jar "$B/lib/junit-platform-console-standalone.jar" execute \
     --class-path "$B/test-classes:$CP" --select-class io.vram4j.compute.cuda.GpuCudaKernelsTest \
-    --details=tree --disable-banner > "$LOG/sanitize-tests.txt" 2>&1
+    --details=tree --disable-banner --disable-ansi-colors > "$LOG/sanitize-tests.txt" 2>&1
   local rc=$?
   result "rc $rc; $(grep -m1 -E 'ERROR SUMMARY' "$LOG/sanitize-memcheck.txt" || echo 'no memcheck summary') | $(grep -E 'tests (successful|failed)' "$LOG/sanitize-tests.txt" | tr -s ' ' | tr '\n' ' ')"
   return $rc
@@ -319,6 +319,13 @@ done
   echo "== vram4j GPU run $(date -u +%Y-%m-%dT%H:%M:%SZ), stages: ${STAGES[*]}, ${SECONDS}s of a ${BUDGET}s budget"
   printf '%-13s %-9s %6s  %s\n' stage status wall result
   printf '%s\n' "${ROWS[@]}"
+  # what to fix first, where something failed: the failed GPU tests and the first differences with PyTorch
+  if grep -q '✘' "$LOG/gpu-tests.txt" 2>/dev/null; then
+    echo; echo "-- gpu-tests.txt: failed"; grep '✘' "$LOG/gpu-tests.txt" | head -40
+  fi
+  for f in differential/compare-0.txt differential/compare-1.txt differential/compare-2.txt; do
+    [[ -s "$LOG/$f" ]] && (( $(wc -l < "$LOG/$f") > 1 )) && { echo; echo "-- $f"; head -15 "$LOG/$f"; }
+  done
   for f in bench-vram4j.txt bench-pytorch.txt techniques-compare.txt techniques-mlp-compare.txt gpt2-compare.txt attention.txt; do
     [[ -s "$LOG/$f" ]] && { echo; echo "-- $f"; grep -v -i 'incubator modules' "$LOG/$f"; }
   done
