@@ -144,14 +144,17 @@ stage_train() {
   java_cmd
   fashion_mnist
   local rc=0 a b c d
-  "${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --device cuda --epochs 3 --data "$FMNIST" --out "$LOG/runs/mlp-pinned" \
-    --json > "$LOG/train-vram4j.json" 2> "$LOG/train-vram4j.txt" || rc=1
-  "${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --device cuda --epochs 3 --no-pin-memory --data "$FMNIST" \
+  # each run under its own limit (TRAIN_SECONDS), the main comparison first, so that a slow run leaves the others
+  # their turn inside the stage's cap
+  local t="${TRAIN_SECONDS:-100}"
+  timeout -k 5 "$t" "${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --device cuda --epochs 3 --data "$FMNIST" \
+    --out "$LOG/runs/mlp-pinned" --json > "$LOG/train-vram4j.json" 2> "$LOG/train-vram4j.txt" || rc=1
+  timeout -k 5 "$t" python3 gpu/train_mlp_pytorch.py --data "$FMNIST" --epochs 3 --loader pinned \
+    > "$LOG/train-pytorch.json" 2> "$LOG/train-pytorch.txt" || rc=1
+  timeout -k 5 "$t" "${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --device cuda --epochs 3 --no-pin-memory --data "$FMNIST" \
     --out "$LOG/runs/mlp-pageable" --json > "$LOG/train-vram4j-pageable.json" 2> "$LOG/train-vram4j-pageable.txt" || rc=1
-  python3 gpu/train_mlp_pytorch.py --data "$FMNIST" --epochs 3 --loader pinned > "$LOG/train-pytorch.json" \
-    2> "$LOG/train-pytorch.txt" || rc=1
-  python3 gpu/train_mlp_pytorch.py --data "$FMNIST" --epochs 3 --loader device > "$LOG/train-pytorch-device.json" \
-    2> "$LOG/train-pytorch-device.txt" || rc=1
+  timeout -k 5 "$t" python3 gpu/train_mlp_pytorch.py --data "$FMNIST" --epochs 3 --loader device \
+    > "$LOG/train-pytorch-device.json" 2> "$LOG/train-pytorch-device.txt" || rc=1
   a="$(python3 gpu/summarize.py train "$LOG/train-vram4j.json" "$LOG/train-vram4j.txt")"
   b="$(python3 gpu/summarize.py train "$LOG/train-vram4j-pageable.json" "$LOG/train-vram4j-pageable.txt")"
   c="$(python3 gpu/summarize.py train "$LOG/train-pytorch.json" "$LOG/train-pytorch.txt")"
