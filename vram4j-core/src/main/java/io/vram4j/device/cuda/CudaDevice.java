@@ -657,9 +657,7 @@ public final class CudaDevice extends AbstractDevice {
     void launch(long function, int gridX, int gridY, int blockX, int sharedBytes, Stream stream, KernelArgs args) {
         checkOpen();
         long s = handleOf(stream);
-        try (Arena a = Arena.ofConfined()) {
-            context.current().launchKernel(function, gridX, gridY, blockX, sharedBytes, s, args.marshal(a));
-        }
+        context.current().launchKernel(function, gridX, gridY, blockX, sharedBytes, s, LaunchParams.of(args));
     }
 
     private long handleOf(Stream stream) {

@@ -490,8 +490,10 @@ final class CudaDriver {
     /** {@code cuMemcpyHtoD_v2}: synchronous copy of {@code size} bytes from host memory. */
     void memcpyHtoD(long dst, MemorySegment src, long size) {
         try {
-            check((int) cuMemcpyHtoD.invokeExact(dst, src, size),
-                    "cuMemcpyHtoD_v2(" + hex(dst) + ", " + hex(src.address()) + ", " + size + ")");
+            int result = (int) cuMemcpyHtoD.invokeExact(dst, src, size);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuMemcpyHtoD_v2(" + hex(dst) + ", " + hex(src.address()) + ", " + size + ")");
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -500,8 +502,10 @@ final class CudaDriver {
     /** {@code cuMemcpyDtoH_v2}: synchronous copy of {@code size} bytes to host memory. */
     void memcpyDtoH(MemorySegment dst, long src, long size) {
         try {
-            check((int) cuMemcpyDtoH.invokeExact(dst, src, size),
-                    "cuMemcpyDtoH_v2(" + hex(dst.address()) + ", " + hex(src) + ", " + size + ")");
+            int result = (int) cuMemcpyDtoH.invokeExact(dst, src, size);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuMemcpyDtoH_v2(" + hex(dst.address()) + ", " + hex(src) + ", " + size + ")");
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -510,8 +514,10 @@ final class CudaDriver {
     /** {@code cuMemcpyDtoD_v2}. */
     void memcpyDtoD(long dst, long src, long size) {
         try {
-            check((int) cuMemcpyDtoD.invokeExact(dst, src, size),
-                    "cuMemcpyDtoD_v2(" + hex(dst) + ", " + hex(src) + ", " + size + ")");
+            int result = (int) cuMemcpyDtoD.invokeExact(dst, src, size);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuMemcpyDtoD_v2(" + hex(dst) + ", " + hex(src) + ", " + size + ")");
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -520,8 +526,11 @@ final class CudaDriver {
     /** {@code cuMemcpyHtoDAsync_v2} on a stream. */
     void memcpyHtoDAsync(long dst, MemorySegment src, long size, long stream) {
         try {
-            check((int) cuMemcpyHtoDAsync.invokeExact(dst, src, size, stream), "cuMemcpyHtoDAsync_v2(" + hex(dst)
-                    + ", " + hex(src.address()) + ", " + size + ", " + hex(stream) + ")");
+            int result = (int) cuMemcpyHtoDAsync.invokeExact(dst, src, size, stream);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuMemcpyHtoDAsync_v2(" + hex(dst) + ", " + hex(src.address()) + ", " + size
+                        + ", " + hex(stream) + ")");
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -530,8 +539,11 @@ final class CudaDriver {
     /** {@code cuMemcpyDtoHAsync_v2} on a stream. */
     void memcpyDtoHAsync(MemorySegment dst, long src, long size, long stream) {
         try {
-            check((int) cuMemcpyDtoHAsync.invokeExact(dst, src, size, stream), "cuMemcpyDtoHAsync_v2("
-                    + hex(dst.address()) + ", " + hex(src) + ", " + size + ", " + hex(stream) + ")");
+            int result = (int) cuMemcpyDtoHAsync.invokeExact(dst, src, size, stream);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuMemcpyDtoHAsync_v2(" + hex(dst.address()) + ", " + hex(src) + ", " + size
+                        + ", " + hex(stream) + ")");
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -540,8 +552,11 @@ final class CudaDriver {
     /** {@code cuMemcpyDtoDAsync_v2} on a stream. */
     void memcpyDtoDAsync(long dst, long src, long size, long stream) {
         try {
-            check((int) cuMemcpyDtoDAsync.invokeExact(dst, src, size, stream),
-                    "cuMemcpyDtoDAsync_v2(" + hex(dst) + ", " + hex(src) + ", " + size + ", " + hex(stream) + ")");
+            int result = (int) cuMemcpyDtoDAsync.invokeExact(dst, src, size, stream);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuMemcpyDtoDAsync_v2(" + hex(dst) + ", " + hex(src) + ", " + size + ", "
+                        + hex(stream) + ")");
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -550,8 +565,10 @@ final class CudaDriver {
     /** {@code cuMemsetD8_v2}. */
     void memsetD8(long dst, byte value, long count) {
         try {
-            check((int) cuMemsetD8.invokeExact(dst, value, count),
-                    "cuMemsetD8_v2(" + hex(dst) + ", " + value + ", " + count + ")");
+            int result = (int) cuMemsetD8.invokeExact(dst, value, count);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuMemsetD8_v2(" + hex(dst) + ", " + value + ", " + count + ")");
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -560,8 +577,10 @@ final class CudaDriver {
     /** {@code cuMemsetD8Async} on a stream. */
     void memsetD8Async(long dst, byte value, long count, long stream) {
         try {
-            check((int) cuMemsetD8Async.invokeExact(dst, value, count, stream),
-                    "cuMemsetD8Async(" + hex(dst) + ", " + value + ", " + count + ", " + hex(stream) + ")");
+            int result = (int) cuMemsetD8Async.invokeExact(dst, value, count, stream);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuMemsetD8Async(" + hex(dst) + ", " + value + ", " + count + ", " + hex(stream) + ")");
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -614,9 +633,12 @@ final class CudaDriver {
     void launchKernel(long function, int gridX, int gridY, int blockX, int sharedBytes, long stream,
                       MemorySegment params) {
         try {
-            check((int) cuLaunchKernel.invokeExact(function, gridX, gridY, 1, blockX, 1, 1, sharedBytes, stream, params,
-                    MemorySegment.NULL), "cuLaunchKernel(" + hex(function) + ", grid " + gridX + "x" + gridY + ", block "
-                    + blockX + ", shared " + sharedBytes + ", stream " + hex(stream) + ")");
+            int result = (int) cuLaunchKernel.invokeExact(function, gridX, gridY, 1, blockX, 1, 1, sharedBytes, stream,
+                    params, MemorySegment.NULL);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuLaunchKernel(" + hex(function) + ", grid " + gridX + "x" + gridY + ", block "
+                        + blockX + ", shared " + sharedBytes + ", stream " + hex(stream) + ")");
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -647,7 +669,10 @@ final class CudaDriver {
     /** {@code cuStreamSynchronize}. */
     void streamSynchronize(long stream) {
         try {
-            check((int) cuStreamSynchronize.invokeExact(stream), "cuStreamSynchronize(" + hex(stream) + ")");
+            int result = (int) cuStreamSynchronize.invokeExact(stream);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuStreamSynchronize(" + hex(stream) + ")");
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -684,8 +709,10 @@ final class CudaDriver {
      */
     void streamWaitEvent(long stream, long event) {
         try {
-            check((int) cuStreamWaitEvent.invokeExact(stream, event, 0),
-                    "cuStreamWaitEvent(" + hex(stream) + ", " + hex(event) + ", 0)");
+            int result = (int) cuStreamWaitEvent.invokeExact(stream, event, 0);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuStreamWaitEvent(" + hex(stream) + ", " + hex(event) + ", 0)");
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -694,8 +721,10 @@ final class CudaDriver {
     /** {@code cuEventRecord}. */
     void eventRecord(long event, long stream) {
         try {
-            check((int) cuEventRecord.invokeExact(event, stream),
-                    "cuEventRecord(" + hex(event) + ", " + hex(stream) + ")");
+            int result = (int) cuEventRecord.invokeExact(event, stream);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuEventRecord(" + hex(event) + ", " + hex(stream) + ")");
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -718,7 +747,10 @@ final class CudaDriver {
     /** {@code cuEventSynchronize}. */
     void eventSynchronize(long event) {
         try {
-            check((int) cuEventSynchronize.invokeExact(event), "cuEventSynchronize(" + hex(event) + ")");
+            int result = (int) cuEventSynchronize.invokeExact(event);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuEventSynchronize(" + hex(event) + ")");
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -854,8 +886,16 @@ final class CudaDriver {
      */
     void check(int result, String call) {
         if (result != CUDA_SUCCESS) {
-            throw new CudaException(call, result, errorName(result), errorString(result));
+            throw failure(result, call);
         }
+    }
+
+    /**
+     * @return the exception for a failed call; the calls made per kernel launch or copy test the result first and
+     *     describe the call only when it failed, so that a successful call builds no message
+     */
+    CudaException failure(int result, String call) {
+        return new CudaException(call, result, errorName(result), errorString(result));
     }
 
     private static String errorText(MethodHandle function, int result, String fallback) {

@@ -1,18 +1,16 @@
 package io.vram4j.device.cuda;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.Objects;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The parameter values of one kernel launch, in the kernel's parameter order, each of the size of its C type
  * (device pointers and 64-bit integers 8 bytes, {@code int} and {@code float} 4 bytes). Marshalled into the
- * {@code void* kernelParams[]} array of {@code cuLaunchKernel}.
+ * {@code void* kernelParams[]} array of {@code cuLaunchKernel} (the calling thread's {@link LaunchParams}).
  *
  * <p>Not thread-safe: build one per launch, or per thread.
  */
@@ -66,20 +64,18 @@ public final class KernelArgs {
         return this;
     }
 
-    /** @return {@code void* kernelParams[]} in {@code arena}: one pointer per value, to an 8-byte slot holding it */
-    MemorySegment marshal(Arena arena) {
-        MemorySegment slots = arena.allocate(8L * Math.max(1, count), 8);
-        MemorySegment pointers = arena.allocate(ADDRESS, Math.max(1, count));
+    /**
+     * Writes value {@code i} into the 8-byte slot at offset {@code 8 * i} of {@code slots} ({@code int} and
+     * {@code float} in its first 4 bytes, as the driver reads them).
+     */
+    void writeSlots(MemorySegment slots) {
         for (int i = 0; i < count; i++) {
-            MemorySegment slot = slots.asSlice(8L * i, 8);
             if (sizes[i] == 8) {
-                slot.set(JAVA_LONG, 0, values[i]);
+                slots.set(JAVA_LONG, 8L * i, values[i]);
             } else {
-                slot.set(JAVA_INT, 0, (int) values[i]);
+                slots.set(JAVA_INT, 8L * i, (int) values[i]);
             }
-            pointers.setAtIndex(ADDRESS, i, slot);
         }
-        return pointers;
     }
 
     @Override

@@ -7,7 +7,6 @@ import io.vram4j.device.Stream;
 import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.device.sim.SimDevice;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
@@ -677,14 +676,14 @@ public final class CudaKernels implements Kernels, AutoCloseable {
 
     /**
      * Copies a fused optimizer's table (the device addresses of each list, then the sizes: 8 bytes an entry) to a
-     * temporary block on the stream, from pageable memory (the driver stages it before returning), and runs
-     * {@code launch} with the block's address; the block is freed stream-ordered.
+     * temporary block on the stream, from the thread's {@link HostScratch} (pageable memory, which the driver stages
+     * before returning), and runs {@code launch} with the block's address; the block is freed stream-ordered.
      */
     private void withTable(int count, long[] sizes, MemorySegment[][] lists, java.util.function.LongConsumer launch) {
         long entries = (long) (lists.length + 1) * count;
         long table = allocator.malloc(entries * Long.BYTES, stream);
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment host = a.allocate(ValueLayout.JAVA_LONG, entries);
+        try {
+            MemorySegment host = HostScratch.get(entries * Long.BYTES);
             for (int l = 0; l < lists.length; l++) {
                 for (int t = 0; t < count; t++) {
                     host.setAtIndex(ValueLayout.JAVA_LONG, (long) l * count + t, lists[l] == null ? 0L

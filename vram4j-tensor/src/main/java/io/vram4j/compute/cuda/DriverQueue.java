@@ -4,7 +4,6 @@ import io.vram4j.device.Stream;
 import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.device.cuda.CudaModule;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Map;
@@ -93,12 +92,10 @@ final class DriverQueue implements GpuQueue {
 
     @Override
     public float readFloat(long src, Stream stream) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment host = a.allocate(ValueLayout.JAVA_FLOAT);
-            stream.synchronize();
-            device.copyToHost(src, host);
-            return host.get(ValueLayout.JAVA_FLOAT, 0);
-        }
+        MemorySegment host = HostScratch.get(Float.BYTES);
+        stream.synchronize();
+        device.copyToHost(src, host);
+        return host.get(ValueLayout.JAVA_FLOAT, 0);
     }
 
     @Override

@@ -1,0 +1,50 @@
+package io.vram4j.bench;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The stand-in CUDA driver of core's tests ({@code vram4j-core/src/test/c/fake_libcuda.c}: its
+ * {@code cuLaunchKernel} records the launch and runs nothing), compiled with {@code gcc -O2} against the CUDA
+ * headers into {@code vram4j-bench/target/stand-in}, for benchmarks of vram4j's host-side cost on a machine without
+ * a GPU. Run from the repository root or from {@code vram4j-bench}. The same thing {@code NativeTestBuild} does for
+ * the tests; built here so the benchmark jar needs no test jar. Not thread-safe (call it from a {@code @Setup}).
+ */
+final class StandInDriver {
+    private StandInDriver() {
+    }
+
+    /** @return the built library, rebuilt when the source is newer */
+    static Path libcuda() {
+        Path root = Files.isDirectory(Path.of("vram4j-core")) ? Path.of(".") : Path.of("..");
+        Path src = root.resolve("vram4j-core/src/test/c/fake_libcuda.c").toAbsolutePath().normalize();
+        Path out = root.resolve("vram4j-bench/target/stand-in/libcuda-fake.so").toAbsolutePath().normalize();
+        String home = System.getenv("CUDA_HOME");
+        Path include = Path.of(home != null && !home.isBlank() ? home : "/usr/local/cuda", "include");
+        try {
+            if (!Files.isRegularFile(src)) {
+                throw new IllegalStateException(src + " not found: run the benchmark from the repository root");
+            }
+            if (Files.isRegularFile(out) && Files.getLastModifiedTime(out).compareTo(Files.getLastModifiedTime(src)) > 0) {
+                return out;
+            }
+            Files.createDirectories(out.getParent());
+            Process p = new ProcessBuilder(List.of("gcc", "-O2", "-shared", "-fPIC", "-I" + include, "-o", out.toString(),
+                    src.toString(), "-lpthread")).redirectErrorStream(true).start();
+            String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
+                throw new IllegalStateException("gcc failed on " + src + " (CUDA headers in " + include + "?):\n" + log);
+            }
+            return out;
+        } catch (IOException e) {
+            throw new IllegalStateException("building " + src + ": " + e, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+}
