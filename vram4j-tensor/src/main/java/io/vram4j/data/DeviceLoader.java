@@ -44,11 +44,21 @@ import java.util.Objects;
  * }
  * }</pre>
  *
+ * <p>{@link #placeholders} does the same on a {@code sim} standing for a CUDA GPU, for dry runs: each batch's
+ * tensors allocated on the copy stream, an event recorded there, the compute stream made to wait and the tensors'
+ * use by it recorded, in the same order as for pinned batches, but with no host samples and no copies (the sim
+ * computes nothing). So the caching allocator sees the same calls, on the same streams, as on the GPU.
+ *
  * <p>For one consumer thread. Closing it frees the staged batch, waits for the events it made the compute stream
  * wait on (so their CUDA events go back to the device's pool) and closes the epoch.
  */
 public final class DeviceLoader implements Iterator<DeviceBatch>, AutoCloseable {
+    /** The epoch, or null for {@linkplain #placeholders placeholder batches}. */
     private final DataLoader.Epoch batches;
+    /** Placeholder batches still to stage (when {@code batches} is null). */
+    private int placeholdersLeft;
+    private final int placeholderSize;
+    private final int placeholderFeatures;
     private final Device device;
     private final Stream copyStream;
     /** Events the compute stream was told to wait for; polled so that completed ones go back to the pool. */
@@ -60,7 +70,15 @@ public final class DeviceLoader implements Iterator<DeviceBatch>, AutoCloseable 
     }
 
     private DeviceLoader(DataLoader.Epoch batches, Device device, Stream copyStream) {
+        this(batches, 0, 0, 0, device, copyStream);
+    }
+
+    private DeviceLoader(DataLoader.Epoch batches, int placeholders, int size, int features, Device device,
+                         Stream copyStream) {
         this.batches = batches;
+        this.placeholdersLeft = placeholders;
+        this.placeholderSize = size;
+        this.placeholderFeatures = features;
         this.device = device;
         this.copyStream = copyStream;
     }
@@ -84,10 +102,7 @@ public final class DeviceLoader implements Iterator<DeviceBatch>, AutoCloseable 
         try {
             Objects.requireNonNull(device, "device");
             Objects.requireNonNull(copyStream, "copyStream");
-            if (copyStream.deviceIndex() != device.backend().index() || copyStream.equals(device.stream())) {
-                throw new IllegalArgumentException("copyStream must be a side stream of " + device.description()
-                        + " (not its compute stream " + device.stream() + "), got " + copyStream);
-            }
+            requireSideStream(device, copyStream);
             DeviceLoader loader = new DeviceLoader(batches, device, copyStream);
             loader.stageNext();
             return loader;
@@ -97,9 +112,43 @@ public final class DeviceLoader implements Iterator<DeviceBatch>, AutoCloseable 
         }
     }
 
+    /**
+     * Placeholder batches on a {@code sim} device, allocated as {@link #of} allocates pinned batches on a GPU
+     * (float32 {@code [size, features]} then int64 {@code [size]} on the copy stream, one batch ahead, an event
+     * recorded on the copy stream, {@link Tensor#recordStream} with the compute stream at hand-over) with nothing
+     * copied: what a dry run of a {@code cuda} job with pinned memory allocates. The first batch is staged before
+     * this returns.
+     *
+     * @param device a simulated device ({@link Device#isSimulated()})
+     * @param copyStream a side stream of it, not its compute stream
+     * @param count batches in the epoch
+     * @param size samples per batch
+     * @param features floats per sample
+     * @return the loader
+     * @throws IllegalArgumentException if the device computes, or the stream is not one of its side streams
+     */
+    public static DeviceLoader placeholders(Device device, Stream copyStream, int count, int size, int features) {
+        Objects.requireNonNull(device, "device");
+        Objects.requireNonNull(copyStream, "copyStream");
+        if (!device.isSimulated()) {
+            throw new IllegalArgumentException("placeholder batches are for sim devices, not " + device.description());
+        }
+        requireSideStream(device, copyStream);
+        DeviceLoader loader = new DeviceLoader(null, count, size, features, device, copyStream);
+        loader.stageNext();
+        return loader;
+    }
+
+    private static void requireSideStream(Device device, Stream copyStream) {
+        if (copyStream.deviceIndex() != device.backend().index() || copyStream.equals(device.stream())) {
+            throw new IllegalArgumentException("copyStream must be a side stream of " + device.description()
+                    + " (not its compute stream " + device.stream() + "), got " + copyStream);
+        }
+    }
+
     /** @return batches in the epoch */
     public int numBatches() {
-        return batches.numBatches();
+        return batches != null ? batches.numBatches() : placeholdersLeft + (staged != null ? 1 : 0);
     }
 
     @Override
@@ -139,6 +188,10 @@ public final class DeviceLoader implements Iterator<DeviceBatch>, AutoCloseable 
     }
 
     private void stageNext() {
+        if (batches == null) {
+            stagePlaceholder();
+            return;
+        }
         if (!batches.hasNext()) {
             return;
         }
@@ -176,6 +229,22 @@ public final class DeviceLoader implements Iterator<DeviceBatch>, AutoCloseable 
             if (y != null) {
                 y.close();
             }
+            throw e;
+        }
+    }
+
+    /** A pinned batch's allocations, events and stream uses without its samples or copies (sim). */
+    private void stagePlaceholder() {
+        if (placeholdersLeft == 0) {
+            return;
+        }
+        placeholdersLeft--;
+        Tensor x = device.empty(copyStream, DType.FLOAT32, placeholderSize, placeholderFeatures);
+        try {
+            Tensor y = device.empty(copyStream, DType.INT64, placeholderSize);
+            staged = new Staged(new DeviceBatch(0, placeholderSize, x, y), copyStream.recordEvent());
+        } catch (RuntimeException | Error e) {
+            x.close();
             throw e;
         }
     }
@@ -221,7 +290,9 @@ public final class DeviceLoader implements Iterator<DeviceBatch>, AutoCloseable 
             }
             waited.clear();
         } finally {
-            batches.close();
+            if (batches != null) {
+                batches.close();
+            }
         }
     }
 }

@@ -46,6 +46,8 @@ public final class BatchSizeFinder {
     private final int classes;
     private final int maxBatch;
     private final int evalLimit;
+    /** The side stream of pinned batches ({@link PinnedRehearsal}), made once; null until needed. */
+    private io.vram4j.device.Stream copyStream;
 
     /**
      * One try.
@@ -262,9 +264,15 @@ public final class BatchSizeFinder {
         Rehearsal rehearsal = new Rehearsal(alloc);
         Device tryDevice = device != null ? device.withKernels(device.kernels()) : Device.of(alloc);
         try (ModelNetwork net = ModelNetwork.create(tryDevice, o, features, classes, vocabulary)) {
-            Runnable step = simulated ? () -> net.simulatedTrainStep(batchSize) : () -> net.trainStep(batch);
-            Runnable eval = simulated ? () -> net.simulatedEvaluate(evalBatch) : () -> net.evaluate(evalData);
-            rehearsal.run(2 * o.accumulate(), step, evalBatch, eval, o.accumulate());
+            if (pinsMemory(o)) {
+                PinnedRehearsal pinned = new PinnedRehearsal(net, tryDevice, copyStream(), batch, evalData, features);
+                rehearsal.run(2 * o.accumulate(), pinned.training(batchSize), evalBatch, pinned.evaluation(evalBatch),
+                        o.accumulate());
+            } else {
+                Runnable step = simulated ? () -> net.simulatedTrainStep(batchSize) : () -> net.trainStep(batch);
+                Runnable eval = simulated ? () -> net.simulatedEvaluate(evalBatch) : () -> net.evaluate(evalData);
+                rehearsal.run(2 * o.accumulate(), step, evalBatch, eval, o.accumulate());
+            }
         } catch (DeviceOutOfMemoryException e) {
             fits = false;
         }
@@ -272,6 +280,25 @@ public final class BatchSizeFinder {
                 fits ? null : rehearsal.phase(), (System.nanoTime() - t0) / 1e9);
         alloc.emptyCache();
         return a;
+    }
+
+    /**
+     * @return whether the job rehearsed moves its batches through pinned memory and a side stream, as
+     *     {@link Trainer} does: {@link TrainOptions#pinMemory()}, the mlp, on {@code cuda} or a {@code sim} standing
+     *     for a CUDA GPU
+     */
+    private boolean pinsMemory(TrainOptions o) {
+        io.vram4j.device.DeviceBackend b = alloc.device();
+        return o.pinMemory() && !o.isTransformer()
+                && (b instanceof io.vram4j.device.cuda.CudaDevice || b.isSimulated() && b.hasDeviceMemory());
+    }
+
+    /** @return the side stream pinned batches are allocated on, made at the first try that needs it */
+    private io.vram4j.device.Stream copyStream() {
+        if (copyStream == null) {
+            copyStream = alloc.device().newStream();
+        }
+        return copyStream;
     }
 
     /**

@@ -217,7 +217,7 @@ abstract class ModelNetwork implements Network {
     /**
      * @return loss summed over predictions and correct predictions (NaN and 0 on {@code sim}, where the argmax is
      *     allocated all the same, so that a simulated step allocates exactly as a real one; reading the values
-     *     back allocates no device memory)
+     *     back allocates no device memory, and the sim synchronizes the compute stream as reading back does)
      */
     private StepStats stats(Tensor logits, Tensor loss, Tensor targets, int samples) {
         int n = samples * predictionsPerSample();
@@ -225,6 +225,9 @@ abstract class ModelNetwork implements Network {
         long[] truth;
         try (NoGrad noGrad = NoGrad.enter(); Tensor argmax = logits.argmax(-1, false)) {
             if (dev.isSimulated()) {
+                // the read-back below waits for the compute stream (HostAccess): so does the sim, so that the
+                // events of blocks used by it (recordStream, e.g. batches from a side stream) complete as there
+                dev.stream().synchronize();
                 return new StepStats(Double.NaN, 0, n);
             }
             predicted = argmax.toLongArray();

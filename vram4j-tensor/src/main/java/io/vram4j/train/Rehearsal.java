@@ -28,7 +28,19 @@ final class Rehearsal {
      * @throws io.vram4j.alloc.DeviceOutOfMemoryException when a phase runs out of memory ({@link #phase()} names it)
      */
     void run(int firstSteps, Runnable step, int evalBatch, Runnable evaluation, int laterSteps) {
-        train(firstSteps, step);
+        run(firstSteps, steps -> {
+            for (int i = 0; i < steps; i++) {
+                step.run();
+            }
+        }, evalBatch, evaluation, laterSteps);
+    }
+
+    /**
+     * As {@link #run(int, Runnable, int, Runnable, int)}, each training phase run by {@code trainPhase} (given its
+     * number of steps), for batches that live across the steps of a phase ({@link PinnedRehearsal}).
+     */
+    void run(int firstSteps, java.util.function.IntConsumer trainPhase, int evalBatch, Runnable evaluation, int laterSteps) {
+        train(firstSteps, trainPhase);
         if (evalBatch > 0) {
             phase = "evaluation";
             PeakRegion region = alloc.openPeakRegion();
@@ -39,19 +51,17 @@ final class Rehearsal {
                 peaks = peaks.withEvaluation(region, evalBatch);
             }
         }
-        train(laterSteps, step);
+        train(laterSteps, trainPhase);
     }
 
-    private void train(int steps, Runnable step) {
+    private void train(int steps, java.util.function.IntConsumer trainPhase) {
         if (steps == 0) {
             return;
         }
         phase = "training";
         PeakRegion region = alloc.openPeakRegion();
         try {
-            for (int i = 0; i < steps; i++) {
-                step.run();
-            }
+            trainPhase.accept(steps);
         } finally {
             region.close();
             peaks = peaks.withTraining(region);

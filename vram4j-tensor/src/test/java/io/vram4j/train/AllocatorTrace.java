@@ -13,13 +13,16 @@ import java.util.TreeMap;
  * for blocks the segment they lie in and their offset there (segments numbered in the order they were obtained,
  * since the devices' own addresses differ: the GPU's driver places segments where it likes, {@code sim} from
  * {@code 0x7f0000000000} up). Two runs with equal traces made the same calls and got the same layout inside their
- * segments. For tests; not thread-safe (the allocator calls it under its lock).
+ * segments; other streams than the default one are named {@code side1}, {@code side2}, ... in the order they
+ * appear. For tests; not thread-safe (the allocator calls it under its lock).
  */
 final class AllocatorTrace implements AllocatorListener {
     private final List<String> lines = new ArrayList<>();
     /** Live segment base to {ordinal, size}. */
     private final TreeMap<Long, long[]> segments = new TreeMap<>();
     private long nextSegment;
+    /** Stream handles other than the default stream's 0, numbered in the order they first appear. */
+    private final Map<Long, Integer> sideStreams = new java.util.HashMap<>();
 
     List<String> lines() {
         return List.copyOf(lines);
@@ -33,8 +36,17 @@ final class AllocatorTrace implements AllocatorListener {
         return "seg" + s.getValue()[0] + "+" + (addr - s.getKey());
     }
 
+    /**
+     * @return {@code 0} for the default stream, else {@code sideN} (N from 1 in order of appearance): the devices
+     *     number their other streams differently (the GPU's driver by address, {@code sim} by a counter)
+     */
+    private String name(Stream stream) {
+        long h = stream.handle();
+        return h == 0 ? "0" : "side" + sideStreams.computeIfAbsent(h, k -> sideStreams.size() + 1);
+    }
+
     private void add(String action, long size, Stream stream, String where) {
-        lines.add(action + " " + size + " stream " + stream.handle() + " " + where);
+        lines.add(action + " " + size + " stream " + name(stream) + " " + where);
     }
 
     @Override

@@ -35,6 +35,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * differed. fp16 is left out: its GradScaler skips steps by the values of the gradients, which the stand-in does not
  * compute.
  *
+ * <p>The MLP's jobs pin memory (the default): on {@code cuda} and on the sim standing for it, each try's batches
+ * come as {@link Trainer#fit} brings them ({@link PinnedRehearsal}): allocated one batch ahead on a side stream
+ * ({@code side1} in the traces) and handed to the compute stream with {@code recordStream}; the traces are compared
+ * whole, side-stream allocations and deferred frees included. With {@code --no-pin-memory} every allocation is on the
+ * compute stream, as before, and the two agree as well. The second control: the pinned and pageable traces differ,
+ * so a dry run that left the side stream out (the finder before it rehearsed pinned batches) would not agree.
+ *
  * <p>The control: a {@code sim} of the same capacity standing for {@code host} (no CUDA kernels' allocations) does
  * not agree, first of all by the 32 MiB cuBLAS workspace a compute capability 9.0 GPU takes at the first product.
  */
@@ -45,6 +52,7 @@ class CudaDryRunAgreementTest {
     static final TrainOptions MLP = TrainOptions.defaults().withHidden(256).withLayers(2);
     static final TrainOptions GPT = TrainOptions.defaults(ModelKind.TRANSFORMER).withHidden(32).withHeads(2)
             .withLayers(2).withBlockSize(32);
+    static final TrainOptions MLP_PAGEABLE = MLP.withPinMemory(false);
     private static Map<String, String> env;
     /** The MLP's searches on the fake GPU, shared by the agreement and the control (the slower half of a run). */
     private static Run mlpOnCuda;
@@ -163,8 +171,25 @@ class CudaDryRunAgreementTest {
         Run cuda = mlpOnCuda();
         Run sim = onSim(simStandingForTheFake(), MLP);
         assertAgree(cuda, sim);
+        assertTrue(MLP.pinMemory());
+        assertTrue(cuda.trace().stream().anyMatch(l -> l.startsWith("alloc ") && l.contains(" stream side1 ")),
+                "the batches are allocated on the side stream");
+        assertTrue(cuda.trace().stream().anyMatch(l -> l.startsWith("free_completed ") && l.contains(" stream side1 ")),
+                "their blocks go back to the side stream's pool once the compute stream passed them");
         assertTrue(cuda.trace().contains("segment_alloc " + (32L << 20) + " stream 0 seg" + workspaceSegment(cuda)
                 + " large"), "the workspace's own segment is in the trace");
+    }
+
+    /** {@code --no-pin-memory}: every batch on the compute stream, on both, as before pinned batches were rehearsed. */
+    @Test
+    void mlpWithoutPinnedMemoryAgreesOnTheComputeStreamOnly() {
+        Run cuda = onCuda(MLP_PAGEABLE);
+        Run sim = onSim(simStandingForTheFake(), MLP_PAGEABLE);
+        assertAgree(cuda, sim);
+        assertTrue(cuda.trace().stream().noneMatch(l -> l.contains(" stream side")), "no side stream");
+        // the second control: the side stream's batches change the calls, so leaving them out of a dry run fails
+        assertNotEquals(mlpOnCuda().trace(), sim.trace());
+        assertNotEquals(mlpOnCuda().outcomes(), sim.outcomes());
     }
 
     @Test
