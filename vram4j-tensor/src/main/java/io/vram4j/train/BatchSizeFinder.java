@@ -288,9 +288,7 @@ public final class BatchSizeFinder {
      *     for a CUDA GPU
      */
     private boolean pinsMemory(TrainOptions o) {
-        io.vram4j.device.DeviceBackend b = alloc.device();
-        return o.pinMemory() && !o.isTransformer()
-                && (b instanceof io.vram4j.device.cuda.CudaDevice || b.isSimulated() && b.hasDeviceMemory());
+        return PinnedRehearsal.applies(o, alloc.device());
     }
 
     /** @return the side stream pinned batches are allocated on, made at the first try that needs it */

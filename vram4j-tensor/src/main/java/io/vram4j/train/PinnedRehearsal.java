@@ -31,6 +31,17 @@ final class PinnedRehearsal {
     private final int features;
 
     /**
+     * @return whether a job of {@code o} on {@code device} moves its batches through pinned memory and a side stream,
+     *     as {@link Trainer#fit} does, and so is rehearsed with this class (by {@link BatchSizeFinder} and
+     *     {@link Trainer#dryRun}): {@link TrainOptions#pinMemory()}, the mlp, on {@code cuda} or a {@code sim}
+     *     standing for a CUDA GPU
+     */
+    static boolean applies(TrainOptions o, io.vram4j.device.DeviceBackend device) {
+        return o.pinMemory() && !o.isTransformer()
+                && (device instanceof io.vram4j.device.cuda.CudaDevice || device.isSimulated() && device.hasDeviceMemory());
+    }
+
+    /**
      * @param copyStream the side stream batches are allocated on
      * @param trainData a training batch to pin and copy, or null on {@code sim}
      * @param evalData the evaluation batch, or null on {@code sim}

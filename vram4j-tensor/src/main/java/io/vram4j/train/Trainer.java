@@ -304,7 +304,10 @@ public final class Trainer implements AutoCloseable {
      * as training left it, and one more training step, as the next epoch starts. Its
      * {@linkplain DryRunResult#peaks() peaks}, training and evaluation apart, are what the real run reaches;
      * on {@code sim} (whatever it stands for) nothing is computed and the batches are placeholders that hold no host
-     * memory.
+     * memory. When the job pins memory ({@link PinnedRehearsal#applies}: the mlp with pin memory on, on {@code cuda}
+     * or a {@code sim} standing for it) the batches come as {@link #fit} brings them, through {@link PinnedRehearsal}
+     * as the batch-size finder's tries: allocated one ahead on the side stream and handed over with
+     * {@code recordStream}; otherwise pageable, on the compute stream.
      *
      * @param train the training set
      * @param test the test set, or null to leave evaluation out (then one training step, as {@link #dryRun(Dataset)})
@@ -331,14 +334,18 @@ public final class Trainer implements AutoCloseable {
         Batch batch = simulated ? null : firstBatch(train, size, true);
         Batch evalBatch = simulated || test == null ? null : firstBatch(test, evalSize, false);
         int n = evalSize;
-        Runnable step = simulated ? () -> net.simulatedTrainStep(size) : () -> net.trainStep(batch);
-        Runnable eval = simulated ? () -> net.simulatedEvaluate(n) : () -> net.evaluate(evalBatch);
+        int firstSteps = test == null ? 1 : 2;
+        int laterSteps = test == null ? 0 : 1;
         long t0 = System.nanoTime();
         Rehearsal rehearsal = new Rehearsal(alloc);
-        if (test == null) {
-            rehearsal.run(1, step, 0, eval, 0);
+        if (PinnedRehearsal.applies(options, alloc.device())) {
+            // the batches as fit brings them with pinned memory: one ahead on the side stream (placeholders on sim)
+            PinnedRehearsal pinned = new PinnedRehearsal(net, dev, sideStream(), batch, evalBatch, features);
+            rehearsal.run(firstSteps, pinned.training(size), n, pinned.evaluation(n), laterSteps);
         } else {
-            rehearsal.run(2, step, evalSize, eval, 1);
+            Runnable step = simulated ? () -> net.simulatedTrainStep(size) : () -> net.trainStep(batch);
+            Runnable eval = simulated ? () -> net.simulatedEvaluate(n) : () -> net.evaluate(evalBatch);
+            rehearsal.run(firstSteps, step, n, eval, laterSteps);
         }
         double secs = (System.nanoTime() - t0) / 1e9;
         if (recording) {
@@ -439,9 +446,11 @@ public final class Trainer implements AutoCloseable {
 
     /** @return the side stream for a loader of pinned batches (made once), else null (host batches) */
     private io.vram4j.device.Stream copyStream(DataLoader loader) {
-        if (!loader.pinMemory()) {
-            return null;
-        }
+        return loader.pinMemory() ? sideStream() : null;
+    }
+
+    /** @return the side stream pinned batches are copied on (made once) */
+    private io.vram4j.device.Stream sideStream() {
         if (copyStream == null) {
             copyStream = dev.backend().newStream();
         }
