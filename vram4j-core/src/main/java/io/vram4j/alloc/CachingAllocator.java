@@ -323,6 +323,19 @@ public final class CachingAllocator implements AutoCloseable {
         engine.setMemoryFraction(fraction);
     }
 
+    /**
+     * The most bytes the allocator may hold in segments under a per-process memory fraction, as PyTorch's
+     * {@code allowed_memory_maximum} ({@code CUDACachingAllocator.cpp}, {@code setMemoryFraction}):
+     * {@code floor(fraction x total)}. A {@code sim} device of that capacity runs into the same limit.
+     *
+     * @param fraction the fraction, in [0, 1]
+     * @param totalBytes the device's total memory in bytes ({@code cudaMemGetInfo}'s total)
+     * @return the limit in bytes
+     */
+    public static long allowedMemoryMaximum(double fraction, long totalBytes) {
+        return (long) Math.floor(fraction * (double) totalBytes);
+    }
+
     /** @return the fraction set by {@link #setPerProcessMemoryFraction}, 1.0 when never set */
     public double getPerProcessMemoryFraction() {
         ensureOpen();

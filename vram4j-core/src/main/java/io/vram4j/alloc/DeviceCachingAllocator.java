@@ -888,7 +888,7 @@ final class DeviceCachingAllocator {
 
     void setMemoryFraction(double fraction) {
         lockedDo(() -> {
-            allowedMemoryMaximum = (long) Math.floor(fraction * (double) device.memGetInfo().total());
+            allowedMemoryMaximum = CachingAllocator.allowedMemoryMaximum(fraction, device.memGetInfo().total());
             setFraction = true;
         });
     }

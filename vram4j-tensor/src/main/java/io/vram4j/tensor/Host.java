@@ -5,6 +5,7 @@ import io.vram4j.compute.Kernels;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import java.util.function.Consumer;
 
 import static io.vram4j.tensor.Elements.F32;
 
@@ -81,7 +82,7 @@ final class Host {
      * {@code update}, and narrowed back into its own elements (PyTorch's kernels widen in registers instead). The
      * widening is exact; the result is rounded to the 16-bit type once, as on the host.
      */
-    private static void through32(Tensor t, java.util.function.Consumer<Tensor> update) {
+    private static void through32(Tensor t, Consumer<Tensor> update) {
         try (Tensor wide = Tensor.allocate(t.device, DType.FLOAT32, t.shape.clone())) {
             copyTo(t, wide, wide.offset);
             update.accept(wide);

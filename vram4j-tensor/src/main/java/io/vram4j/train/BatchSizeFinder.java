@@ -4,6 +4,7 @@ import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.alloc.DeviceOutOfMemoryException;
 import io.vram4j.data.Batch;
 import io.vram4j.data.CharVocabulary;
+import io.vram4j.device.Stream;
 import io.vram4j.tensor.Device;
 import io.vram4j.tensor.Generator;
 
@@ -47,7 +48,7 @@ public final class BatchSizeFinder {
     private final int maxBatch;
     private final int evalLimit;
     /** The side stream of pinned batches ({@link PinnedRehearsal}), made once; null until needed. */
-    private io.vram4j.device.Stream copyStream;
+    private Stream copyStream;
 
     /**
      * One try.
@@ -292,7 +293,7 @@ public final class BatchSizeFinder {
     }
 
     /** @return the side stream pinned batches are allocated on, made at the first try that needs it */
-    private io.vram4j.device.Stream copyStream() {
+    private Stream copyStream() {
         if (copyStream == null) {
             copyStream = alloc.device().newStream();
         }

@@ -5,7 +5,9 @@ import io.vram4j.data.DataLoader;
 import io.vram4j.data.Dataset;
 import io.vram4j.data.DeviceBatch;
 import io.vram4j.data.DeviceLoader;
+import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Stream;
+import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.tensor.Device;
 
 import java.util.function.IntConsumer;
@@ -36,9 +38,9 @@ final class PinnedRehearsal {
      *     {@link Trainer#dryRun}): {@link TrainOptions#pinMemory()}, the mlp, on {@code cuda} or a {@code sim}
      *     standing for a CUDA GPU
      */
-    static boolean applies(TrainOptions o, io.vram4j.device.DeviceBackend device) {
+    static boolean applies(TrainOptions o, DeviceBackend device) {
         return o.pinMemory() && !o.isTransformer()
-                && (device instanceof io.vram4j.device.cuda.CudaDevice || device.isSimulated() && device.hasDeviceMemory());
+                && (device instanceof CudaDevice || device.isSimulated() && device.hasDeviceMemory());
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.vram4j.train;
 
+import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.alloc.config.AllocatorConfig;
 import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.cuda.CudaDevice;
@@ -20,15 +21,6 @@ final class SearchLimit {
     }
 
     /**
-     * @param fraction the per-process memory fraction, in [0, 1]
-     * @param total the device's total bytes
-     * @return {@code floor(fraction x total)}, computed as the allocator computes it
-     */
-    static long limit(double fraction, long total) {
-        return (long) Math.floor(fraction * (double) total);
-    }
-
-    /**
      * Prints the limit line (and on {@code cuda} the dry run's device spec, or why there is none to give).
      *
      * @param dev the device searched
@@ -41,7 +33,7 @@ final class SearchLimit {
         long free = dev.memGetInfo().free();
         boolean capped = !Double.isNaN(fraction);
         if (capped) {
-            long limit = limit(fraction, total);
+            long limit = CachingAllocator.allowedMemoryMaximum(fraction, total);
             out.printf(Locale.ROOT, "memory limit: %s (%,d bytes), per-process memory fraction %s of the device's %,d bytes%n",
                     FormatSize.formatSize(limit), limit, fraction, total);
             if (dev instanceof CudaDevice && limit > free) {

@@ -8,7 +8,7 @@ import io.vram4j.data.CharVocabulary;
 import io.vram4j.data.DataLoader;
 import io.vram4j.data.Dataset;
 import io.vram4j.data.DeviceBatch;
-import io.vram4j.device.cuda.CudaDevice;
+import io.vram4j.device.Stream;
 import io.vram4j.memory.snapshot.MemorySnapshot;
 
 import java.util.ArrayList;
@@ -55,7 +55,7 @@ public final class Trainer implements AutoCloseable {
     /** The network's device. */
     private final Device dev;
     /** The side stream batches are copied on with pinned memory; made at the first pinned epoch. */
-    private io.vram4j.device.Stream copyStream;
+    private Stream copyStream;
     private boolean recording;
     private MemorySnapshot snapshot;
     private int recordedSteps;
@@ -432,11 +432,12 @@ public final class Trainer implements AutoCloseable {
     }
 
     /**
-     * @return whether batches go through pinned memory and a side-stream copy: {@link TrainOptions#pinMemory()},
-     *     the mlp, on {@code cuda}
+     * @return whether batches go through pinned memory and a side-stream copy ({@link PinnedRehearsal#applies}, the
+     *     one rule the rehearsals follow too: {@link TrainOptions#pinMemory()}, the mlp, on {@code cuda}; a real run
+     *     never reaches here on {@code sim})
      */
     boolean pinsMemory() {
-        return options.pinMemory() && !options.isTransformer() && dev.backend() instanceof CudaDevice;
+        return PinnedRehearsal.applies(options, dev.backend());
     }
 
     /** Asks the loader for pinned batches on this trainer's device when {@link #pinsMemory()}. */
@@ -445,12 +446,12 @@ public final class Trainer implements AutoCloseable {
     }
 
     /** @return the side stream for a loader of pinned batches (made once), else null (host batches) */
-    private io.vram4j.device.Stream copyStream(DataLoader loader) {
+    private Stream copyStream(DataLoader loader) {
         return loader.pinMemory() ? sideStream() : null;
     }
 
     /** @return the side stream pinned batches are copied on (made once) */
-    private io.vram4j.device.Stream sideStream() {
+    private Stream sideStream() {
         if (copyStream == null) {
             copyStream = dev.backend().newStream();
         }
