@@ -2,6 +2,7 @@ package io.vram4j.tensor;
 
 import io.vram4j.alloc.CachingAllocator;
 import io.vram4j.compute.Kernels;
+import io.vram4j.testsupport.GpuTests;
 
 import java.util.concurrent.atomic.AtomicLong;
 

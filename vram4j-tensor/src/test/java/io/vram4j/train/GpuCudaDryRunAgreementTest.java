@@ -4,7 +4,7 @@ import io.vram4j.device.DeviceBackend;
 import io.vram4j.device.Devices;
 import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.device.cuda.CudaSegments;
-import io.vram4j.tensor.GpuTests;
+import io.vram4j.testsupport.GpuTests;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;

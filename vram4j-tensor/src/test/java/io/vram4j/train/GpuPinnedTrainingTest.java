@@ -1,7 +1,7 @@
 package io.vram4j.train;
 
 import io.vram4j.alloc.config.AllocatorConfig;
-import io.vram4j.tensor.GpuTests;
+import io.vram4j.testsupport.GpuTests;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

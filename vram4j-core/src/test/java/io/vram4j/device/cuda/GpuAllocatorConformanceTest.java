@@ -1,6 +1,7 @@
 package io.vram4j.device.cuda;
 
 import io.vram4j.alloc.AllocatorConformanceTest;
+import io.vram4j.testsupport.GpuTests;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 
@@ -15,7 +16,7 @@ class GpuAllocatorConformanceTest extends AllocatorConformanceTest {
 
     @BeforeEach
     void requireGpu() {
-        GpuCudaDeviceTest.GpuRequirement.requireGpu();
+        GpuTests.requireGpu();
     }
 
     @Override

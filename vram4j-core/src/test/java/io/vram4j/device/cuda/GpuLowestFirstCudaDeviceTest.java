@@ -1,5 +1,6 @@
 package io.vram4j.device.cuda;
 
+import io.vram4j.testsupport.GpuTests;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 
@@ -14,7 +15,7 @@ class GpuLowestFirstCudaDeviceTest extends CudaDeviceContract {
 
     @BeforeEach
     void requireGpu() {
-        GpuCudaDeviceTest.GpuRequirement.requireGpu();
+        GpuTests.requireGpu();
     }
 
     @Override

@@ -1,19 +1,25 @@
-package io.vram4j.tensor;
+package io.vram4j.testsupport;
 
 import io.vram4j.device.DeviceUnavailableException;
 import io.vram4j.device.cuda.CudaDevice;
 import org.junit.jupiter.api.Assumptions;
 
 /**
- * The requirement of the tests tagged {@code gpu} in this module: skipped with the reason where no CUDA GPU opens
- * ("no CUDA driver: ...", "no CUDA device ..."), failed instead when {@code VRAM4J_REQUIRE_GPU=1} (gpu/run.sh sets it,
- * so that a GPU machine that cannot open its GPU does not pass by skipping).
+ * The requirement of the tests tagged {@code gpu}, in vram4j-core and (through core's test jar) vram4j-tensor:
+ * skipped with the reason where no CUDA GPU opens ("no CUDA driver: ...", "no CUDA device ..."), failed instead
+ * when {@code VRAM4J_REQUIRE_GPU=1} (gpu/run.sh sets it, so that a GPU machine that cannot open its GPU does not
+ * pass by skipping).
  */
 public final class GpuTests {
     /** Set to {@code 1}, it makes the GPU tests fail instead of skip where no GPU opens. */
     public static final String REQUIRE_GPU_ENV = "VRAM4J_REQUIRE_GPU";
 
     private GpuTests() {
+    }
+
+    /** Skips or fails the calling test as above unless CUDA device 0 opens. */
+    public static void requireGpu() {
+        require(unavailableReason());
     }
 
     /** @return null when CUDA device 0 opens (it is closed again), else the reason it does not */
