@@ -213,6 +213,9 @@ public final class CudaDevice extends AbstractDevice {
         return new long[2];
     }
 
+    /** The native buffer a synchronous copy from or to a heap segment goes through, at most: 16 MiB. */
+    static final long STAGING_BYTES = 16L << 20;
+
     /** How many times the GPU's memory the arena of {@link CudaSegments#LOWEST_ADDRESS_FIRST} spans. */
     static final long ARENA_CAPACITY_MULTIPLE = 16;
 
@@ -273,18 +276,48 @@ public final class CudaDevice extends AbstractDevice {
 
     // ---- copies ------------------------------------------------------------------------------------------
 
-    /** {@inheritDoc} Here {@code cuMemcpyHtoD_v2}. */
+    /**
+     * {@inheritDoc} Here {@code cuMemcpyHtoD_v2}. A heap segment (an array's), which the driver cannot be handed,
+     * goes through native memory in pieces of {@value #STAGING_BYTES} bytes.
+     */
     @Override
     public void copyFromHost(MemorySegment src, long dst) {
         checkRange(dst, src.byteSize());
-        context.current().memcpyHtoD(dst, src, src.byteSize());
+        CudaDriver ctx = context.current();
+        if (src.isNative()) {
+            ctx.memcpyHtoD(dst, src, src.byteSize());
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment staging = arena.allocate(Math.min(src.byteSize(), STAGING_BYTES), 16);
+            for (long done = 0; done < src.byteSize(); done += staging.byteSize()) {
+                long n = Math.min(staging.byteSize(), src.byteSize() - done);
+                MemorySegment.copy(src, done, staging, 0, n);
+                ctx.memcpyHtoD(dst + done, staging, n);
+            }
+        }
     }
 
-    /** {@inheritDoc} Here {@code cuMemcpyDtoH_v2}. */
+    /**
+     * {@inheritDoc} Here {@code cuMemcpyDtoH_v2}. A heap segment goes through native memory as in
+     * {@link #copyFromHost}.
+     */
     @Override
     public void copyToHost(long src, MemorySegment dst) {
         checkRange(src, dst.byteSize());
-        context.current().memcpyDtoH(dst, src, dst.byteSize());
+        CudaDriver ctx = context.current();
+        if (dst.isNative()) {
+            ctx.memcpyDtoH(dst, src, dst.byteSize());
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment staging = arena.allocate(Math.min(dst.byteSize(), STAGING_BYTES), 16);
+            for (long done = 0; done < dst.byteSize(); done += staging.byteSize()) {
+                long n = Math.min(staging.byteSize(), dst.byteSize() - done);
+                ctx.memcpyDtoH(staging, src + done, n);
+                MemorySegment.copy(staging, 0, dst, done, n);
+            }
+        }
     }
 
     /** {@inheritDoc} Here {@code cuMemsetD8_v2}. */

@@ -90,6 +90,26 @@ abstract class CudaDeviceContract {
         }
     }
 
+
+    /** Arrays' (heap) segments, which the driver cannot take, copy through native memory, in several pieces. */
+    @Test
+    void heapSegmentsCopyBothWays() {
+        try (CudaDevice d = open(); Arena arena = Arena.ofConfined()) {
+            long n = CudaDevice.STAGING_BYTES * 2 + 5;
+            long p = d.malloc(n);
+            byte[] values = pattern(arena, n, 3).toArray(ValueLayout.JAVA_BYTE);
+            d.copyFromHost(MemorySegment.ofArray(values), p);
+            MemorySegment direct = arena.allocate(n);
+            d.copyToHost(p, direct);
+            assertArrayEquals(values, direct.toArray(ValueLayout.JAVA_BYTE));
+            float[] floats = {1.5f, -2f, 3.25f};
+            d.copyFromHost(MemorySegment.ofArray(floats), p + 8);
+            float[] back = new float[3];
+            d.copyToHost(p + 8, MemorySegment.ofArray(back));
+            assertArrayEquals(floats, back);
+            d.free(p);
+        }
+    }
     @Test
     void asynchronousCopiesOnASideStream() {
         try (CudaDevice d = open(); Arena arena = Arena.ofConfined()) {
