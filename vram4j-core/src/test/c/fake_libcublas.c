@@ -1,14 +1,19 @@
 /*
  * A stand-in for cuBLAS (libcublas.so) for vram4j's tests on machines without a GPU, beside the stand-in driver
  * (fake_libcuda.c). It exports the entry points vram4j's FFM bindings look up (Cublas.java) with cuBLAS's
- * prototypes as cublas_api.h declares them (no cuBLAS header is needed: the types are spelled out below), computes
- * nothing, and keeps the rules a test can check:
+ * prototypes as cublas_api.h declares them (no cuBLAS header is needed: the types are spelled out below), and keeps
+ * the rules a test can check:
  *  - a handle must come from cublasCreate_v2 and not be destroyed (CUBLAS_STATUS_NOT_INITIALIZED otherwise);
  *  - the products check their sizes and leading dimensions as cuBLAS documents them ("cublasGemmEx": m, n, k and
  *    the batch count not negative, lda >= max(1, rows of op(A) as stored), ldb likewise, ldc >= max(1, m)),
  *    returning CUBLAS_STATUS_INVALID_VALUE, and need the three matrix types equal and one of 32F, 16F, 16BF;
  *  - counters (fake_cublas_count) of live handles and of calls, and the workspace size last set, so tests can see
- *    that the products reached cuBLAS and what workspace they were given.
+ *    that the products reached cuBLAS and what workspace they were given;
+ *  - the products compute only where the stand-in driver runs kernels too (VRAM4J_FAKE_KERNELS set when a handle is
+ *    created, or fake_cublas_compute(1)): then C = alpha op(A) op(B) + beta C on the stand-in's device memory (host
+ *    memory), column-major, each element a float sum over k in order, 16-bit inputs widened and the result rounded to
+ *    nearest even; C is not read when beta is 0, as in cuBLAS. Elsewhere the pointers may be a simulated device's,
+ *    which nothing may dereference, so nothing is computed.
  * Test-only: never shipped.
  */
 #include <pthread.h>
@@ -35,6 +40,9 @@ typedef struct fake_cublas_handle { void *stream; void *workspace; size_t worksp
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static long live_handles, gemm_calls, batched_calls, workspace_calls, stream_calls;
 static long last_workspace_bytes = -1;
+static int computing;
+
+void fake_cublas_compute(int on) { computing = on; }
 
 long fake_cublas_count(const char *what) {
     long r = -1;
@@ -65,6 +73,8 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t *handle) {
     cublasHandle_t h = calloc(1, sizeof(*h));
     if (!h) return STATUS_NOT_INITIALIZED;
     h->magic = MAGIC;
+    const char *kernels = getenv("VRAM4J_FAKE_KERNELS");
+    if (kernels && *kernels) computing = 1;
     *handle = h;
     count(&live_handles);
     return STATUS_SUCCESS;
@@ -109,14 +119,59 @@ static cublasStatus_t check(int transa, int transb, int m, int n, int k, int aty
     return STATUS_SUCCESS;
 }
 
+/* element i of a matrix of type t as a float, and storing one (round to nearest even for the 16-bit types) */
+static float load(const void *p, int t, long long i) {
+    if (t == R_32F) return ((const float *) p)[i];
+    if (t == R_16F) return (float) ((const _Float16 *) p)[i];
+    unsigned bits = (unsigned) ((const unsigned short *) p)[i] << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static void store(void *p, int t, long long i, float v) {
+    if (t == R_32F) { ((float *) p)[i] = v; return; }
+    if (t == R_16F) { ((_Float16 *) p)[i] = (_Float16) v; return; }
+    unsigned bits;
+    memcpy(&bits, &v, 4);
+    ((unsigned short *) p)[i] = (unsigned short) ((bits & 0x7FFFFFFFu) > 0x7F800000u ? ((bits >> 16) & 0x8000u) | 0x7FC0u
+                                                  : (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+/* op(A) row by row and op(B) column by column, widened to float first, so that the sums read memory in order */
+static void product(int transa, int transb, int m, int n, int k, float alpha, const void *A, int lda, const void *B,
+                    int ldb, float beta, void *C, int ldc, int type) {
+    float *a = malloc(sizeof(float) * ((size_t) m * k + 1));
+    float *b = malloc(sizeof(float) * ((size_t) n * k + 1));
+    for (int i = 0; i < m; i++)
+        for (int l = 0; l < k; l++)
+            a[(size_t) i * k + l] = load(A, type, transa == OP_N ? i + (long long) l * lda : l + (long long) i * lda);
+    for (int j = 0; j < n; j++)
+        for (int l = 0; l < k; l++)
+            b[(size_t) j * k + l] = load(B, type, transb == OP_N ? l + (long long) j * ldb : j + (long long) l * ldb);
+    for (int j = 0; j < n; j++) {
+        for (int i = 0; i < m; i++) {
+            const float *ar = a + (size_t) i * k, *bc = b + (size_t) j * k;
+            float s = 0.0f;
+            for (int l = 0; l < k; l++) s += ar[l] * bc[l];
+            long long c = i + (long long) j * ldc;
+            store(C, type, c, beta == 0.0f ? alpha * s : alpha * s + beta * load(C, type, c));
+        }
+    }
+    free(a);
+    free(b);
+}
+
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, int transa, int transb, int m, int n, int k, const void *alpha,
                             const void *A, int atype, int lda, const void *B, int btype, int ldb, const void *beta,
                             void *C, int ctype, int ldc, int compute, int algo) {
-    (void) A; (void) B; (void) C; (void) algo;
+    (void) algo;
     if (!valid(handle)) return STATUS_NOT_INITIALIZED;
     if (!alpha || !beta) return STATUS_INVALID_VALUE;
     cublasStatus_t s = check(transa, transb, m, n, k, atype, lda, btype, ldb, ctype, ldc, compute);
-    if (s == STATUS_SUCCESS) count(&gemm_calls);
+    if (s != STATUS_SUCCESS) return s;
+    count(&gemm_calls);
+    if (computing) product(transa, transb, m, n, k, *(const float *) alpha, A, lda, B, ldb, *(const float *) beta, C, ldc, atype);
     return s;
 }
 
@@ -125,11 +180,18 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, int transa, int
                                           const void *B, int btype, int ldb, long long strideB, const void *beta,
                                           void *C, int ctype, int ldc, long long strideC, int batch, int compute,
                                           int algo) {
-    (void) A; (void) B; (void) C; (void) algo; (void) strideA; (void) strideB;
+    (void) algo;
     if (!valid(handle)) return STATUS_NOT_INITIALIZED;
     if (!alpha || !beta || batch < 0 || strideC < 0) return STATUS_INVALID_VALUE;
     cublasStatus_t s = check(transa, transb, m, n, k, atype, lda, btype, ldb, ctype, ldc, compute);
-    if (s == STATUS_SUCCESS) count(&batched_calls);
+    if (s != STATUS_SUCCESS) return s;
+    count(&batched_calls);
+    int bytes = atype == R_32F ? 4 : 2;
+    for (int b = 0; computing && b < batch; b++) {
+        product(transa, transb, m, n, k, *(const float *) alpha, (const char *) A + b * strideA * bytes, lda,
+                (const char *) B + b * strideB * bytes, ldb, *(const float *) beta, (char *) C + b * strideC * bytes,
+                ldc, atype);
+    }
     return s;
 }
 

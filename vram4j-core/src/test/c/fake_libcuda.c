@@ -16,12 +16,20 @@
  *  - a trace (fake_cuda_trace_start / fake_cuda_trace_read) lists the host-alloc, copy, event, wait and launch
  *    calls in order with their streams, so tests can check the order a GPU would see them in;
  *  - modules keep their PTX text: cuModuleGetFunction finds an entry only if the text declares it, and
- *    cuLaunchKernel runs nothing but records the launch (function, dimensions, the parameter values read with the
- *    sizes the entry's .param types give), so tests can check what a launch would pass to a GPU.
+ *    cuLaunchKernel records the launch (function, dimensions, the parameter values read with the sizes the entry's
+ *    .param types give), so tests can check what a launch would pass to a GPU;
+ *  - kernels run only where a kernel emulator is loaded (the tensor module's src/test/c/kernel_emulator.cpp, named
+ *    by VRAM4J_FAKE_KERNELS at cuInit or by fake_cuda_load_kernels): each launch then runs on the CPU when it is
+ *    made. A kernel that traps makes the context's error sticky, as on a GPU: the launch itself succeeds, every
+ *    later synchronizing call, copy and launch returns CUDA_ERROR_LAUNCH_FAILED (fake_cuda_clear_error ends it, for
+ *    the next test). An error the emulator finds in the launch itself (parameters that do not match the kernel's
+ *    signature, a divergent barrier, a write past the shared memory) is printed and fails the launch with
+ *    CUDA_ERROR_INVALID_VALUE.
  * Test-only: never shipped.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -108,6 +116,25 @@ static void trace(const char *name, CUstream s) {
 
 #define NEED_CONTEXT() do { if (current_ctx == NULL) return CUDA_ERROR_INVALID_CONTEXT; } while (0)
 
+/* ---- the kernel emulator and the sticky error of a trapped kernel ---- */
+typedef int (*emu_launch_fn)(const char *, const unsigned *, void **, const int *, int, char *, size_t);
+static emu_launch_fn emu_launch;
+static CUresult sticky = CUDA_SUCCESS;
+#define NO_STICKY_ERROR() do { if (sticky != CUDA_SUCCESS) return sticky; } while (0)
+
+/* Loads the kernel emulator at path (NULL: launches run nothing again); returns 0, or -1 (with the loader's message
+   on stderr). */
+int fake_cuda_load_kernels(const char *path) {
+    if (!path) { pthread_mutex_lock(&lock); emu_launch = NULL; pthread_mutex_unlock(&lock); return 0; }
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    emu_launch_fn f = lib ? (emu_launch_fn) dlsym(lib, "emu_launch") : NULL;
+    if (!f) { fprintf(stderr, "fake_libcuda: no kernel emulator at %s: %s\n", path, dlerror()); return -1; }
+    pthread_mutex_lock(&lock); emu_launch = f; pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+void fake_cuda_clear_error(void) { pthread_mutex_lock(&lock); sticky = CUDA_SUCCESS; pthread_mutex_unlock(&lock); }
+
 static CUresult charge(size_t n) {
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&lock);
@@ -125,6 +152,8 @@ static void uncharge(size_t n) {
 CUresult cuInit(unsigned int flags) {
     if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
     if (init_result != CUDA_SUCCESS) return init_result;
+    const char *kernels = getenv("VRAM4J_FAKE_KERNELS");
+    if (kernels && *kernels && !emu_launch && fake_cuda_load_kernels(kernels) != 0) return CUDA_ERROR_NOT_INITIALIZED;
     return devices == 0 ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
 static int driver_version = CUDA_VERSION;
@@ -173,6 +202,7 @@ CUresult cuCtxSetCurrent(CUcontext ctx) {
 }
 CUresult cuCtxSynchronize(void) {
     NEED_CONTEXT();
+    NO_STICKY_ERROR();
     pthread_mutex_lock(&lock);
     legacy_stream.completed = legacy_stream.recorded;
     pthread_mutex_unlock(&lock);
@@ -194,6 +224,7 @@ CUresult cuGetErrorName(CUresult e, const char **s) {
         case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; break;
         case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
         case CUDA_ERROR_INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; break;
+        case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
         default: *s = NULL; return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;
@@ -210,6 +241,7 @@ CUresult cuGetErrorString(CUresult e, const char **s) {
         case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: *s = "the provided PTX was compiled with an unsupported toolchain."; break;
         case CUDA_ERROR_NOT_FOUND: *s = "named symbol not found"; break;
         case CUDA_ERROR_INVALID_HANDLE: *s = "invalid resource handle"; break;
+        case CUDA_ERROR_LAUNCH_FAILED: *s = "unspecified launch failure"; break;
         default: *s = "unknown error"; break;
     }
     return CUDA_SUCCESS;
@@ -266,9 +298,9 @@ CUresult cuMemFreeHost(void *p) {
 }
 
 /* ---- copies: device pointers are host pointers here ---- */
-CUresult cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { NEED_CONTEXT(); memcpy((void *) d, s, n); return CUDA_SUCCESS; }
-CUresult cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { NEED_CONTEXT(); memcpy(d, (void *) s, n); return CUDA_SUCCESS; }
-CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) { NEED_CONTEXT(); memmove((void *) d, (void *) s, n); return CUDA_SUCCESS; }
+CUresult cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { NEED_CONTEXT(); NO_STICKY_ERROR(); memcpy((void *) d, s, n); return CUDA_SUCCESS; }
+CUresult cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { NEED_CONTEXT(); NO_STICKY_ERROR(); memcpy(d, (void *) s, n); return CUDA_SUCCESS; }
+CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) { NEED_CONTEXT(); NO_STICKY_ERROR(); memmove((void *) d, (void *) s, n); return CUDA_SUCCESS; }
 CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream st) { trace("cuMemcpyHtoDAsync", st); return cuMemcpyHtoD(d, s, n); }
 CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream st) { (void) st; return cuMemcpyDtoH(d, s, n); }
 CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { (void) st; return cuMemcpyDtoD(d, s, n); }
@@ -301,6 +333,7 @@ static void complete_stream(fake_stream *fs) {
 }
 CUresult cuStreamSynchronize(CUstream s) {
     NEED_CONTEXT();
+    NO_STICKY_ERROR();
     pthread_mutex_lock(&lock); complete_stream(stream_of(s)); pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
@@ -356,6 +389,7 @@ CUresult cuEventQuery(CUevent e) {
 }
 CUresult cuEventSynchronize(CUevent e) {
     NEED_CONTEXT();
+    NO_STICKY_ERROR();
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&lock);
     fake_event *ev = (fake_event *) e;
@@ -537,6 +571,7 @@ CUresult cuModuleUnload(CUmodule m) {
 CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                         unsigned int by, unsigned int bz, unsigned int shared, CUstream st, void **params, void **extra) {
     NEED_CONTEXT();
+    NO_STICKY_ERROR();
     if (!f) return CUDA_ERROR_INVALID_HANDLE;
     trace("cuLaunchKernel", st);
     if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long long) bx * by * bz > 1024 || gy > 65535 || gz > 65535
@@ -552,6 +587,17 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
         memcpy(&last_params[i], params[i], (size_t) f->sizes[i]);
     }
     launches++;
+    emu_launch_fn run = emu_launch;
     pthread_mutex_unlock(&lock);
+    if (run) {
+        char error[512];
+        int r = run(f->name, dims, params, f->sizes, f->nparams, error, sizeof error);
+        if (r == 1) {
+            pthread_mutex_lock(&lock); sticky = CUDA_ERROR_LAUNCH_FAILED; pthread_mutex_unlock(&lock);
+        } else if (r != 0) {
+            fprintf(stderr, "fake_libcuda: kernel emulator: %s\n", error);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
     return CUDA_SUCCESS;
 }

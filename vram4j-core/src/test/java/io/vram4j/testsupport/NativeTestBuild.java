@@ -146,7 +146,7 @@ public final class NativeTestBuild {
             if (shared) {
                 cmd.addAll(List.of("-shared", "-fPIC"));
             }
-            cmd.addAll(List.of("-o", out.toString(), src.toString(), "-lpthread"));
+            cmd.addAll(List.of("-o", out.toString(), src.toString(), "-lpthread", "-ldl"));
             Process p;
             try {
                 p = new ProcessBuilder(cmd).redirectErrorStream(true).start();

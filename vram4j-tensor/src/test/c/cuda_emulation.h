@@ -1,0 +1,61 @@
+/*
+ * The CUDA C++ built-ins that vram4j's kernels (src/main/cuda/vram4j_kernels.cu) use, for compiling those kernels
+ * unchanged as host C++ and running them on the CPU (kernel_emulator.cpp). Test-only: never shipped.
+ *
+ * Threads of a block are fibers of one host thread (kernel_emulator.cpp schedules them); threadIdx and the other
+ * index variables read the running fiber's. Only what the kernels use is here; a kernel using anything else fails to
+ * compile, which the emulator's test reports.
+ */
+#ifndef VRAM4J_CUDA_EMULATION_H
+#define VRAM4J_CUDA_EMULATION_H
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+
+namespace emu {
+struct dim3 { unsigned x, y, z; };
+/* the running fiber's thread index, its block's index, and the launch's dimensions */
+extern dim3 thread_idx, block_idx, block_dim, grid_dim;
+/* suspends the running fiber until every thread of its block reached a barrier */
+void syncthreads();
+/* ends the launch with an error, as a device-side trap does */
+[[noreturn]] void trap();
+/* the launch's dynamic shared memory */
+void *dynamic_shared();
+}
+
+#define threadIdx (emu::thread_idx)
+#define blockIdx (emu::block_idx)
+#define blockDim (emu::block_dim)
+#define gridDim (emu::grid_dim)
+#define __syncthreads() emu::syncthreads()
+#define __trap() emu::trap()
+
+#define CUDART_INF_F (__builtin_inff())
+#define CUDART_NAN_F (__builtin_nanf(""))
+
+using std::isfinite;
+using std::isinf;
+using std::isnan;
+
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+
+inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+
+/* Fibers run one at a time, so an atomic add is a plain one. */
+inline float atomicAdd(float *address, float v) { float old = *address; *address = old + v; return old; }
+
+/* IEEE binary16 through the compiler's _Float16: conversions round to nearest even, as __float2half_rn. */
+struct __half { _Float16 v; };
+inline __half __float2half_rn(float f) { return __half{(_Float16) f}; }
+inline float __half2float(__half h) { return (float) h.v; }
+
+#endif

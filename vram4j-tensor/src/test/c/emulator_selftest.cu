@@ -1,0 +1,52 @@
+// Kernels that hold the kernel emulator (kernel_emulator.cpp) to what a GPU does and to what it must report;
+// KernelEmulatorTest builds an emulator over this file instead of vram4j_kernels.cu. Test-only.
+
+typedef unsigned long long u64;
+
+// out[b * threads + t] = the flat thread index, block index and dimensions of each thread, packed
+extern "C" __global__ void t_indices(unsigned* out) {
+    unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    out[b * threads + t] = (b << 16) | (t << 4) | (gridDim.x * gridDim.y * gridDim.z);
+}
+
+// each block reverses its part of in through shared memory: right only if __syncthreads() waits for every thread
+extern "C" __global__ void t_reverse(const float* in, float* out) {
+    extern __shared__ float sh[];
+    unsigned t = threadIdx.x;
+    u64 base = (u64) blockIdx.x * blockDim.x;
+    sh[t] = in[base + t];
+    __syncthreads();
+    out[base + t] = sh[blockDim.x - 1 - t];
+}
+
+// thread 0 returns before the barrier the others wait at
+extern "C" __global__ void t_divergent_barrier(int* out) {
+    if (threadIdx.x == 0) {
+        return;
+    }
+    __syncthreads();
+    out[threadIdx.x] = 1;
+}
+
+// writes shared memory at float index i (past the launch's size when i is large enough)
+extern "C" __global__ void t_shared_store(int i, float* out) {
+    extern __shared__ float sh[];
+    sh[i] = 1.0f;
+    out[0] = sh[i];
+}
+
+// reads shared memory nobody wrote
+extern "C" __global__ void t_shared_unwritten(float* out) {
+    extern __shared__ float sh[];
+    out[threadIdx.x] = sh[threadIdx.x];
+}
+
+// block 1 traps; the others write 1
+extern "C" __global__ void t_trap(int* out) {
+    if (blockIdx.x == 1) {
+        __trap();
+    }
+    out[blockIdx.x] = 1;
+}

@@ -1,0 +1,348 @@
+/*
+ * Runs vram4j's CUDA kernels on the CPU, for the tests of machines without a GPU: the stand-in driver
+ * (vram4j-core/src/test/c/fake_libcuda.c) hands each cuLaunchKernel to emu_launch here when it is told to load this
+ * library, and the kernel runs on the stand-in's device memory (which is host memory).
+ *
+ * The kernels are the project's own source (src/main/cuda/vram4j_kernels.cu), compiled as host C++ over
+ * cuda_emulation.h. The one change the build makes to the text (KernelEmulator.java): a dynamic shared memory
+ * declaration, "extern __shared__ float NAME[];", becomes a pointer to this launch's shared memory. The build also
+ * writes kernel_list.h, one EMU_KERNEL(name) per extern "C" __global__ function of the source.
+ *
+ * A launch runs its blocks one after another, in order; the threads of a block are fibers of the calling host
+ * thread, run in thread-index order up to their next __syncthreads(), which releases them only once every thread
+ * of the block reached one. On x86-64 a fiber switch saves the callee-saved registers and swaps stacks (a few
+ * nanoseconds); elsewhere it is ucontext's swapcontext, which also makes a system call. So every result a kernel
+ * computes in a fixed order comes out as on a GPU, up to the last bits of the maths library's functions (expf,
+ * logf, tanhf). What a GPU would do and this reports as an error, failing the launch with a message:
+ *  - parameters whose number or sizes differ from the kernel's C++ signature (the sizes come from the PTX's .param
+ *    types, read by the stand-in driver);
+ *  - a thread that returns while others of its block wait at a barrier (a divergent __syncthreads());
+ *  - a write past the dynamic shared memory the launch asked for;
+ *  - __trap() (reported as the driver's launch failure).
+ * Shared memory starts filled with NaN, as its contents are undefined on a GPU: a kernel reading what no thread of
+ * its block wrote computes NaN, which the tests comparing with the CPU kernels see.
+ * Not emulated: warps (no kernel uses warp primitives), concurrency between blocks (they run in order, so a race
+ * between blocks cannot show), streams (the stand-in driver runs a launch when it is made).
+ * Test-only: never shipped.
+ */
+#include "cuda_emulation.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <type_traits>
+#include <utility>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+#include KERNEL_SOURCE
+
+namespace emu {
+dim3 thread_idx, block_idx, block_dim, grid_dim;
+
+namespace {
+constexpr unsigned MAX_THREADS = 1024;
+constexpr size_t STACK_BYTES = 64 * 1024;
+constexpr size_t SHARED_BYTES = 48 * 1024;      /* the stand-in driver's limit, as a GPU's default */
+constexpr unsigned SHARED_FILL = 0x7FC0DEADu;   /* a quiet NaN with a payload a kernel never computes */
+
+enum State { RUNNABLE, AT_BARRIER, DONE };
+
+#if defined(__x86_64__)
+/* Saves the System V callee-saved registers on the running stack, stores its pointer in *from and continues on
+   `to`, a stack saved the same way (or prepared by start_context). */
+extern "C" void emu_switch(void **from, void *to);
+asm(R"(
+    .text
+    .globl emu_switch
+    .hidden emu_switch
+    .type emu_switch, @function
+emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size emu_switch, .-emu_switch
+)");
+
+struct Context {
+    void *sp;
+};
+
+void fiber_main();
+
+/* A stack that emu_switch enters at fiber_main: six zero registers, then fiber_main as the return address, placed
+   so that fiber_main starts with the stack aligned as after a call. */
+void start_context(Context &c, char *stack, size_t bytes) {
+    uintptr_t top = ((uintptr_t) (stack + bytes)) & ~(uintptr_t) 15;
+    void **sp = (void **) (top - 16);
+    sp[0] = (void *) &fiber_main;
+    sp[1] = nullptr;
+    sp -= 6;
+    for (int r = 0; r < 6; r++) {
+        sp[r] = nullptr;
+    }
+    c.sp = sp;
+}
+
+void switch_context(Context &from, Context &to) {
+    emu_switch(&from.sp, to.sp);
+}
+#else
+struct Context {
+    ucontext_t uc;
+};
+
+void fiber_main();
+
+void start_context(Context &c, char *stack, size_t bytes) {
+    getcontext(&c.uc);
+    c.uc.uc_stack.ss_sp = stack;
+    c.uc.uc_stack.ss_size = bytes;
+    c.uc.uc_link = nullptr;
+    makecontext(&c.uc, fiber_main, 0);
+}
+
+void switch_context(Context &from, Context &to) {
+    swapcontext(&from.uc, &to.uc);
+}
+#endif
+
+struct Fiber {
+    Context context;
+    char *stack;
+    dim3 index;
+    State state;
+};
+
+std::mutex launch_lock;            /* launches run one at a time: the index variables are shared */
+Fiber fibers[MAX_THREADS];
+Context scheduler;
+Fiber *running;
+void (*body)(void **);
+void **body_params;
+alignas(16) unsigned shared[SHARED_BYTES / 4];
+bool failed;
+char failure[512];
+
+void fail(const char *format, ...) {
+    if (failed) {
+        return;
+    }
+    failed = true;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(failure, sizeof failure, format, args);
+    va_end(args);
+}
+
+/* A thread: the kernel's body, then back to the scheduler for good. */
+void fiber_main() {
+    body(body_params);
+    running->state = DONE;
+    switch_context(running->context, scheduler);
+    std::abort();  /* a finished fiber is never resumed */
+}
+
+/* Runs one block: every thread to its next barrier, again and again, until all returned or the launch failed. */
+void run_block(unsigned threads) {
+    for (unsigned t = 0; t < threads; t++) {
+        Fiber &f = fibers[t];
+        f.index = dim3{t % block_dim.x, (t / block_dim.x) % block_dim.y, t / (block_dim.x * block_dim.y)};
+        f.state = RUNNABLE;
+        /* the stacks' tops staggered by a cache line each, so that they do not all compete for the same cache sets */
+        start_context(f.context, f.stack, STACK_BYTES - (t % 64) * 64);
+    }
+    for (;;) {
+        unsigned done = 0;
+        unsigned waiting = 0;
+        for (unsigned t = 0; t < threads && !failed; t++) {
+            Fiber &f = fibers[t];
+            if (f.state == RUNNABLE) {
+                running = &f;
+                thread_idx = f.index;
+                switch_context(scheduler, f.context);
+            }
+        }
+        if (failed) {
+            return;
+        }
+        for (unsigned t = 0; t < threads; t++) {
+            if (fibers[t].state == DONE) {
+                done++;
+            } else {
+                waiting++;
+            }
+        }
+        if (waiting == 0) {
+            return;
+        }
+        if (done > 0) {
+            fail("block (%u, %u, %u): %u threads returned while %u wait at __syncthreads()", block_idx.x, block_idx.y,
+                 block_idx.z, done, waiting);
+            return;
+        }
+        for (unsigned t = 0; t < threads; t++) {
+            fibers[t].state = RUNNABLE;
+        }
+    }
+}
+
+bool allocate_stacks() {
+    if (fibers[0].stack != nullptr) {
+        return true;
+    }
+    for (unsigned t = 0; t < MAX_THREADS; t++) {
+        fibers[t].stack = static_cast<char *>(std::malloc(STACK_BYTES));
+        if (fibers[t].stack == nullptr) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- the kernel table: each entry reads its parameters with the types of the kernel's signature ---- */
+
+template <typename... A, size_t... I>
+void invoke(void (*kernel)(A...), void **params, std::index_sequence<I...>) {
+    kernel(*static_cast<std::remove_reference_t<A> *>(params[I])...);
+}
+
+template <typename... A>
+constexpr int arity(void (*)(A...)) {
+    return sizeof...(A);
+}
+
+template <typename... A>
+struct Signature {
+    static constexpr size_t sizes[] = {sizeof(A)..., 0};
+};
+
+template <typename... A>
+constexpr const size_t *sizes_of(void (*)(A...)) {
+    return Signature<A...>::sizes;
+}
+
+struct Entry {
+    const char *name;
+    void (*run)(void **);
+    int arity;
+    const size_t *sizes;
+};
+
+#define EMU_KERNEL(k) \
+    Entry{#k, [](void **p) { invoke(&k, p, std::make_index_sequence<arity(&k)>{}); }, arity(&k), sizes_of(&k)},
+
+const Entry TABLE[] = {
+#include "kernel_list.h"
+};
+}  // namespace
+
+void syncthreads() {
+    running->state = AT_BARRIER;
+    switch_context(running->context, scheduler);
+}
+
+void trap() {
+    fail("block (%u, %u, %u) thread (%u, %u, %u): __trap()", block_idx.x, block_idx.y, block_idx.z, thread_idx.x,
+         thread_idx.y, thread_idx.z);
+    running->state = DONE;
+    switch_context(running->context, scheduler);
+    std::abort();  /* a trapped fiber is never resumed */
+}
+
+void *dynamic_shared() {
+    return shared;
+}
+}  // namespace emu
+
+/*
+ * Runs kernel `name` with the launch's dimensions (grid x y z, block x y z, dynamic shared bytes) and parameters,
+ * whose sizes in bytes the caller read from the PTX. Returns 0, 1 when the kernel trapped, 2 for any other error;
+ * `error` then holds one line. Thread-safe (launches are serialized).
+ */
+extern "C" int emu_launch(const char *name, const unsigned *dims, void **params, const int *sizes, int count,
+                          char *error, size_t cap) {
+    using namespace emu;
+    std::lock_guard<std::mutex> guard(launch_lock);
+    failed = false;
+    failure[0] = 0;
+    const Entry *entry = nullptr;
+    for (const Entry &e : TABLE) {
+        if (std::strcmp(e.name, name) == 0) {
+            entry = &e;
+        }
+    }
+    unsigned threads = dims[3] * dims[4] * dims[5];
+    size_t shared_bytes = dims[6];
+    if (entry == nullptr) {
+        fail("%s: not a kernel of vram4j_kernels.cu", name);
+    } else if (entry->arity != count) {
+        fail("%s: %d parameters in the PTX, %d in the source", name, count, entry->arity);
+    } else if (threads > MAX_THREADS || shared_bytes > SHARED_BYTES) {
+        fail("%s: %u threads, %zu shared bytes: past the limits", name, threads, shared_bytes);
+    } else if (!allocate_stacks()) {
+        fail("%s: no memory for the fibers' stacks", name);
+    }
+    for (int i = 0; entry != nullptr && !failed && i < count; i++) {
+        if ((size_t) sizes[i] != entry->sizes[i]) {
+            fail("%s: parameter %d is %d bytes in the PTX, %zu in the source", name, i, sizes[i], entry->sizes[i]);
+        }
+    }
+    if (!failed) {
+        body = entry->run;
+        body_params = params;
+        grid_dim = dim3{dims[0], dims[1], dims[2]};
+        size_t in_range = (shared_bytes + 3) / 4;
+        for (unsigned &word : shared) {
+            word = SHARED_FILL;
+        }
+        block_dim = dim3{dims[3], dims[4], dims[5]};
+        for (unsigned z = 0; z < dims[2] && !failed; z++) {
+            for (unsigned y = 0; y < dims[1] && !failed; y++) {
+                for (unsigned x = 0; x < dims[0] && !failed; x++) {
+                    block_idx = dim3{x, y, z};
+                    for (size_t w = 0; w < in_range; w++) {
+                        shared[w] = SHARED_FILL;
+                    }
+                    run_block(threads);
+                }
+            }
+        }
+        /* past the launch's size, the fill stays from the start: any block's write there shows */
+        for (size_t w = in_range; w < SHARED_BYTES / 4 && !failed; w++) {
+            if (shared[w] != SHARED_FILL) {
+                fail("%s: a block wrote shared memory at byte %zu, past the launch's %zu bytes", name, w * 4,
+                     shared_bytes);
+            }
+        }
+    }
+    if (!failed) {
+        return 0;
+    }
+    std::snprintf(error, cap, "%s", failure);
+    return std::strstr(failure, "__trap()") != nullptr ? 1 : 2;
+}
+
+/* The number of kernels compiled in, and the name of the i-th: tests check the table against the PTX. */
+extern "C" int emu_kernel_count() {
+    return (int) (sizeof emu::TABLE / sizeof emu::TABLE[0]);
+}
+
+extern "C" const char *emu_kernel_name(int i) {
+    return emu::TABLE[i].name;
+}
