@@ -8,11 +8,14 @@ import org.junit.jupiter.api.Assumptions;
  * The requirement of the tests tagged {@code gpu}, in vram4j-core and (through core's test jar) vram4j-tensor:
  * skipped with the reason where no CUDA GPU opens ("no CUDA driver: ...", "no CUDA device ..."), failed instead
  * when {@code VRAM4J_REQUIRE_GPU=1} (gpu/run.sh sets it, so that a GPU machine that cannot open its GPU does not
- * pass by skipping).
+ * pass by skipping) or when the system property {@value #REQUIRE_GPU_PROPERTY} is {@code true} (the tensor module's
+ * emulated GPU run sets it).
  */
 public final class GpuTests {
     /** Set to {@code 1}, it makes the GPU tests fail instead of skip where no GPU opens. */
     public static final String REQUIRE_GPU_ENV = "VRAM4J_REQUIRE_GPU";
+    /** Set to {@code true}, it does the same as {@link #REQUIRE_GPU_ENV}. */
+    public static final String REQUIRE_GPU_PROPERTY = "vram4j.requireGpu";
 
     private GpuTests() {
     }
@@ -33,7 +36,8 @@ public final class GpuTests {
     }
 
     /**
-     * Skips the calling test with {@code reason}, or fails it under {@code VRAM4J_REQUIRE_GPU=1}; does nothing
+     * Skips the calling test with {@code reason}, or fails it under {@code VRAM4J_REQUIRE_GPU=1} (or
+     * {@value #REQUIRE_GPU_PROPERTY}); does nothing
      * when {@code reason} is null (a GPU is there).
      *
      * @param reason what {@link #unavailableReason()} said
@@ -41,6 +45,9 @@ public final class GpuTests {
     public static void require(String reason) {
         if (reason != null && "1".equals(System.getenv(REQUIRE_GPU_ENV))) {
             throw new AssertionError(reason + " (" + REQUIRE_GPU_ENV + "=1)");
+        }
+        if (reason != null && Boolean.getBoolean(REQUIRE_GPU_PROPERTY)) {
+            throw new AssertionError(reason + " (" + REQUIRE_GPU_PROPERTY + "=true)");
         }
         Assumptions.assumeTrue(reason == null, reason);
     }
