@@ -50,3 +50,12 @@ extern "C" __global__ void t_trap(int* out) {
     }
     out[blockIdx.x] = 1;
 }
+
+// each thread reads its neighbour's shared value without a barrier between the write and the read: a race, whose
+// outcome depends on the order the threads run in
+extern "C" __global__ void t_race(float* out) {
+    extern __shared__ float sh[];
+    unsigned t = threadIdx.x;
+    sh[t] = (float) t;
+    out[t] = sh[(t + 1) % blockDim.x];
+}

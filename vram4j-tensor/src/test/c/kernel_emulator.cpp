@@ -21,8 +21,12 @@
  *  - __trap() (reported as the driver's launch failure).
  * Shared memory starts filled with NaN, as its contents are undefined on a GPU: a kernel reading what no thread of
  * its block wrote computes NaN, which the tests comparing with the CPU kernels see.
- * Not emulated: warps (no kernel uses warp primitives), concurrency between blocks (they run in order, so a race
- * between blocks cannot show), streams (the stand-in driver runs a launch when it is made).
+ * Orders: by default blocks and threads run in index order; with VRAM4J_FAKE_KERNELS_ORDER=reverse (or
+ * emu_set_reverse(1)) both run in reverse index order. A GPU promises neither, so a kernel whose results differ
+ * between the two orders reads what another thread or block writes without a barrier between them (a race); the
+ * emulated GPU run runs the kernels' test in both.
+ * Not emulated: warps (no kernel uses warp primitives), blocks running at the same time, streams (the stand-in driver
+ * runs a launch when it is made).
  * Test-only: never shipped.
  */
 #include "cuda_emulation.h"
@@ -138,6 +142,10 @@ void **body_params;
 alignas(16) unsigned shared[SHARED_BYTES / 4];
 bool failed;
 char failure[512];
+bool reverse_order = [] {
+    const char *order = std::getenv("VRAM4J_FAKE_KERNELS_ORDER");
+    return order != nullptr && std::strcmp(order, "reverse") == 0;
+}();
 
 void fail(const char *format, ...) {
     if (failed) {
@@ -170,8 +178,8 @@ void run_block(unsigned threads) {
     for (;;) {
         unsigned done = 0;
         unsigned waiting = 0;
-        for (unsigned t = 0; t < threads && !failed; t++) {
-            Fiber &f = fibers[t];
+        for (unsigned i = 0; i < threads && !failed; i++) {
+            Fiber &f = fibers[reverse_order ? threads - 1 - i : i];
             if (f.state == RUNNABLE) {
                 running = &f;
                 thread_idx = f.index;
@@ -312,10 +320,10 @@ extern "C" int emu_launch(const char *name, const unsigned *dims, void **params,
             word = SHARED_FILL;
         }
         block_dim = dim3{dims[3], dims[4], dims[5]};
-        for (unsigned z = 0; z < dims[2] && !failed; z++) {
-            for (unsigned y = 0; y < dims[1] && !failed; y++) {
-                for (unsigned x = 0; x < dims[0] && !failed; x++) {
-                    block_idx = dim3{x, y, z};
+        for (unsigned k = 0; k < dims[2] && !failed; k++) {
+            for (unsigned j = 0; j < dims[1] && !failed; j++) {
+                for (unsigned i = 0; i < dims[0] && !failed; i++) {
+                    block_idx = reverse_order ? dim3{dims[0] - 1 - i, dims[1] - 1 - j, dims[2] - 1 - k} : dim3{i, j, k};
                     for (size_t w = 0; w < in_range; w++) {
                         shared[w] = SHARED_FILL;
                     }
@@ -336,6 +344,18 @@ extern "C" int emu_launch(const char *name, const unsigned *dims, void **params,
     }
     std::snprintf(error, cap, "%s", failure);
     return std::strstr(failure, "__trap()") != nullptr ? 1 : 2;
+}
+
+/* Runs blocks and threads in reverse index order (1) or in index order (0) from the next launch on. */
+extern "C" void emu_set_reverse(int on) {
+    std::lock_guard<std::mutex> guard(emu::launch_lock);
+    emu::reverse_order = on != 0;
+}
+
+/* 1 when blocks and threads run in reverse index order, else 0. */
+extern "C" int emu_reverse_order() {
+    std::lock_guard<std::mutex> guard(emu::launch_lock);
+    return emu::reverse_order ? 1 : 0;
 }
 
 /* The number of kernels compiled in, and the name of the i-th: tests check the table against the PTX. */

@@ -4,6 +4,7 @@ import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.device.cuda.CudaException;
 import io.vram4j.device.cuda.CudaModule;
 import io.vram4j.device.cuda.KernelArgs;
+import io.vram4j.testsupport.KernelEmulator;
 import io.vram4j.testsupport.NativeTestBuild;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -31,7 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Holds the kernel emulator (the CPU run of CUDA kernels behind the emulated GPU run) to a GPU's rules, on kernels
  * written to break them ({@code src/test/c/emulator_selftest.cu}): thread and block indices, barriers that wait for
- * the whole block, and the errors it must report (divergent barrier, shared memory written past the launch's size,
+ * the whole block, a race that reads differently in index and reverse order, and the errors it must report (divergent barrier, shared memory written past the launch's size,
  * parameters of the wrong size, a trap, which the stand-in driver turns into a sticky launch failure). And its table
  * of the project's kernels is exactly the committed PTX's entries.
  */
@@ -39,6 +40,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class KernelEmulatorTest {
     private static final Path SELFTEST = Path.of("src", "test", "c", "emulator_selftest.cu");
     private static MethodHandle launch;
+    private static MethodHandle setReverse;
     private static Path selftest;
 
     @BeforeAll
@@ -48,6 +50,8 @@ class KernelEmulatorTest {
         SymbolLookup lib = SymbolLookup.libraryLookup(selftest, Arena.global());
         launch = Linker.nativeLinker().downcallHandle(lib.find("emu_launch").orElseThrow(), FunctionDescriptor.of(
                 JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG));
+        setReverse = Linker.nativeLinker().downcallHandle(lib.find("emu_set_reverse").orElseThrow(),
+                FunctionDescriptor.ofVoid(JAVA_INT));
     }
 
     /** A launch's outcome: 0, 1 (trap) or 2 (error), and the emulator's message. */
@@ -78,19 +82,47 @@ class KernelEmulatorTest {
     }
 
     @Test
-    void everyThreadSeesItsOwnIndicesInEveryDimension() throws Throwable {
-        try (Arena a = Arena.ofConfined()) {
-            int blocks = 2 * 3 * 1;
-            int threads = 4 * 2 * 3;
-            MemorySegment out = a.allocate(JAVA_INT, (long) blocks * threads);
-            assertEquals(new Outcome(0, ""), run(a, "t_indices", new int[] {2, 3, 1, 4, 2, 3, 0}, out.address()));
-            for (int b = 0; b < blocks; b++) {
-                for (int t = 0; t < threads; t++) {
-                    assertEquals((b << 16) | (t << 4) | blocks, out.getAtIndex(JAVA_INT, (long) b * threads + t),
-                            "block " + b + " thread " + t);
+    void everyThreadSeesItsOwnIndicesInEveryDimensionInEitherOrder() throws Throwable {
+        for (int reverse = 0; reverse < 2; reverse++) {
+            setReverse.invokeExact(reverse);
+            try (Arena a = Arena.ofConfined()) {
+                int blocks = 2 * 3 * 1;
+                int threads = 4 * 2 * 3;
+                MemorySegment out = a.allocate(JAVA_INT, (long) blocks * threads);
+                assertEquals(new Outcome(0, ""), run(a, "t_indices", new int[] {2, 3, 1, 4, 2, 3, 0}, out.address()));
+                for (int b = 0; b < blocks; b++) {
+                    for (int t = 0; t < threads; t++) {
+                        assertEquals((b << 16) | (t << 4) | blocks, out.getAtIndex(JAVA_INT, (long) b * threads + t),
+                                "block " + b + " thread " + t + (reverse == 1 ? " (reverse order)" : ""));
+                    }
                 }
+            } finally {
+                setReverse.invokeExact(0);
             }
         }
+    }
+
+    /** A race (a read of another thread's write with no barrier between) reads differently in the two orders. */
+    @Test
+    void aRaceShowsAsADifferenceBetweenTheOrders() throws Throwable {
+        int n = 8;
+        float[][] seen = new float[2][n];
+        for (int reverse = 0; reverse < 2; reverse++) {
+            setReverse.invokeExact(reverse);
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment out = a.allocate(JAVA_FLOAT, n);
+                assertEquals(0, run(a, "t_race", new int[] {1, 1, 1, n, 1, 1, n * 4}, out.address()).code());
+                seen[reverse] = out.toArray(JAVA_FLOAT);
+            } finally {
+                setReverse.invokeExact(0);
+            }
+        }
+        for (int t = 0; t < n - 1; t++) {
+            assertTrue(Float.isNaN(seen[0][t]), "index order: thread " + t + " read before its neighbour wrote");
+            assertEquals(t + 1, seen[1][t], "reverse order: thread " + t + " read after its neighbour wrote");
+        }
+        assertEquals(0, seen[0][n - 1]);
+        assertTrue(Float.isNaN(seen[1][n - 1]));
     }
 
     @Test

@@ -1,8 +1,11 @@
-package io.vram4j.compute.cuda;
-
-import io.vram4j.testsupport.SharedData;
+package io.vram4j.testsupport;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,19 +17,24 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Builds the kernel emulator ({@code src/test/c/kernel_emulator.cpp}): the project's CUDA kernels
- * ({@code src/main/cuda/vram4j_kernels.cu}) compiled as host C++ with {@code g++}, which the stand-in driver runs
- * each launch on when {@code VRAM4J_FAKE_KERNELS} names the library (the emulated GPU test run, see
- * {@link EmulatedGpuSession}). The build writes into a work folder beside the library the kernel source with its
+ * Builds the kernel emulator (vram4j-tensor's {@code src/test/c/kernel_emulator.cpp}): the project's CUDA kernels
+ * (vram4j-tensor's {@code src/main/cuda/vram4j_kernels.cu}) compiled as host C++ with {@code g++}, which the
+ * stand-in driver ({@link NativeTestBuild#fakeDriver()}) runs each launch on when {@code VRAM4J_FAKE_KERNELS} names
+ * the library (the tensor module's emulated GPU run, and CLI tests of {@code --device cuda}). The build writes into a work folder beside the library the kernel source with its
  * dynamic shared memory declarations turned into pointers, and {@code kernel_list.h}, one {@code EMU_KERNEL(name)}
  * per {@code extern "C" __global__} function. Where {@code g++} is missing the calling test is skipped (failed
  * under {@code CI=true}). Thread-safe.
  */
 public final class KernelEmulator {
-    /** The library, built once per run (at a fixed path, so that a test run can name it before it exists). */
+    /**
+     * The library, built once per run into the running module's {@code target/native-test} (a fixed path, so that a
+     * test run can name it before it exists).
+     */
     public static final Path LIBRARY = Path.of("target", "native-test", "libvram4j-kernels-emu.so").toAbsolutePath();
-    static final Path KERNELS = Path.of("src", "main", "cuda", "vram4j_kernels.cu");
-    private static final Path SOURCES = Path.of("src", "test", "c");
+    /** The kernels: the working directory is a module's folder, a sibling of {@code vram4j-tensor}. */
+    public static final Path KERNELS = Path.of("..", "vram4j-tensor", "src", "main", "cuda", "vram4j_kernels.cu")
+            .toAbsolutePath().normalize();
+    private static final Path SOURCES = Path.of("..", "vram4j-tensor", "src", "test", "c").toAbsolutePath().normalize();
     private static final Pattern SHARED = Pattern.compile("extern __shared__ float (\\w+)\\[\\];");
     private static final Pattern ENTRY = Pattern.compile("extern \"C\" __global__ void (\\w+)\\(");
 
@@ -39,11 +47,26 @@ public final class KernelEmulator {
     }
 
     /**
+     * @return whether the emulator of {@link #library()}, as loaded in this process, runs blocks and threads in
+     *     reverse index order ({@code VRAM4J_FAKE_KERNELS_ORDER=reverse} when it was loaded)
+     */
+    @SuppressWarnings("restricted")
+    public static boolean reverseOrder() {
+        SymbolLookup lib = SymbolLookup.libraryLookup(library(), Arena.global());
+        try {
+            return (int) Linker.nativeLinker().downcallHandle(lib.find("emu_reverse_order").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT)).invokeExact() == 1;
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /**
      * @param kernels CUDA C++ kernels (the project's, or a test's)
      * @param library the shared library to write, beside a work folder of the same name
      * @return {@code library}, built unless newer than its sources
      */
-    static synchronized Path build(Path kernels, Path library) {
+    public static synchronized Path build(Path kernels, Path library) {
         try {
             List<Path> inputs = List.of(kernels, SOURCES.resolve("kernel_emulator.cpp"),
                     SOURCES.resolve("cuda_emulation.h"));
@@ -72,7 +95,7 @@ public final class KernelEmulator {
      *     dynamic shared memory instead
      * @throws AssertionError when another use of {@code __shared__} is left, which the emulator does not know
      */
-    static String hostSource(String source) {
+    public static String hostSource(String source) {
         String host = SHARED.matcher(source).replaceAll("float *$1 = (float *) emu::dynamic_shared();");
         if (host.contains("__shared__")) {
             throw new AssertionError(KERNELS + ": a __shared__ declaration other than \"extern __shared__ float NAME[];\""
@@ -82,7 +105,7 @@ public final class KernelEmulator {
     }
 
     /** @return the names of the {@code extern "C" __global__} functions of the kernels' source, in order */
-    static List<String> entries(String source) {
+    public static List<String> entries(String source) {
         List<String> names = new ArrayList<>();
         Matcher m = ENTRY.matcher(source);
         while (m.find()) {
