@@ -3,16 +3,10 @@ package io.vram4j.cli;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.vram4j.testsupport.NativeTestBuild;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -24,7 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * What a user runs to compare a search on a GPU with its dry run: {@code find-batch-size --device cuda
  * --memory-fraction F}, which prints the sim spec of its dry run, then {@code find-batch-size --device <that spec>
  * --memory-fraction F}. Here the GPU is core's stand-in driver with the stand-in cuBLAS, named to a CLI process of
- * its own through {@code VRAM4J_LIBCUDA} and {@code VRAM4J_LIBCUBLAS}, as a user would name a driver: the two
+ * its own ({@link StandInGpuCli}), as a user would name a driver: the two
  * commands print the same results (every try, largest batches and peaks), and a sim standing for host does not.
  */
 class FindBatchSizeOnCudaCommandTest {
@@ -32,31 +26,8 @@ class FindBatchSizeOnCudaCommandTest {
             "--block-size", "32", "--data", FindBatchSizeCommandTest.TEXT, "--memory-fraction", "0.0625", "--json"};
     private static final Pattern DRY_RUN = Pattern.compile("the same search as a dry run: --device (\\S+) --memory-fraction (\\S+)");
 
-    record Run(int exit, String out, String err) {
-    }
-
-    /** Runs the CLI in a JVM of its own, with the stand-in driver and cuBLAS named in its environment. */
-    private static Run cli(String... args) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector",
-                "-cp", System.getProperty("java.class.path"), "io.vram4j.cli.Main"));
-        cmd.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(cmd);
-        Map<String, String> env = pb.environment();
-        env.put("VRAM4J_LIBCUDA", NativeTestBuild.fakeDriver().toString());
-        env.put("VRAM4J_LIBCUBLAS", NativeTestBuild.fakeCublas().toString());
-        env.remove("CUBLAS_WORKSPACE_CONFIG");
-        env.remove("VRAM4J_ALLOC_CONF");
-        env.remove("PYTORCH_ALLOC_CONF");
-        env.remove("PYTORCH_CUDA_ALLOC_CONF");
-        Path err = java.nio.file.Files.createTempFile("vram4j-cli", ".err");
-        pb.redirectError(err.toFile());
-        Process p = pb.start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(5, TimeUnit.MINUTES), "the command ended");
-        String e = java.nio.file.Files.readString(err);
-        java.nio.file.Files.delete(err);
-        return new Run(p.exitValue(), out, e);
+    private static StandInGpuCli.Run cli(String... args) throws IOException, InterruptedException {
+        return StandInGpuCli.run(false, args);
     }
 
     private static String[] with(String device) {
@@ -69,7 +40,7 @@ class FindBatchSizeOnCudaCommandTest {
     }
 
     /** @return the results without wall times */
-    private static JsonNode results(Run r) throws IOException {
+    private static JsonNode results(StandInGpuCli.Run r) throws IOException {
         JsonNode results = new ObjectMapper().readTree(r.out()).get("results");
         for (JsonNode res : results) {
             ((ObjectNode) res).remove("seconds");
@@ -82,7 +53,7 @@ class FindBatchSizeOnCudaCommandTest {
 
     @Test
     void aSearchOnCudaAndTheDryRunItPrintsAgree() throws Exception {
-        Run cuda = cli(with("cuda"));
+        StandInGpuCli.Run cuda = cli(with("cuda"));
         assertEquals(0, cuda.exit(), cuda.err());
         assertTrue(cuda.err().contains("find-batch-size on cuda:0 (real run)"), cuda.err());
         assertTrue(cuda.err().contains("memory limit: 64.00 MiB (67,108,864 bytes), per-process memory fraction 0.0625 of "
@@ -93,7 +64,7 @@ class FindBatchSizeOnCudaCommandTest {
         assertEquals("0.0625", m.group(2));
         assertEquals(0.0625, new ObjectMapper().readTree(cuda.out()).get("memory_fraction").asDouble());
 
-        Run sim = cli(with(m.group(1)));
+        StandInGpuCli.Run sim = cli(with(m.group(1)));
         assertEquals(0, sim.exit(), sim.err());
         assertTrue(sim.err().contains("find-batch-size on sim:1GiB:cc9.0 (dry run standing for the CUDA GPU, nothing "
                 + "computed)"), sim.err());
@@ -105,14 +76,14 @@ class FindBatchSizeOnCudaCommandTest {
         }
         assertEquals(onCuda, results(sim), "the same tries, largest batches and peaks");
 
-        Run host = cli(with("sim:1073741824"));
+        StandInGpuCli.Run host = cli(with("sim:1073741824"));
         assertEquals(0, host.exit(), host.err());
         assertNotEquals(onCuda, results(host), "a sim standing for host leaves out the CUDA kernels' memory");
     }
 
     @Test
     void devicesPrintsTheDryRunSpecOfEachGpu() throws Exception {
-        Run r = cli("devices");
+        StandInGpuCli.Run r = cli("devices");
         assertEquals(0, r.exit(), r.err());
         assertTrue(r.out().contains("cuda:0         vram4j fake GPU, compute capability 9.0, 1024.00 MiB total, "), r.out());
         assertTrue(r.out().contains("; dry run: --device sim:1073741824:cc9.0\n"), r.out());
@@ -120,7 +91,7 @@ class FindBatchSizeOnCudaCommandTest {
 
     @Test
     void withoutAFractionTheCudaSearchSaysWhatItRunsInto() throws Exception {
-        Run cuda = cli("find-batch-size", "--device", "cuda", "--model", "mlp", "--hidden", "16", "--layers", "1",
+        StandInGpuCli.Run cuda = cli("find-batch-size", "--device", "cuda", "--model", "mlp", "--hidden", "16", "--layers", "1",
                 "--max-batch", "4", "--json");
         assertEquals(0, cuda.exit(), cuda.err());
         assertTrue(cuda.err().contains("memory limit: the GPU's free memory, "), cuda.err());
