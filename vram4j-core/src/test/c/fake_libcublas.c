@@ -11,8 +11,8 @@
  *    that the products reached cuBLAS and what workspace they were given;
  *  - the products compute only where the stand-in driver runs kernels too (VRAM4J_FAKE_KERNELS set when a handle is
  *    created, or fake_cublas_compute(1)): then C = alpha op(A) op(B) + beta C on the stand-in's device memory (host
- *    memory), column-major, each element a float sum over k in order, 16-bit inputs widened and the result rounded to
- *    nearest even; C is not read when beta is 0, as in cuBLAS. Elsewhere the pointers may be a simulated device's,
+ *    memory), column-major, each element a float sum over k in eight interleaved parts (as a GPU splits a sum; the
+ *    order differs from the CPU kernels'), 16-bit inputs widened and the result rounded to nearest even; C is not read when beta is 0, as in cuBLAS. Elsewhere the pointers may be a simulated device's,
  *    which nothing may dereference, so nothing is computed.
  * Test-only: never shipped.
  */
@@ -152,8 +152,14 @@ static void product(int transa, int transb, int m, int n, int k, float alpha, co
     for (int j = 0; j < n; j++) {
         for (int i = 0; i < m; i++) {
             const float *ar = a + (size_t) i * k, *bc = b + (size_t) j * k;
+            /* eight running sums, as a GPU splits a dot product, so that the additions do not wait on each other */
+            float part[8] = {0};
+            int l = 0;
+            for (; l + 8 <= k; l += 8)
+                for (int u = 0; u < 8; u++) part[u] += ar[l + u] * bc[l + u];
             float s = 0.0f;
-            for (int l = 0; l < k; l++) s += ar[l] * bc[l];
+            for (; l < k; l++) s += ar[l] * bc[l];
+            for (int u = 0; u < 8; u++) s += part[u];
             long long c = i + (long long) j * ldc;
             store(C, type, c, beta == 0.0f ? alpha * s : alpha * s + beta * load(C, type, c));
         }

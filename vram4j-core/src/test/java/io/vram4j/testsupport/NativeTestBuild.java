@@ -142,7 +142,7 @@ public final class NativeTestBuild {
                 return out;
             }
             Files.createDirectories(OUT);
-            List<String> cmd = new ArrayList<>(List.of("gcc", "-O1", "-Wall", "-Wextra", "-Werror", "-I" + include));
+            List<String> cmd = new ArrayList<>(List.of("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-I" + include));
             if (shared) {
                 cmd.addAll(List.of("-shared", "-fPIC"));
             }
