@@ -139,7 +139,20 @@ Context scheduler;
 Fiber *running;
 void (*body)(void **);
 void **body_params;
+/* Dynamic shared memory: outside a launch every word holds SHARED_FILL. A block's first dynamic_shared() fills the
+   launch's range again (undefined contents: NaN); after a launch that used it, the words past the range must still
+   hold the fill (else a write went past it), and the range gets the fill back for the next launch. Launches that
+   never ask for shared memory cost nothing here. */
 alignas(16) unsigned shared[SHARED_BYTES / 4];
+size_t shared_words;         /* the launch's range, in words */
+bool shared_used;            /* some block of this launch asked for it */
+bool block_shared_ready;     /* this block's range was filled */
+const bool shared_filled = [] {
+    for (unsigned &word : shared) {
+        word = SHARED_FILL;
+    }
+    return true;
+}();
 bool failed;
 char failure[512];
 bool reverse_order = [] {
@@ -274,6 +287,13 @@ void trap() {
 }
 
 void *dynamic_shared() {
+    if (!block_shared_ready) {
+        for (size_t w = 0; w < shared_words; w++) {
+            shared[w] = SHARED_FILL;
+        }
+        block_shared_ready = true;
+        shared_used = true;
+    }
     return shared;
 }
 }  // namespace emu
@@ -316,27 +336,28 @@ extern "C" int emu_launch(const char *name, const unsigned *dims, void **params,
         body_params = params;
         grid_dim = dim3{dims[0], dims[1], dims[2]};
         size_t in_range = (shared_bytes + 3) / 4;
-        for (unsigned &word : shared) {
-            word = SHARED_FILL;
-        }
+        shared_words = in_range;
+        shared_used = false;
         block_dim = dim3{dims[3], dims[4], dims[5]};
         for (unsigned k = 0; k < dims[2] && !failed; k++) {
             for (unsigned j = 0; j < dims[1] && !failed; j++) {
                 for (unsigned i = 0; i < dims[0] && !failed; i++) {
                     block_idx = reverse_order ? dim3{dims[0] - 1 - i, dims[1] - 1 - j, dims[2] - 1 - k} : dim3{i, j, k};
-                    for (size_t w = 0; w < in_range; w++) {
-                        shared[w] = SHARED_FILL;
-                    }
+                    block_shared_ready = false;
                     run_block(threads);
                 }
             }
         }
-        /* past the launch's size, the fill stays from the start: any block's write there shows */
-        for (size_t w = in_range; w < SHARED_BYTES / 4 && !failed; w++) {
+        /* past the launch's size, the fill stays from before the launch: any block's write there shows */
+        for (size_t w = in_range; shared_used && w < SHARED_BYTES / 4; w++) {
             if (shared[w] != SHARED_FILL) {
                 fail("%s: a block wrote shared memory at byte %zu, past the launch's %zu bytes", name, w * 4,
                      shared_bytes);
+                shared[w] = SHARED_FILL;
             }
+        }
+        for (size_t w = 0; shared_used && w < in_range; w++) {
+            shared[w] = SHARED_FILL;
         }
     }
     if (!failed) {
