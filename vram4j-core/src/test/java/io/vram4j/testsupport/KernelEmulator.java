@@ -6,13 +6,11 @@ import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -128,21 +126,6 @@ public final class KernelEmulator {
                 "-Wextra", "-Werror", "-Wno-unused-parameter", "-I" + SOURCES.resolve("emu-include").toAbsolutePath(),
                 "-I" + SOURCES.toAbsolutePath(), "-I" + work.toAbsolutePath(), "-DKERNEL_SOURCE=\"kernels.cu\"",
                 "-o", library.toString(), SOURCES.resolve("kernel_emulator.cpp").toAbsolutePath().toString());
-        Process p;
-        try {
-            p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        } catch (IOException e) {
-            SharedData.require(false, "g++ (" + e.getMessage() + ")");
-            throw e;
-        }
-        String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        try {
-            if (!p.waitFor(180, TimeUnit.SECONDS) || p.exitValue() != 0) {
-                throw new AssertionError("g++ failed on the kernel emulator:\n" + log);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
-        }
+        NativeTestBuild.compile(cmd, SOURCES.resolve("kernel_emulator.cpp"));
     }
 }

@@ -147,20 +147,34 @@ public final class NativeTestBuild {
                 cmd.addAll(List.of("-shared", "-fPIC"));
             }
             cmd.addAll(List.of("-o", out.toString(), src.toString(), "-lpthread", "-ldl"));
-            Process p;
-            try {
-                p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-            } catch (IOException e) {
-                requireTool(false, "no gcc on this machine (" + e.getMessage() + ")");
-                throw e;
-            }
-            String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
-                throw new AssertionError("gcc failed on " + src + ":\n" + log);
-            }
+            compile(cmd, src);
             return out;
         } catch (IOException e) {
             throw new AssertionError("building " + src + ": " + e, e);
+        }
+    }
+
+    /**
+     * Runs a compiler command to its end (at most 3 minutes).
+     *
+     * @param cmd the command, its first word the compiler ({@code gcc}, {@code g++})
+     * @param src what it compiles, for the error message
+     * @throws AssertionError with the compiler's output when it fails; skips the calling test when the compiler is
+     *     missing (fails it under {@code CI=true})
+     */
+    static void compile(List<String> cmd, Path src) throws IOException {
+        Process p;
+        try {
+            p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        } catch (IOException e) {
+            requireTool(false, "no " + cmd.getFirst() + " on this machine (" + e.getMessage() + ")");
+            throw e;
+        }
+        String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        try {
+            if (!p.waitFor(180, TimeUnit.SECONDS) || p.exitValue() != 0) {
+                throw new AssertionError(cmd.getFirst() + " failed on " + src + ":\n" + log);
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new AssertionError(e);
