@@ -283,19 +283,7 @@ public final class CudaDevice extends AbstractDevice {
     @Override
     public void copyFromHost(MemorySegment src, long dst) {
         checkRange(dst, src.byteSize());
-        CudaDriver ctx = context.current();
-        if (src.isNative()) {
-            ctx.memcpyHtoD(dst, src, src.byteSize());
-            return;
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment staging = arena.allocate(Math.min(src.byteSize(), STAGING_BYTES), 16);
-            for (long done = 0; done < src.byteSize(); done += staging.byteSize()) {
-                long n = Math.min(staging.byteSize(), src.byteSize() - done);
-                MemorySegment.copy(src, done, staging, 0, n);
-                ctx.memcpyHtoD(dst + done, staging, n);
-            }
-        }
+        staged(src, dst, true);
     }
 
     /**
@@ -305,17 +293,31 @@ public final class CudaDevice extends AbstractDevice {
     @Override
     public void copyToHost(long src, MemorySegment dst) {
         checkRange(src, dst.byteSize());
+        staged(dst, src, false);
+    }
+
+    /** A synchronous copy between {@code host} and device memory at {@code device}, staged when host is on the heap. */
+    private void staged(MemorySegment host, long device, boolean toDevice) {
         CudaDriver ctx = context.current();
-        if (dst.isNative()) {
-            ctx.memcpyDtoH(dst, src, dst.byteSize());
+        if (host.isNative()) {
+            if (toDevice) {
+                ctx.memcpyHtoD(device, host, host.byteSize());
+            } else {
+                ctx.memcpyDtoH(host, device, host.byteSize());
+            }
             return;
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment staging = arena.allocate(Math.min(dst.byteSize(), STAGING_BYTES), 16);
-            for (long done = 0; done < dst.byteSize(); done += staging.byteSize()) {
-                long n = Math.min(staging.byteSize(), dst.byteSize() - done);
-                ctx.memcpyDtoH(staging, src + done, n);
-                MemorySegment.copy(staging, 0, dst, done, n);
+            MemorySegment staging = arena.allocate(Math.min(host.byteSize(), STAGING_BYTES), 16);
+            for (long done = 0; done < host.byteSize(); done += staging.byteSize()) {
+                long n = Math.min(staging.byteSize(), host.byteSize() - done);
+                if (toDevice) {
+                    MemorySegment.copy(host, done, staging, 0, n);
+                    ctx.memcpyHtoD(device + done, staging, n);
+                } else {
+                    ctx.memcpyDtoH(staging, device + done, n);
+                    MemorySegment.copy(staging, 0, host, done, n);
+                }
             }
         }
     }
