@@ -147,12 +147,6 @@ alignas(16) unsigned shared[SHARED_BYTES / 4];
 size_t shared_words;         /* the launch's range, in words */
 bool shared_used;            /* some block of this launch asked for it */
 bool block_shared_ready;     /* this block's range was filled */
-const bool shared_filled = [] {
-    for (unsigned &word : shared) {
-        word = SHARED_FILL;
-    }
-    return true;
-}();
 bool failed;
 char failure[512];
 bool reverse_order = [] {
@@ -223,9 +217,13 @@ void run_block(unsigned threads) {
     }
 }
 
-bool allocate_stacks() {
+/* Once: the fibers' stacks, and the fill of shared memory. */
+bool prepare() {
     if (fibers[0].stack != nullptr) {
         return true;
+    }
+    for (unsigned &word : shared) {
+        word = SHARED_FILL;
     }
     for (unsigned t = 0; t < MAX_THREADS; t++) {
         fibers[t].stack = static_cast<char *>(std::malloc(STACK_BYTES));
@@ -323,7 +321,7 @@ extern "C" int emu_launch(const char *name, const unsigned *dims, void **params,
         fail("%s: %d parameters in the PTX, %d in the source", name, count, entry->arity);
     } else if (threads > MAX_THREADS || shared_bytes > SHARED_BYTES) {
         fail("%s: %u threads, %zu shared bytes: past the limits", name, threads, shared_bytes);
-    } else if (!allocate_stacks()) {
+    } else if (!prepare()) {
         fail("%s: no memory for the fibers' stacks", name);
     }
     for (int i = 0; entry != nullptr && !failed && i < count; i++) {
