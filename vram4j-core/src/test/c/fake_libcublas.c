@@ -12,10 +12,15 @@
  *  - the products compute only where the stand-in driver runs kernels too (VRAM4J_FAKE_KERNELS set when a handle is
  *    created, or fake_cublas_compute(1)): then C = alpha op(A) op(B) + beta C on the stand-in's device memory (host
  *    memory), column-major, each element a float sum over k in eight interleaved parts (as a GPU splits a sum; the
- *    order differs from the CPU kernels'), 16-bit inputs widened and the result rounded to nearest even; C is not read when beta is 0, as in cuBLAS. Elsewhere the pointers may be a simulated device's,
- *    which nothing may dereference, so nothing is computed.
+ *    order differs from the CPU kernels'), 16-bit inputs widened and the result rounded to nearest even; C is not
+ *    read when beta is 0, as in cuBLAS. A product is queued on the handle's stream of the stand-in driver
+ *    (fake_cuda_enqueue_call, found through the soname libcuda.so.1 it is loaded under) and runs in that stream's
+ *    order, when the program waits for it; without the stand-in driver it is computed at the call. Elsewhere the
+ *    pointers may be a simulated device's, which nothing may dereference, so nothing is computed.
  * Test-only: never shipped.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -168,6 +173,48 @@ static void product(int transa, int transb, int m, int n, int k, float alpha, co
     free(b);
 }
 
+/* One product's arguments, queued on a stream. */
+typedef struct gemm_job {
+    int transa, transb, m, n, k, lda, ldb, ldc, type, batch;
+    float alpha, beta;
+    const void *A, *B;
+    void *C;
+    long long strideA, strideB, strideC;
+} gemm_job;
+
+static void run_job(void *arg) {
+    const gemm_job *j = arg;
+    int bytes = j->type == R_32F ? 4 : 2;
+    for (int b = 0; b < j->batch; b++) {
+        product(j->transa, j->transb, j->m, j->n, j->k, j->alpha, (const char *) j->A + b * j->strideA * bytes, j->lda,
+                (const char *) j->B + b * j->strideB * bytes, j->ldb, j->beta, (char *) j->C + b * j->strideC * bytes,
+                j->ldc, j->type);
+    }
+}
+
+typedef void (*enqueue_fn)(void *, void (*)(void *), void *);
+
+/* The stand-in driver's queue, if it is loaded: the product runs in its stream's order. */
+static enqueue_fn driver_queue(void) {
+    static enqueue_fn found;
+    pthread_mutex_lock(&lock);
+    if (!found) {
+        void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        found = driver ? (enqueue_fn) dlsym(driver, "fake_cuda_enqueue_call") : NULL;
+    }
+    enqueue_fn r = found;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static void submit(cublasHandle_t handle, const gemm_job *j) {
+    enqueue_fn queue = driver_queue();
+    if (!queue) { run_job((void *) j); return; }
+    gemm_job *copy = malloc(sizeof *copy);
+    *copy = *j;
+    queue(handle->stream, run_job, copy);
+}
+
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, int transa, int transb, int m, int n, int k, const void *alpha,
                             const void *A, int atype, int lda, const void *B, int btype, int ldb, const void *beta,
                             void *C, int ctype, int ldc, int compute, int algo) {
@@ -177,7 +224,11 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, int transa, int transb, int m
     cublasStatus_t s = check(transa, transb, m, n, k, atype, lda, btype, ldb, ctype, ldc, compute);
     if (s != STATUS_SUCCESS) return s;
     count(&gemm_calls);
-    if (computing) product(transa, transb, m, n, k, *(const float *) alpha, A, lda, B, ldb, *(const float *) beta, C, ldc, atype);
+    if (computing) {
+        gemm_job j = {transa, transb, m, n, k, lda, ldb, ldc, atype, 1, *(const float *) alpha, *(const float *) beta,
+                      A, B, C, 0, 0, 0};
+        submit(handle, &j);
+    }
     return s;
 }
 
@@ -192,11 +243,10 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, int transa, int
     cublasStatus_t s = check(transa, transb, m, n, k, atype, lda, btype, ldb, ctype, ldc, compute);
     if (s != STATUS_SUCCESS) return s;
     count(&batched_calls);
-    int bytes = atype == R_32F ? 4 : 2;
-    for (int b = 0; computing && b < batch; b++) {
-        product(transa, transb, m, n, k, *(const float *) alpha, (const char *) A + b * strideA * bytes, lda,
-                (const char *) B + b * strideB * bytes, ldb, *(const float *) beta, (char *) C + b * strideC * bytes,
-                ldc, atype);
+    if (computing) {
+        gemm_job j = {transa, transb, m, n, k, lda, ldb, ldc, atype, batch, *(const float *) alpha,
+                      *(const float *) beta, A, B, C, strideA, strideB, strideC};
+        submit(handle, &j);
     }
     return s;
 }

@@ -8,10 +8,17 @@
  *    (CUDA_ERROR_INVALID_CONTEXT otherwise), as the real driver does;
  *  - a capacity: allocations and physical handles past it fail with CUDA_ERROR_OUT_OF_MEMORY;
  *  - cuMemUnmap must name whole mappings (CUDA_ERROR_INVALID_VALUE otherwise), as the real driver requires;
- *  - events complete only once their stream is synchronized (cuEventQuery says CUDA_ERROR_NOT_READY before),
- *    so "work still in flight" can be tested;
- *  - cuStreamWaitEvent makes a stream depend on an event: synchronizing the waiting stream completes the event's
- *    stream up to it, as the GPU would have run it first;
+ *  - work runs in stream order, as late as the program lets it: copies, fills, launches and event records are queued
+ *    on their stream and run only when the program waits for them (cuStreamSynchronize, cuEventSynchronize,
+ *    cuCtxSynchronize; a synchronous copy waits for the legacy default stream; cuMemFree, cuMemFreeHost, cuMemUnmap
+ *    and cuModuleUnload wait for everything, as the driver does). cuStreamWaitEvent queues a wait: a stream reaching
+ *    it runs the other stream's work up to the event first. An event completes when its record runs, so
+ *    cuEventQuery says CUDA_ERROR_NOT_READY until the program has waited, and "work still in flight" can be tested.
+ *    Work ordered wrongly across streams (a read of a side stream's copy without a wait, a page-locked buffer
+ *    reused before its copy ran, memory freed to another stream too early) thus reads or writes at the wrong time,
+ *    where a GPU would do so only sometimes. Asynchronous copies to and from page-locked memory (cuMemHostAlloc's)
+ *    touch the host side when they run; pageable host memory is read at the call and written before it returns, as
+ *    the driver stages it;
  *  - counters of live objects (fake_cuda_live) let tests check that nothing leaks;
  *  - a trace (fake_cuda_trace_start / fake_cuda_trace_read) lists the host-alloc, copy, event, wait and launch
  *    calls in order with their streams, so tests can check the order a GPU would see them in;
@@ -19,12 +26,14 @@
  *    cuLaunchKernel records the launch (function, dimensions, the parameter values read with the sizes the entry's
  *    .param types give), so tests can check what a launch would pass to a GPU;
  *  - kernels run only where a kernel emulator is loaded (the tensor module's src/test/c/kernel_emulator.cpp, named
- *    by VRAM4J_FAKE_KERNELS at cuInit or by fake_cuda_load_kernels): each launch then runs on the CPU when it is
- *    made. A kernel that traps makes the context's error sticky, as on a GPU: the launch itself succeeds, every
- *    later synchronizing call, copy and launch returns CUDA_ERROR_LAUNCH_FAILED (fake_cuda_clear_error ends it, for
- *    the next test). An error the emulator finds in the launch itself (parameters that do not match the kernel's
- *    signature, a divergent barrier, a write past the shared memory) is printed and fails the launch with
- *    CUDA_ERROR_INVALID_VALUE.
+ *    by VRAM4J_FAKE_KERNELS at cuInit or by fake_cuda_load_kernels): each launch then runs on the CPU when its
+ *    stream's work runs. A kernel that traps makes the context's error sticky, as on a GPU: the launch itself
+ *    succeeds, every later synchronizing call, copy and launch returns CUDA_ERROR_LAUNCH_FAILED
+ *    (fake_cuda_clear_error ends it, for the next test). An error the emulator finds in a launch (parameters that do
+ *    not match the kernel's signature, a divergent barrier, a write past the shared memory) is printed and makes the
+ *    error sticky too;
+ *  - the stand-in cuBLAS queues its products on the handle's stream (fake_cuda_enqueue_call), found by the soname
+ *    libcuda.so.1 this library is built with.
  * Test-only: never shipped.
  */
 #define _GNU_SOURCE
@@ -40,14 +49,17 @@
 #define GRANULARITY (2u << 20)
 #define MAX_MAPPINGS 65536
 
-#define MAX_WAITS 16
+#define MAX_PARAMS 64
 typedef struct fake_stream fake_stream;
-typedef struct fake_wait { fake_stream *on; unsigned long long seq; } fake_wait;
-struct fake_stream { unsigned long long recorded, completed; fake_wait waits[MAX_WAITS]; int nwaits; };
+typedef struct fake_op fake_op;
+/* A stream: its queued work, and how many event records it has been given and has run. A destroyed stream stays
+   in memory (marked dead, its work run), so events recorded on it and waits queued on it still read it. */
+struct fake_stream { unsigned long long recorded, completed; fake_op *head, *tail; fake_stream *next; int dead; };
 typedef struct fake_event { fake_stream *stream; unsigned long long seq; } fake_event;
 typedef struct fake_mapping { CUdeviceptr base; size_t size; CUmemGenericAllocationHandle handle; } fake_mapping;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: queued work runs under it, and running a kernel may set the sticky error. */
+static pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static int devices = 1;
 static size_t total_bytes = 1ull << 30;
 static size_t context_bytes = 8u << 20; /* what the context itself takes, as a real one does */
@@ -55,7 +67,9 @@ static size_t used_bytes;
 static long live_allocs, live_streams, live_events, live_handles, live_reservations, live_host, ctx_refs;
 static long calls_set_current;
 static long live_modules, launches;
+static long queued_ops, deferred_runs; /* work queued on streams now; queued work run so far */
 static fake_stream legacy_stream;
+static fake_stream *created_streams; /* every stream cuStreamCreate made, dead ones too */
 static fake_mapping mappings[MAX_MAPPINGS];
 static int mapping_count;
 static __thread CUcontext current_ctx;
@@ -85,6 +99,8 @@ long fake_cuda_live(const char *what) {
     if (!strcmp(what, "set_current")) return calls_set_current;
     if (!strcmp(what, "modules")) return live_modules;
     if (!strcmp(what, "launches")) return launches;
+    if (!strcmp(what, "queued")) { pthread_mutex_lock(&lock); long n = queued_ops; pthread_mutex_unlock(&lock); return n; }
+    if (!strcmp(what, "deferred_runs")) { pthread_mutex_lock(&lock); long n = deferred_runs; pthread_mutex_unlock(&lock); return n; }
     return -1;
 }
 
@@ -134,6 +150,97 @@ int fake_cuda_load_kernels(const char *path) {
 }
 
 void fake_cuda_clear_error(void) { pthread_mutex_lock(&lock); sticky = CUDA_SUCCESS; pthread_mutex_unlock(&lock); }
+
+/* ---- stream-ordered work ----
+   Copies, fills, launches, products and event records are queued on their stream and run only when the program
+   waits for them: a synchronizing call (stream, event or context), a synchronous copy (the legacy default stream's
+   work first), a free, or a stream that waits on an event of another stream reaching that wait while it runs. Work
+   a GPU would run in the background is thus run as late as the program lets it, so work ordered wrongly across
+   streams reads or writes at the wrong time here, and a test sees it. */
+typedef enum { OP_COPY, OP_FILL, OP_LAUNCH, OP_RECORD, OP_WAIT, OP_CALL } op_kind;
+struct fake_op {
+    fake_op *next;
+    op_kind kind;
+    void *dst; const void *src; size_t n; unsigned char value; void *owned; /* copies and fills; owned: captured bytes */
+    fake_stream *on; unsigned long long seq;  /* OP_RECORD: the record's number; OP_WAIT: the stream and record waited on */
+    char name[128]; unsigned dims[7]; int nparams; int sizes[MAX_PARAMS]; unsigned long long params[MAX_PARAMS];
+    void (*call)(void *); void *arg;          /* OP_CALL: work of another stand-in (cuBLAS's products) */
+};
+
+static fake_op *new_op(op_kind kind) {
+    fake_op *op = calloc(1, sizeof *op);
+    if (!op) abort();
+    op->kind = kind;
+    return op;
+}
+
+/* Under the lock. */
+static void enqueue(fake_stream *fs, fake_op *op) {
+    if (fs->tail) fs->tail->next = op; else fs->head = op;
+    fs->tail = op;
+    queued_ops++;
+}
+
+static void drain(fake_stream *fs, unsigned long long upto);
+static fake_stream *stream_of(CUstream s) { return s == NULL ? &legacy_stream : (fake_stream *) s; }
+
+/* Runs one piece of queued work (under the lock). After a kernel has trapped, nothing but event records runs. */
+static void run_op(fake_op *op, fake_stream *fs) {
+    if (op->kind == OP_RECORD) { if (fs->completed < op->seq) fs->completed = op->seq; return; }
+    if (op->kind == OP_WAIT) { drain(op->on, op->seq); return; }
+    if (sticky != CUDA_SUCCESS) return;
+    deferred_runs++;
+    switch (op->kind) {
+        case OP_COPY: memmove(op->dst, op->owned ? op->owned : op->src, op->n); break;
+        case OP_FILL: memset(op->dst, op->value, op->n); break;
+        case OP_CALL: op->call(op->arg); break;
+        case OP_LAUNCH: {
+            void *args[MAX_PARAMS];
+            for (int i = 0; i < op->nparams; i++) args[i] = &op->params[i];
+            char error[512];
+            int r = emu_launch ? emu_launch(op->name, op->dims, args, op->sizes, op->nparams, error, sizeof error) : 0;
+            if (r == 1) sticky = CUDA_ERROR_LAUNCH_FAILED;
+            else if (r != 0) {
+                fprintf(stderr, "fake_libcuda: kernel emulator: %s\n", error);
+                sticky = CUDA_ERROR_LAUNCH_FAILED;
+            }
+            break;
+        }
+        default: break;
+    }
+}
+
+/* Runs a stream's queued work in order, all of it (upto 0) or until its record number upto has run; a wait on another
+   stream runs that stream's work up to the record waited on first. Under the lock. */
+static void drain(fake_stream *fs, unsigned long long upto) {
+    while (fs->head && (upto == 0 || fs->completed < upto)) {
+        fake_op *op = fs->head;
+        fs->head = op->next;
+        if (!fs->head) fs->tail = NULL;
+        queued_ops--;
+        run_op(op, fs);
+        if (op->kind == OP_CALL && op->arg) free(op->arg);
+        free(op->owned);
+        free(op);
+    }
+}
+
+/* Runs every stream's work, as cuCtxSynchronize waits for it (under the lock). */
+static void drain_all(void) {
+    drain(&legacy_stream, 0);
+    for (fake_stream *fs = created_streams; fs; fs = fs->next) drain(fs, 0);
+}
+
+/* For the stand-in cuBLAS: queues fn(arg) on a stream (NULL: the legacy default stream); arg is freed with free()
+   after it ran. */
+void fake_cuda_enqueue_call(CUstream s, void (*fn)(void *), void *arg) {
+    fake_op *op = new_op(OP_CALL);
+    op->call = fn;
+    op->arg = arg;
+    pthread_mutex_lock(&lock);
+    enqueue(s == NULL ? &legacy_stream : (fake_stream *) s, op);
+    pthread_mutex_unlock(&lock);
+}
 
 static CUresult charge(size_t n) {
     CUresult r = CUDA_SUCCESS;
@@ -202,11 +309,11 @@ CUresult cuCtxSetCurrent(CUcontext ctx) {
 }
 CUresult cuCtxSynchronize(void) {
     NEED_CONTEXT();
-    NO_STICKY_ERROR();
     pthread_mutex_lock(&lock);
-    legacy_stream.completed = legacy_stream.recorded;
+    drain_all();
+    CUresult r = sticky;
     pthread_mutex_unlock(&lock);
-    return CUDA_SUCCESS;
+    return r;
 }
 
 CUresult cuGetErrorName(CUresult e, const char **s) {
@@ -265,6 +372,7 @@ CUresult cuMemAlloc(CUdeviceptr *p, size_t size) {
 CUresult cuMemFree(CUdeviceptr p) {
     NEED_CONTEXT();
     if (p == 0 || (p & 511) != 0) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock); drain_all(); pthread_mutex_unlock(&lock); /* as the driver: the GPU finishes first */
     alloc_header *h = (alloc_header *) ((char *) p - 512);
     uncharge(h->size);
     pthread_mutex_lock(&lock); live_allocs--; pthread_mutex_unlock(&lock);
@@ -279,63 +387,150 @@ CUresult cuMemGetInfo(size_t *f, size_t *t) {
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
+/* Page-locked host blocks, so that asynchronous copies know which host memory they read or write late. */
+typedef struct host_block { struct host_block *next; char *base; size_t size; } host_block;
+static host_block *host_blocks;
+
+static int pinned(const void *p, size_t n) {
+    pthread_mutex_lock(&lock);
+    int found = 0;
+    for (host_block *b = host_blocks; b && !found; b = b->next)
+        found = (const char *) p >= b->base && (const char *) p + n <= b->base + b->size;
+    pthread_mutex_unlock(&lock);
+    return found;
+}
 CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags) {
     NEED_CONTEXT();
     (void) flags;
     if (!pp || size == 0) return CUDA_ERROR_INVALID_VALUE;
     trace("cuMemHostAlloc", NULL);
-    *pp = malloc(size);
-    if (!*pp) return CUDA_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_lock(&lock); live_host++; pthread_mutex_unlock(&lock);
+    host_block *b = malloc(sizeof *b);
+    char *mem = malloc(size);
+    if (!b || !mem) { free(b); free(mem); return CUDA_ERROR_OUT_OF_MEMORY; }
+    *b = (host_block) {NULL, mem, size};
+    pthread_mutex_lock(&lock);
+    b->next = host_blocks;
+    host_blocks = b;
+    live_host++;
+    pthread_mutex_unlock(&lock);
+    *pp = mem;
     return CUDA_SUCCESS;
 }
 CUresult cuMemFreeHost(void *p) {
     NEED_CONTEXT();
     if (!p) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    drain_all(); /* as the driver: the GPU finishes first */
+    host_block **at = &host_blocks;
+    while (*at && (*at)->base != p) at = &(*at)->next;
+    host_block *b = *at;
+    if (b) { *at = b->next; live_host--; }
+    pthread_mutex_unlock(&lock);
+    if (!b) return CUDA_ERROR_INVALID_VALUE;
+    free(b);
     free(p);
-    pthread_mutex_lock(&lock); live_host--; pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
 
-/* ---- copies: device pointers are host pointers here ---- */
-CUresult cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { NEED_CONTEXT(); NO_STICKY_ERROR(); memcpy((void *) d, s, n); return CUDA_SUCCESS; }
-CUresult cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { NEED_CONTEXT(); NO_STICKY_ERROR(); memcpy(d, (void *) s, n); return CUDA_SUCCESS; }
-CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) { NEED_CONTEXT(); NO_STICKY_ERROR(); memmove((void *) d, (void *) s, n); return CUDA_SUCCESS; }
-CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream st) { trace("cuMemcpyHtoDAsync", st); return cuMemcpyHtoD(d, s, n); }
-CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream st) { (void) st; return cuMemcpyDtoH(d, s, n); }
-CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { (void) st; return cuMemcpyDtoD(d, s, n); }
-CUresult cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) { NEED_CONTEXT(); memset((void *) d, v, n); return CUDA_SUCCESS; }
-CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream st) { (void) st; return cuMemsetD8(d, v, n); }
+/* ---- copies: device pointers are host pointers here ----
+   A synchronous copy waits for the legacy default stream's work, then copies (the streams vram4j creates are
+   non-blocking: their work is not waited for). An asynchronous copy is queued on its stream; from or to page-locked
+   memory (cuMemHostAlloc's) the host side is read or written when the copy runs, as the GPU's copy engine does, while
+   pageable host memory is read at the call (the driver stages it) and written before the call returns (the driver
+   waits for the stream). A fill is queued on its stream. */
+static int pinned(const void *p, size_t n);
+
+static CUresult copy_now(void *d, const void *s, size_t n) {
+    pthread_mutex_lock(&lock);
+    drain(&legacy_stream, 0);
+    CUresult r = sticky;
+    if (r == CUDA_SUCCESS) memmove(d, s, n);
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+static CUresult queue_copy(CUstream st, void *d, const void *s, size_t n, int capture) {
+    fake_op *op = new_op(OP_COPY);
+    op->dst = d;
+    op->src = s;
+    op->n = n;
+    if (capture) {
+        op->owned = malloc(n ? n : 1);
+        if (!op->owned) { free(op); return CUDA_ERROR_OUT_OF_MEMORY; }
+        memcpy(op->owned, s, n);
+    }
+    pthread_mutex_lock(&lock);
+    CUresult r = sticky;
+    if (r == CUDA_SUCCESS) enqueue(stream_of(st), op);
+    pthread_mutex_unlock(&lock);
+    if (r != CUDA_SUCCESS) { free(op->owned); free(op); }
+    return r;
+}
+CUresult cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { NEED_CONTEXT(); return copy_now((void *) d, s, n); }
+CUresult cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { NEED_CONTEXT(); return copy_now(d, (const void *) s, n); }
+CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) { NEED_CONTEXT(); return copy_now((void *) d, (const void *) s, n); }
+CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream st) {
+    NEED_CONTEXT();
+    trace("cuMemcpyHtoDAsync", st);
+    return queue_copy(st, (void *) d, s, n, !pinned(s, n));
+}
+CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream st) {
+    NEED_CONTEXT();
+    if (pinned(d, n)) return queue_copy(st, d, (const void *) s, n, 0);
+    pthread_mutex_lock(&lock);
+    drain(stream_of(st), 0);
+    CUresult r = sticky;
+    if (r == CUDA_SUCCESS) memmove(d, (const void *) s, n);
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+    NEED_CONTEXT();
+    return queue_copy(st, (void *) d, (const void *) s, n, 0);
+}
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream st) {
+    NEED_CONTEXT();
+    fake_op *op = new_op(OP_FILL);
+    op->dst = (void *) d;
+    op->value = v;
+    op->n = n;
+    pthread_mutex_lock(&lock);
+    enqueue(stream_of(st), op);
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+CUresult cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) { return cuMemsetD8Async(d, v, n, NULL); }
 
 /* ---- streams and events ---- */
-static fake_stream *stream_of(CUstream s) { return s == NULL ? &legacy_stream : (fake_stream *) s; }
-
 CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
     NEED_CONTEXT();
-    if (!s || flags > 1) return CUDA_ERROR_INVALID_VALUE;
-    *s = (CUstream) calloc(1, sizeof(fake_stream));
-    pthread_mutex_lock(&lock); live_streams++; pthread_mutex_unlock(&lock);
+    /* vram4j creates non-blocking streams only; the fake does not model a blocking stream's implicit waits */
+    if (!s || flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
+    fake_stream *fs = calloc(1, sizeof(fake_stream));
+    pthread_mutex_lock(&lock);
+    fs->next = created_streams;
+    created_streams = fs;
+    live_streams++;
+    pthread_mutex_unlock(&lock);
+    *s = (CUstream) fs;
     return CUDA_SUCCESS;
 }
 CUresult cuStreamDestroy(CUstream s) {
     NEED_CONTEXT();
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    free(s);
-    pthread_mutex_lock(&lock); live_streams--; pthread_mutex_unlock(&lock);
+    if (!s || ((fake_stream *) s)->dead) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    drain((fake_stream *) s, 0); /* the driver lets queued work finish */
+    ((fake_stream *) s)->dead = 1;
+    live_streams--;
+    pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
-}
-/* Completes a stream's work, and the work of other streams up to the events it waits on (under the lock). */
-static void complete_stream(fake_stream *fs) {
-    for (int i = 0; i < fs->nwaits; i++)
-        if (fs->waits[i].on->completed < fs->waits[i].seq) fs->waits[i].on->completed = fs->waits[i].seq;
-    fs->nwaits = 0;
-    fs->completed = fs->recorded;
 }
 CUresult cuStreamSynchronize(CUstream s) {
     NEED_CONTEXT();
-    NO_STICKY_ERROR();
-    pthread_mutex_lock(&lock); complete_stream(stream_of(s)); pthread_mutex_unlock(&lock);
-    return CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    drain(stream_of(s), 0);
+    CUresult r = sticky;
+    pthread_mutex_unlock(&lock);
+    return r;
 }
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
     NEED_CONTEXT();
@@ -345,18 +540,19 @@ CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
     pthread_mutex_lock(&lock);
     fake_event *ev = (fake_event *) e;
     fake_stream *fs = stream_of(s);
-    CUresult r = CUDA_SUCCESS;
     if (ev->stream && ev->stream != fs && ev->stream->completed < ev->seq) {
-        if (fs->nwaits == MAX_WAITS) r = CUDA_ERROR_NOT_SUPPORTED; /* the fake's limit: synchronize more often */
-        else fs->waits[fs->nwaits++] = (fake_wait) {ev->stream, ev->seq};
+        fake_op *op = new_op(OP_WAIT);
+        op->on = ev->stream;
+        op->seq = ev->seq;
+        enqueue(fs, op);
     }
     pthread_mutex_unlock(&lock);
-    return r;
+    return CUDA_SUCCESS;
 }
 CUresult cuStreamQuery(CUstream s) {
     NEED_CONTEXT();
     pthread_mutex_lock(&lock);
-    CUresult r = stream_of(s)->completed >= stream_of(s)->recorded ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    CUresult r = stream_of(s)->head == NULL ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
     pthread_mutex_unlock(&lock);
     return r;
 }
@@ -371,10 +567,12 @@ CUresult cuEventRecord(CUevent e, CUstream s) {
     NEED_CONTEXT();
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
     trace("cuEventRecord", s);
+    fake_op *op = new_op(OP_RECORD);
     pthread_mutex_lock(&lock);
     fake_event *ev = (fake_event *) e;
     ev->stream = stream_of(s);
-    ev->seq = ++ev->stream->recorded;
+    ev->seq = op->seq = ++ev->stream->recorded;
+    enqueue(ev->stream, op);
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
@@ -389,13 +587,13 @@ CUresult cuEventQuery(CUevent e) {
 }
 CUresult cuEventSynchronize(CUevent e) {
     NEED_CONTEXT();
-    NO_STICKY_ERROR();
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&lock);
     fake_event *ev = (fake_event *) e;
-    if (ev->stream && ev->stream->completed < ev->seq) ev->stream->completed = ev->seq;
+    if (ev->stream) drain(ev->stream, ev->seq);
+    CUresult r = sticky;
     pthread_mutex_unlock(&lock);
-    return CUDA_SUCCESS;
+    return r;
 }
 CUresult cuEventDestroy(CUevent e) {
     NEED_CONTEXT();
@@ -431,6 +629,7 @@ CUresult cuMemAddressReserve(CUdeviceptr *p, size_t size, size_t alignment, CUde
 CUresult cuMemAddressFree(CUdeviceptr p, size_t size) {
     NEED_CONTEXT();
     pthread_mutex_lock(&lock);
+    drain_all();
     for (int i = 0; i < mapping_count; i++) {
         if (mappings[i].base >= p && mappings[i].base < p + size) { pthread_mutex_unlock(&lock); return CUDA_ERROR_INVALID_VALUE; }
     }
@@ -475,6 +674,7 @@ CUresult cuMemSetAccess(CUdeviceptr p, size_t size, const CUmemAccessDesc *d, si
 CUresult cuMemUnmap(CUdeviceptr p, size_t size) {
     NEED_CONTEXT();
     pthread_mutex_lock(&lock);
+    drain_all(); /* queued work must not touch memory that is no longer mapped */
     /* the range must be made of whole mappings */
     size_t covered = 0;
     for (int i = 0; i < mapping_count; i++) {
@@ -494,7 +694,6 @@ CUresult cuMemUnmap(CUdeviceptr p, size_t size) {
 }
 
 /* ---- modules and launches ---- */
-#define MAX_PARAMS 64
 struct CUfunc_st { struct CUfunc_st *next; char name[128]; int nparams; int sizes[MAX_PARAMS]; };
 struct CUmod_st { char *text; struct CUfunc_st *functions; };
 static CUresult module_load_result = CUDA_SUCCESS;
@@ -561,6 +760,7 @@ CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
 CUresult cuModuleUnload(CUmodule m) {
     NEED_CONTEXT();
     if (!m) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock); drain_all(); pthread_mutex_unlock(&lock);
     for (struct CUfunc_st *fn = m->functions; fn;) { struct CUfunc_st *next = fn->next; free(fn); fn = next; }
     free(m->text);
     free(m);
@@ -587,17 +787,15 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
         memcpy(&last_params[i], params[i], (size_t) f->sizes[i]);
     }
     launches++;
-    emu_launch_fn run = emu_launch;
-    pthread_mutex_unlock(&lock);
-    if (run) {
-        char error[512];
-        int r = run(f->name, dims, params, f->sizes, f->nparams, error, sizeof error);
-        if (r == 1) {
-            pthread_mutex_lock(&lock); sticky = CUDA_ERROR_LAUNCH_FAILED; pthread_mutex_unlock(&lock);
-        } else if (r != 0) {
-            fprintf(stderr, "fake_libcuda: kernel emulator: %s\n", error);
-            return CUDA_ERROR_INVALID_VALUE;
-        }
+    if (emu_launch) { /* the launch runs when its stream's work is waited for */
+        fake_op *op = new_op(OP_LAUNCH);
+        strcpy(op->name, f->name);
+        memcpy(op->dims, dims, sizeof dims);
+        op->nparams = f->nparams;
+        memcpy(op->sizes, f->sizes, sizeof op->sizes);
+        memcpy(op->params, last_params, sizeof op->params);
+        enqueue(stream_of(st), op);
     }
+    pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }

@@ -25,6 +25,7 @@ import java.util.concurrent.TimeUnit;
 @SuppressWarnings("restricted")
 public final class NativeTestBuild {
     private static final Path OUT = Path.of("target", "native-test");
+    private static final String DRIVER = "libcuda-fake.so";
     /** The C sources: the working directory is a module's folder, a sibling of {@code vram4j-core}. */
     private static final Path SOURCES = Path.of("..", "vram4j-core", "src", "test", "c");
 
@@ -33,7 +34,7 @@ public final class NativeTestBuild {
 
     /** @return the fake driver library ({@code fake_libcuda.c}), built once per run */
     public static synchronized Path fakeDriver() {
-        return build("fake_libcuda.c", "libcuda-fake.so", true);
+        return build("fake_libcuda.c", DRIVER, true);
     }
 
     /**
@@ -145,6 +146,9 @@ public final class NativeTestBuild {
             List<String> cmd = new ArrayList<>(List.of("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-I" + include));
             if (shared) {
                 cmd.addAll(List.of("-shared", "-fPIC"));
+            }
+            if (output.equals(DRIVER)) {
+                cmd.add("-Wl,-soname,libcuda.so.1"); // the stand-in cuBLAS finds the driver's queue by it
             }
             cmd.addAll(List.of("-o", out.toString(), src.toString(), "-lpthread", "-ldl"));
             compile(cmd, src);

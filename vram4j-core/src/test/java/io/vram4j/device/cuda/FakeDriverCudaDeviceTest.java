@@ -14,6 +14,7 @@ import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -24,7 +25,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The {@code cuda} device and its bindings on every build machine, through the test driver
  * {@code src/test/c/fake_libcuda.c} (compiled against the real {@code cuda.h}, so the bindings' symbol names and
  * prototypes are the real driver's). The fake requires a current context on every calling thread, refuses to
- * split mappings, keeps events pending until their stream is synchronized, and counts live objects, so these
+ * split mappings, runs queued work only when the program waits for it (so events stay pending until then, and work
+ * ordered wrongly across streams reads stale bytes), and counts live objects, so these
  * tests also check what a GPU would not show directly: nothing leaks, and the context is made current.
  */
 @SuppressWarnings("restricted")
@@ -158,6 +160,90 @@ class FakeDriverCudaDeviceTest extends FakeDriverContract {
             } finally {
                 other.close();
             }
+            d.free(dst);
+        }
+    }
+
+    /** The bytes at a device address, read through a synchronous copy (which waits for the default stream only). */
+    private static byte[] read(CudaDevice d, long src, int n) {
+        try (Arena a = Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment back = a.allocate(n);
+            d.copyToHost(src, back);
+            return back.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+        }
+    }
+
+    private static byte[] filled(int n, int value) {
+        byte[] b = new byte[n];
+        java.util.Arrays.fill(b, (byte) value);
+        return b;
+    }
+
+    @Test
+    void sideStreamWorkRunsOnlyOnceTheProgramWaitsForIt() {
+        try (CudaDevice d = open(); Arena a = Arena.ofConfined()) {
+            io.vram4j.alloc.CachingHostAllocator pinned = io.vram4j.alloc.CachingHostAllocator.create(d.pinnedMemory());
+            Stream side = d.newStream();
+            Stream compute = d.defaultStream();
+            long dst = d.malloc(4096);
+            d.fill(dst, 4096, (byte) 1);
+            io.vram4j.alloc.PinnedBuffer b = pinned.allocate(4096);
+            b.segment().fill((byte) 2);
+            d.copyFromHostAsync(b.segment(), dst, side);
+            Event copied = side.recordEvent();
+            b.segment().fill((byte) 3); // too early: the copy engine reads page-locked memory when the copy runs
+            assertTrue(live("queued") >= 2, "the copy and the record wait on the side stream");
+            assertArrayEquals(filled(4096, 1), read(d, dst, 4096), "a read on the default stream does not wait for"
+                    + " a non-blocking stream's copy");
+            compute.waitEvent(copied);
+            assertArrayEquals(filled(4096, 3), read(d, dst, 4096), "once the default stream waits, the copy ran,"
+                    + " reading the page-locked bytes as they were then");
+            assertTrue(copied.query());
+
+            java.lang.foreign.MemorySegment pageable = a.allocate(4096);
+            pageable.fill((byte) 4);
+            d.copyFromHostAsync(pageable, dst, side);
+            pageable.fill((byte) 5); // fine: the driver staged pageable memory at the call
+            d.fillAsync(dst + 1024, 1024, (byte) 6, side);
+            side.synchronize();
+            byte[] expected = filled(4096, 4);
+            java.util.Arrays.fill(expected, 1024, 2048, (byte) 6);
+            assertArrayEquals(expected, read(d, dst, 4096), "the side stream's copy and fill ran in its order");
+
+            d.copyToHostAsync(dst, b.segment(), side);
+            assertEquals(3, b.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0), "not copied back yet");
+            d.copyToHostAsync(dst, pageable, side);
+            assertEquals(4, pageable.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0),
+                    "a copy to pageable memory is done when the call returns, the stream's earlier work with it");
+            assertEquals(0, live("queued"), "the stream ran up to that copy, its earlier copy to pinned memory too");
+            assertEquals(6, b.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 1024));
+
+            d.fillAsync(dst, 4096, (byte) 7, side);
+            d.free(dst); // the driver finishes queued work before it frees
+            assertEquals(0, live("queued"));
+            pinned.free(b);
+            pinned.close();
+        }
+    }
+
+    @Test
+    void aContextSynchronizeRunsEveryStreamsWork() {
+        try (CudaDevice d = open()) {
+            Stream one = d.newStream();
+            Stream two = d.newStream();
+            long dst = d.malloc(2048);
+            d.fillAsync(dst, 1024, (byte) 8, one);
+            d.fillAsync(dst + 1024, 1024, (byte) 9, two);
+            Event e = two.recordEvent();
+            assertFalse(e.query());
+            long runsBefore = live("deferred_runs");
+            d.synchronize();
+            assertEquals(0, live("queued"));
+            assertEquals(runsBefore + 2, live("deferred_runs"), "both fills ran at the synchronize");
+            assertTrue(e.query());
+            byte[] expected = filled(2048, 8);
+            java.util.Arrays.fill(expected, 1024, 2048, (byte) 9);
+            assertArrayEquals(expected, read(d, dst, 2048));
             d.free(dst);
         }
     }
