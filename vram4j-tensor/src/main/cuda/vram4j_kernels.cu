@@ -130,43 +130,46 @@ extern "C" __global__ void v4j_sigmoid_f32(const float* x, float* out, u64 n) {
 }
 
 // max(x, 0) with NaN kept, as PyTorch's relu
+__device__ __forceinline__ float relu_of(float v) { return v > 0.0f || v != v ? v : 0.0f; }
+
+__device__ __forceinline__ float relu_grad(float dy, float x) { return x > 0.0f ? dy : 0.0f; }
+
 extern "C" __global__ void v4j_relu_f32(const float* x, float* out, u64 n) {
-    GRID_STRIDE(i, n) {
-        float v = x[i];
-        out[i] = v > 0.0f || v != v ? v : 0.0f;
-    }
+    GRID_STRIDE(i, n) { out[i] = relu_of(x[i]); }
 }
 
 extern "C" __global__ void v4j_relu_backward_f32(const float* dy, const float* x, float* dx, u64 n) {
-    GRID_STRIDE(i, n) { dx[i] = x[i] > 0.0f ? dy[i] : 0.0f; }
+    GRID_STRIDE(i, n) { dx[i] = relu_grad(dy[i], x[i]); }
 }
 
 #define GELU_C 0.7978845608028654f
 #define GELU_K 0.044715f
 
 // tanh-approximation GELU in the form x / (1 + exp(-2u)) that the CPU kernels use (no cancellation near -1)
-extern "C" __global__ void v4j_gelu_f32(const float* x, float* out, u64 n) {
-    GRID_STRIDE(i, n) {
-        float v = x[i];
-        float u = GELU_C * (v + GELU_K * v * v * v);
-        out[i] = v / (1.0f + expf(-2.0f * u));
+__device__ __forceinline__ float gelu_of(float v) {
+    float u = GELU_C * (v + GELU_K * v * v * v);
+    return v / (1.0f + expf(-2.0f * u));
+}
+
+__device__ __forceinline__ float gelu_grad(float dy, float v) {
+    float v2 = v * v;
+    float e = expf(-2.0f * GELU_C * (v + GELU_K * v2 * v));
+    float d;
+    if (isinf(e)) {
+        d = 0.0f;
+    } else {
+        float s = 1.0f / (1.0f + e);
+        d = s + 2.0f * v * (e * s * s) * GELU_C * (1.0f + 3.0f * GELU_K * v2);
     }
+    return dy * d;
+}
+
+extern "C" __global__ void v4j_gelu_f32(const float* x, float* out, u64 n) {
+    GRID_STRIDE(i, n) { out[i] = gelu_of(x[i]); }
 }
 
 extern "C" __global__ void v4j_gelu_backward_f32(const float* dy, const float* x, float* dx, u64 n) {
-    GRID_STRIDE(i, n) {
-        float v = x[i];
-        float v2 = v * v;
-        float e = expf(-2.0f * GELU_C * (v + GELU_K * v2 * v));
-        float d;
-        if (isinf(e)) {
-            d = 0.0f;
-        } else {
-            float s = 1.0f / (1.0f + e);
-            d = s + 2.0f * v * (e * s * s) * GELU_C * (1.0f + 3.0f * GELU_K * v2);
-        }
-        dx[i] = dy[i] * d;
-    }
+    GRID_STRIDE(i, n) { dx[i] = gelu_grad(dy[i], x[i]); }
 }
 
 // ------------------------------------------------------------------------------------------------ reductions
@@ -453,20 +456,69 @@ extern "C" __global__ void v4j_f16_to_f32(const __half* src, float* dst, u64 n) 
 }
 
 // round to nearest even; any NaN becomes the quiet NaN 0x7FC0 with its sign, as Half.floatToBf16
-extern "C" __global__ void v4j_f32_to_bf16(const float* src, unsigned short* dst, u64 n) {
-    GRID_STRIDE(i, n) {
-        unsigned bits = __float_as_uint(src[i]);
-        if ((bits & 0x7FFFFFFFu) > 0x7F800000u) {
-            dst[i] = (unsigned short) (((bits >> 16) & 0x8000u) | 0x7FC0u);
-        } else {
-            unsigned lsb = (bits >> 16) & 1u;
-            dst[i] = (unsigned short) ((bits + 0x7FFFu + lsb) >> 16);
-        }
+__device__ __forceinline__ unsigned short bf16_bits(float f) {
+    unsigned bits = __float_as_uint(f);
+    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) {
+        return (unsigned short) (((bits >> 16) & 0x8000u) | 0x7FC0u);
     }
+    unsigned lsb = (bits >> 16) & 1u;
+    return (unsigned short) ((bits + 0x7FFFu + lsb) >> 16);
+}
+
+__device__ __forceinline__ float bf16_value(unsigned short h) { return __uint_as_float(((unsigned) h) << 16); }
+
+extern "C" __global__ void v4j_f32_to_bf16(const float* src, unsigned short* dst, u64 n) {
+    GRID_STRIDE(i, n) { dst[i] = bf16_bits(src[i]); }
 }
 
 extern "C" __global__ void v4j_bf16_to_f32(const unsigned short* src, float* dst, u64 n) {
-    GRID_STRIDE(i, n) { dst[i] = __uint_as_float(((unsigned) src[i]) << 16); }
+    GRID_STRIDE(i, n) { dst[i] = bf16_value(src[i]); }
+}
+
+// ------------------------------------------------------------------------------------------------ 16-bit element-wise
+
+// Element-wise kernels over float16 (type 0) or bfloat16 (type 1) data, one type for every operand of a launch, as
+// PyTorch's kernels run on 16-bit tensors under autocast: each value is widened in a register, computed as the
+// float32 kernel computes it, and rounded once, so the bits equal those of widening to float32, the float32 kernel
+// and narrowing back, with no float32 copy of the tensors in device memory.
+__device__ __forceinline__ float load16(const unsigned short* p, u64 i, int type) {
+    return type == 0 ? __half2float(((const __half*) p)[i]) : bf16_value(p[i]);
+}
+
+__device__ __forceinline__ void store16(unsigned short* p, u64 i, int type, float v) {
+    if (type == 0) {
+        ((__half*) p)[i] = __float2half_rn(v);
+    } else {
+        p[i] = bf16_bits(v);
+    }
+}
+
+// op: 0 neg, 1 exp, 2 log, 3 sqrt, 4 tanh, 5 relu, 6 gelu (as the float32 kernels above)
+extern "C" __global__ void v4j_unary16(int op, int type, const unsigned short* x, unsigned short* out, u64 n) {
+    GRID_STRIDE(i, n) {
+        float v = load16(x, i, type);
+        float r;
+        switch (op) {
+            case 0: r = -v; break;
+            case 1: r = expf(v); break;
+            case 2: r = logf(v); break;
+            case 3: r = sqrtf(v); break;
+            case 4: r = tanhf(v); break;
+            case 5: r = relu_of(v); break;
+            default: r = gelu_of(v); break;
+        }
+        store16(out, i, type, r);
+    }
+}
+
+// op: 0 relu backward, 1 gelu backward (as v4j_relu_backward_f32 and v4j_gelu_backward_f32)
+extern "C" __global__ void v4j_pointwise_backward16(int op, int type, const unsigned short* dy,
+                                                    const unsigned short* x, unsigned short* dx, u64 n) {
+    GRID_STRIDE(i, n) {
+        float g = load16(dy, i, type);
+        float v = load16(x, i, type);
+        store16(dx, i, type, op == 0 ? relu_grad(g, v) : gelu_grad(g, v));
+    }
 }
 
 // ------------------------------------------------------------------------------------------------ optimizers

@@ -152,6 +152,28 @@ final class CheckedKernels implements Kernels {
     }
 
     @Override
+    public void unary16(int op, int type, long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        Checks.half16("unary16", op, UNARY_GELU, type);
+        Checks.nonNegative(n, "n");
+        Checks.range(x, xOff, n, "x", Short.BYTES, "16-bit values");
+        Checks.range(out, outOff, n, "out", Short.BYTES, "16-bit values");
+        Checks.writable(out, "out");
+        unchecked.unary16(op, type, n, x, xOff, out, outOff);
+    }
+
+    @Override
+    public void pointwiseBackward16(int op, int type, long n, MemorySegment dy, long dyOff, MemorySegment x,
+                                    long xOff, MemorySegment dx, long dxOff) {
+        Checks.half16("pointwiseBackward16", op, BACKWARD_GELU, type);
+        Checks.nonNegative(n, "n");
+        Checks.range(dy, dyOff, n, "dy", Short.BYTES, "16-bit values");
+        Checks.range(x, xOff, n, "x", Short.BYTES, "16-bit values");
+        Checks.range(dx, dxOff, n, "dx", Short.BYTES, "16-bit values");
+        Checks.writable(dx, "dx");
+        unchecked.pointwiseBackward16(op, type, n, dy, dyOff, x, xOff, dx, dxOff);
+    }
+
+    @Override
     public void fp16ToFloat(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
         Checks.convert(n, false, src, srcOff, dst, dstOff);
         unchecked.fp16ToFloat(n, src, srcOff, dst, dstOff);

@@ -41,6 +41,16 @@ final class Checks {
         writable(dst, "dst");
     }
 
+    /** Checks the op code (0 to {@code lastOp}) and element type code of a 16-bit element-wise kernel. */
+    static void half16(String kernel, int op, int lastOp, int type) {
+        if (op < 0 || op > lastOp) {
+            throw new IllegalArgumentException("op " + op + " is not one of 0.." + lastOp + " (" + kernel + ")");
+        }
+        if (type != Kernels.FLOAT16 && type != Kernels.BFLOAT16) {
+            throw new IllegalArgumentException("type " + type + " is neither FLOAT16 (0) nor BFLOAT16 (1) (" + kernel + ")");
+        }
+    }
+
     /** Checks a range of {@code n} floats unless {@code seg} is null (an optional argument). */
     static void optionalRange(MemorySegment seg, long off, long n, String name) {
         if (seg != null) {

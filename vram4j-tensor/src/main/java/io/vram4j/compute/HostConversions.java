@@ -1,12 +1,20 @@
 package io.vram4j.compute;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
  * The float16/bfloat16 conversions of the CPU kernels, shared by {@link ScalarKernels} and {@link VectorKernels}:
- * {@link Half}'s loops over host memory (no checks here; {@link CheckedKernels} checks).
+ * {@link Half}'s loops over host memory, and the 16-bit element-wise kernels, which widen {@value #CHUNK} values at a
+ * time into float buffers of their own, run the implementation's float32 kernel over them and narrow the result
+ * (no checks here; {@link CheckedKernels} checks).
  */
 interface HostConversions extends Kernels {
+    /**
+     * Values widened at a time by the 16-bit element-wise kernels: a multiple of every vector length, so each value
+     * takes the same lane of the float32 kernel as when the whole tensor is widened first (the same bits).
+     */
+    int CHUNK = 16_384;
 
     @Override
     default void floatToFp16(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
@@ -26,5 +34,67 @@ interface HostConversions extends Kernels {
     @Override
     default void bf16ToFloat(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
         Half.bf16ToFloat(n, src, srcOff, dst, dstOff);
+    }
+
+    private void widen(int type, long n, MemorySegment src, long srcOff, MemorySegment dst) {
+        if (type == FLOAT16) {
+            Half.fp16ToFloat(n, src, srcOff, dst, 0);
+        } else {
+            Half.bf16ToFloat(n, src, srcOff, dst, 0);
+        }
+    }
+
+    private void narrow(int type, long n, MemorySegment src, MemorySegment dst, long dstOff) {
+        if (type == FLOAT16) {
+            Half.floatToFp16(n, src, 0, dst, dstOff);
+        } else {
+            Half.floatToBf16(n, src, 0, dst, dstOff);
+        }
+    }
+
+    @Override
+    default void unary16(int op, int type, long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        try (Arena arena = Arena.ofConfined()) {
+            long c = Math.max(1, Math.min(n, CHUNK));
+            MemorySegment wx = arena.allocate(c * Float.BYTES, Float.BYTES);
+            MemorySegment wo = arena.allocate(c * Float.BYTES, Float.BYTES);
+            for (long i = 0; i < n; i += CHUNK) {
+                long m = Math.min(CHUNK, n - i);
+                widen(type, m, x, xOff + i, wx);
+                switch (op) {
+                    case UNARY_NEG -> neg(m, wx, 0, wo, 0);
+                    case UNARY_EXP -> exp(m, wx, 0, wo, 0);
+                    case UNARY_LOG -> log(m, wx, 0, wo, 0);
+                    case UNARY_SQRT -> sqrt(m, wx, 0, wo, 0);
+                    case UNARY_TANH -> tanh(m, wx, 0, wo, 0);
+                    case UNARY_RELU -> relu(m, wx, 0, wo, 0);
+                    case UNARY_GELU -> gelu(m, wx, 0, wo, 0);
+                    default -> throw new IllegalArgumentException("unary16: unknown op " + op);
+                }
+                narrow(type, m, wo, out, outOff + i);
+            }
+        }
+    }
+
+    @Override
+    default void pointwiseBackward16(int op, int type, long n, MemorySegment dy, long dyOff, MemorySegment x,
+                                     long xOff, MemorySegment dx, long dxOff) {
+        try (Arena arena = Arena.ofConfined()) {
+            long c = Math.max(1, Math.min(n, CHUNK));
+            MemorySegment wg = arena.allocate(c * Float.BYTES, Float.BYTES);
+            MemorySegment wx = arena.allocate(c * Float.BYTES, Float.BYTES);
+            MemorySegment wd = arena.allocate(c * Float.BYTES, Float.BYTES);
+            for (long i = 0; i < n; i += CHUNK) {
+                long m = Math.min(CHUNK, n - i);
+                widen(type, m, dy, dyOff + i, wg);
+                widen(type, m, x, xOff + i, wx);
+                switch (op) {
+                    case BACKWARD_RELU -> reluBackward(m, wg, 0, wx, 0, wd, 0);
+                    case BACKWARD_GELU -> geluBackward(m, wg, 0, wx, 0, wd, 0);
+                    default -> throw new IllegalArgumentException("pointwiseBackward16: unknown op " + op);
+                }
+                narrow(type, m, wd, dx, dxOff + i);
+            }
+        }
     }
 }

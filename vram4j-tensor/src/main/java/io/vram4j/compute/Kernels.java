@@ -246,6 +246,49 @@ public interface Kernels {
      */
     void bf16ToFloat(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
 
+    // ------------------------------------------------------------------------------------------------ 16-bit element-wise
+
+    /** Element type code of the 16-bit element-wise kernels: IEEE float16 ({@code torch.float16}). */
+    int FLOAT16 = 0;
+    /** Element type code of the 16-bit element-wise kernels: bfloat16 ({@code torch.bfloat16}). */
+    int BFLOAT16 = 1;
+
+    /** Op codes of {@link #unary16}, in the order of the float32 kernels they compute as. */
+    int UNARY_NEG = 0, UNARY_EXP = 1, UNARY_LOG = 2, UNARY_SQRT = 3, UNARY_TANH = 4, UNARY_RELU = 5, UNARY_GELU = 6;
+    /** Op codes of {@link #pointwiseBackward16}. */
+    int BACKWARD_RELU = 0, BACKWARD_GELU = 1;
+
+    /**
+     * A unary op on 16-bit values, as PyTorch's kernels run on float16/bfloat16 tensors under autocast: each value
+     * is widened to float, computed as the float32 kernel ({@link #neg}, {@link #exp}, {@link #log}, {@link #sqrt},
+     * {@link #tanh}, {@link #relu}, {@link #gelu}) computes it, and rounded to nearest even once, so the bits equal
+     * those of widening the whole input, the float32 kernel and narrowing back, without a float32 copy of either
+     * tensor. The op that keeps a 16-bit tensor in device memory from costing float32 temporaries there.
+     *
+     * @param op {@link #UNARY_NEG} .. {@link #UNARY_GELU}
+     * @param type {@link #FLOAT16} or {@link #BFLOAT16}, for {@code x} and {@code out} alike
+     * @param n elements
+     * @param xOff offset of {@code x}'s first element, in 16-bit elements; likewise {@code outOff}
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException if {@code n < 0}, {@code op} or {@code type} is unknown, or {@code out} is
+     *     read-only
+     */
+    void unary16(int op, int type, long n, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /**
+     * A pointwise backward on 16-bit values ({@link #reluBackward}, {@link #geluBackward}), widened, computed and
+     * rounded once as {@link #unary16}; {@code dy}, {@code x} and {@code dx} are all of {@code type}.
+     *
+     * @param op {@link #BACKWARD_RELU} or {@link #BACKWARD_GELU}
+     * @param type {@link #FLOAT16} or {@link #BFLOAT16}
+     * @param n elements; offsets in 16-bit elements
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException if {@code n < 0}, {@code op} or {@code type} is unknown, or {@code dx} is
+     *     read-only
+     */
+    void pointwiseBackward16(int op, int type, long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
+                             MemorySegment dx, long dxOff);
+
     // ------------------------------------------------------------------------------------------------ unary
 
     /** {@code out[i] = -x[i]}. */

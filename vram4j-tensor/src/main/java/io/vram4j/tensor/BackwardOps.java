@@ -38,10 +38,19 @@ public final class BackwardOps {
         void apply(Kernels k, long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff, MemorySegment dx, long dxOff);
     }
 
-    private static Tensor pointwise(Tensor g, Tensor x, PointwiseKernel kernel) {
+    /**
+     * @param op16 the {@link Kernels#pointwiseBackward16} op of {@code kernel}, for 16-bit tensors in device memory
+     */
+    private static Tensor pointwise(Tensor g, Tensor x, PointwiseKernel kernel, int op16) {
         Ops.open(g, x);
         Tensor out = like(g, g.shape);
         return run(out, () -> {
+            int half = Host.halfKernelType(g, x, out);
+            if (half >= 0) {
+                out.device.kernels().pointwiseBackward16(op16, half, out.numel(), g.storage.kernelSegment(), g.offset,
+                        x.storage.kernelSegment(), x.offset, out.storage.kernelSegment(), out.offset);
+                return;
+            }
             try (Scratch sc = new Scratch()) {
                 Host.F32View dy = Host.readContiguous(g, sc);
                 Host.F32View xv = Host.readContiguous(x, sc);
@@ -54,12 +63,12 @@ public final class BackwardOps {
 
     /** @return {@code g} where the ReLU output {@code y > 0}, else 0 */
     public static Tensor reluBackward(Tensor g, Tensor y) {
-        return pointwise(g, y, Kernels::reluBackward);
+        return pointwise(g, y, Kernels::reluBackward, Kernels.BACKWARD_RELU);
     }
 
     /** @return {@code g * gelu'(x)} (tanh approximation) */
     public static Tensor geluBackward(Tensor g, Tensor x) {
-        return pointwise(g, x, Kernels::geluBackward);
+        return pointwise(g, x, Kernels::geluBackward, Kernels.BACKWARD_GELU);
     }
 
     private static Tensor rows(Tensor g, Tensor y, boolean log) {

@@ -72,6 +72,24 @@ final class Host {
         return new F32View(m, 0, cs, false);
     }
 
+    /**
+     * @return the type code of the 16-bit element-wise kernels ({@link Kernels#FLOAT16}, {@link Kernels#BFLOAT16})
+     *     when every tensor is contiguous in device memory and all have one float16 or bfloat16 dtype, which those
+     *     kernels then read and write in place (no float32 temporaries, as PyTorch under autocast); else -1
+     */
+    static int halfKernelType(Tensor... ts) {
+        DType d = ts[0].dtype;
+        if (d != DType.FLOAT16 && d != DType.BFLOAT16) {
+            return -1;
+        }
+        for (Tensor t : ts) {
+            if (t.dtype != d || !t.storage.deviceMemory() || !t.isContiguous()) {
+                return -1;
+            }
+        }
+        return d == DType.FLOAT16 ? Kernels.FLOAT16 : Kernels.BFLOAT16;
+    }
+
     private static boolean sixteenBitOnDevice(Tensor t) {
         return t.storage.deviceMemory() && (t.dtype == DType.FLOAT16 || t.dtype == DType.BFLOAT16);
     }

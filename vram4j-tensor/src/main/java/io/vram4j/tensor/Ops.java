@@ -155,6 +155,21 @@ final class Ops {
         Tensor out = Tensor.allocate(x.device, x.dtype, x.shape.clone());
         compute(out, () -> {
             Kernels k = out.device.kernels();
+            int half = Host.halfKernelType(x, out);
+            if (half >= 0) {
+                int code = switch (op) {
+                    case NEG -> Kernels.UNARY_NEG;
+                    case EXP -> Kernels.UNARY_EXP;
+                    case LOG -> Kernels.UNARY_LOG;
+                    case SQRT -> Kernels.UNARY_SQRT;
+                    case TANH -> Kernels.UNARY_TANH;
+                    case RELU -> Kernels.UNARY_RELU;
+                    case GELU -> Kernels.UNARY_GELU;
+                };
+                k.unary16(code, half, out.numel(), x.storage.kernelSegment(), x.offset, out.storage.kernelSegment(),
+                        out.offset);
+                return;
+            }
             try (Scratch sc = new Scratch()) {
                 Host.F32View r = Host.readContiguous(x, sc);
                 Host.F32View w = Host.write(out, sc);

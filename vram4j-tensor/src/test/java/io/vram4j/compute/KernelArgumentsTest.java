@@ -71,6 +71,8 @@ class KernelArgumentsTest {
             Map.entry("reluBackward", "n dy dyOff x xOff dx* dxOff"),
             Map.entry("gelu", "n x xOff out* outOff"),
             Map.entry("geluBackward", "n dy dyOff x xOff dx* dxOff"),
+            Map.entry("unary16", "op=6 type=1 n x xOff out* outOff"),
+            Map.entry("pointwiseBackward16", "op=1 type=0 n dy dyOff x xOff dx* dxOff"),
             Map.entry("sum", "n x xOff"),
             Map.entry("max", "n x xOff"),
             Map.entry("sumOfSquares", "n x xOff"),

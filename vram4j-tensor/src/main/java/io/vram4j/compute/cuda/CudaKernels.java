@@ -448,6 +448,18 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         floatFrom16(n, ptr16(src, srcOff), ptr(dst, dstOff), true);
     }
 
+    @Override
+    public void unary16(int op, int type, long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
+        elementwise(CudaKernelTable.UNARY16, n, op, type, ptr16(x, xOff), ptr16(out, outOff), n);
+    }
+
+    @Override
+    public void pointwiseBackward16(int op, int type, long n, MemorySegment dy, long dyOff, MemorySegment x,
+                                    long xOff, MemorySegment dx, long dxOff) {
+        elementwise(CudaKernelTable.POINTWISE_BACKWARD16, n, op, type, ptr16(dy, dyOff), ptr16(x, xOff),
+                ptr16(dx, dxOff), n);
+    }
+
     private static long ptr16(MemorySegment seg, long off) {
         return seg.address() + off * Short.BYTES;
     }

@@ -320,6 +320,77 @@ class GpuCudaKernelsTest {
         }
     }
 
+    /** {@code n} random 16-bit values of {@code type} in [lo, hi), as their bits. */
+    private short[] halves(int type, int n, float lo, float hi) {
+        short[] h = new short[n];
+        for (int i = 0; i < n; i++) {
+            float v = lo + (hi - lo) * random.nextFloat();
+            h[i] = type == Kernels.FLOAT16 ? Half.floatToFp16(v) : Half.floatToBf16(v);
+        }
+        return h;
+    }
+
+    private MemorySegment onGpu(short[] h) {
+        MemorySegment d = empty((h.length + 1) / 2);
+        gpu.copyFromHost(MemorySegment.ofArray(h), d.address());
+        return d;
+    }
+
+    private short[] backHalves(MemorySegment d, int n) {
+        short[] h = new short[n];
+        gpu.synchronize();
+        gpu.copyToHost(d.address(), MemorySegment.ofArray(h));
+        return h;
+    }
+
+    /**
+     * The GPU's and the CPU's 16-bit results agree within one step of the 16-bit type: both round once, from float32
+     * results that agree within 1e-5 relative, so a value near a rounding boundary may round either way.
+     */
+    private static void closeHalves(int type, short[] expected, short[] actual, String what) {
+        float step = type == Kernels.FLOAT16 ? 0x1p-10f : 0x1p-7f;
+        for (int i = 0; i < expected.length; i++) {
+            float e = type == Kernels.FLOAT16 ? Half.fp16ToFloat(expected[i]) : Half.bf16ToFloat(expected[i]);
+            float a = type == Kernels.FLOAT16 ? Half.fp16ToFloat(actual[i]) : Half.bf16ToFloat(actual[i]);
+            if (Float.isNaN(e) || Float.isInfinite(e)) {
+                assertEquals(e, a, what + "[" + i + "]");
+                continue;
+            }
+            float tol = step * Math.max(Math.abs(e), Math.abs(a)) + 1e-6f;
+            if (!(Math.abs(e - a) <= tol)) {
+                fail(what + "[" + i + "]: expected " + e + ", got " + a + " (tolerance " + tol + ")");
+            }
+        }
+    }
+
+    @Test
+    void sixteenBitElementwiseMatchesTheCpuKernels() {
+        int n = 100_003;
+        for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
+            String t = type == Kernels.FLOAT16 ? "fp16" : "bf16";
+            for (int op = Kernels.UNARY_NEG; op <= Kernels.UNARY_GELU; op++) {
+                boolean positive = op == Kernels.UNARY_LOG || op == Kernels.UNARY_SQRT;
+                short[] x = halves(type, n, positive ? 1e-3f : -8, 8);
+                short[] expected = new short[n];
+                CPU.unary16(op, type, n, MemorySegment.ofArray(x), 0, MemorySegment.ofArray(expected), 0);
+                MemorySegment out = empty((n + 1) / 2);
+                cuda.unary16(op, type, n, onGpu(x), 0, out, 0);
+                closeHalves(type, expected, backHalves(out, n), "unary16 op " + op + " " + t);
+            }
+            for (int op : new int[] {Kernels.BACKWARD_RELU, Kernels.BACKWARD_GELU}) {
+                short[] dy = halves(type, n, -3, 3);
+                short[] x = halves(type, n, -8, 8);
+                short[] expected = new short[n];
+                CPU.pointwiseBackward16(op, type, n - 1, MemorySegment.ofArray(dy), 1, MemorySegment.ofArray(x), 0,
+                        MemorySegment.ofArray(expected), 0);
+                MemorySegment out = empty((n + 1) / 2);
+                cuda.pointwiseBackward16(op, type, n - 1, onGpu(dy), 1, onGpu(x), 0, out, 0);
+                closeHalves(type, java.util.Arrays.copyOf(expected, n - 1),
+                        java.util.Arrays.copyOf(backHalves(out, n), n - 1), "pointwiseBackward16 op " + op + " " + t);
+            }
+        }
+    }
+
     @Test
     void castsAreBitExact() {
         int n = 70_000;

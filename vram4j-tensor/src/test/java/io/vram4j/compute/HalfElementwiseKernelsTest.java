@@ -1,0 +1,131 @@
+package io.vram4j.compute;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The 16-bit element-wise kernels of the CPU implementations ({@link Kernels#unary16},
+ * {@link Kernels#pointwiseBackward16}), which work through float buffers of {@link HostConversions#CHUNK} values:
+ * bit for bit what widening the whole input, the implementation's float32 kernel over all of it and narrowing give,
+ * over several chunks and a ragged end, at odd offsets, for both 16-bit types; nothing outside the output range is
+ * written; bad op and type codes are refused by name before anything is written.
+ */
+class HalfElementwiseKernelsTest {
+    private static final int N = 3 * HostConversions.CHUNK + 77;
+    private static final ValueLayout.OfShort S = ValueLayout.JAVA_SHORT_UNALIGNED;
+    private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
+
+    static Stream<Kernels> implementations() {
+        return Stream.of(Kernels.scalar(), Kernels.vector(), Kernels.vector().withThreads(2));
+    }
+
+    private static MemorySegment halves(Arena a, int type, long n, double lo, double hi, long seed) {
+        MemorySegment s = a.allocate(n * Short.BYTES);
+        SplittableRandom r = new SplittableRandom(seed);
+        for (long i = 0; i < n; i++) {
+            float v = (float) (lo + (hi - lo) * r.nextDouble());
+            s.setAtIndex(S, i, type == Kernels.FLOAT16 ? Half.floatToFp16(v) : Half.floatToBf16(v));
+        }
+        return s;
+    }
+
+    private static MemorySegment widen(Arena a, int type, MemorySegment h, long off, long n) {
+        MemorySegment f = a.allocate(n * Float.BYTES);
+        if (type == Kernels.FLOAT16) {
+            Half.fp16ToFloat(n, h, off, f, 0);
+        } else {
+            Half.bf16ToFloat(n, h, off, f, 0);
+        }
+        return f;
+    }
+
+    private static void assertNarrowed(int type, MemorySegment expected32, MemorySegment out, long off, String what) {
+        for (long i = 0; i < N; i++) {
+            float e = expected32.getAtIndex(F, i);
+            short bits = type == Kernels.FLOAT16 ? Half.floatToFp16(e) : Half.floatToBf16(e);
+            if (bits != out.getAtIndex(S, off + i)) {
+                assertEquals(Integer.toHexString(bits & 0xFFFF), Integer.toHexString(out.getAtIndex(S, off + i) & 0xFFFF),
+                        what + "[" + i + "] of " + N);
+            }
+        }
+        assertEquals((short) 0x7E7E, out.getAtIndex(S, off - 1), what + ": written before its range");
+        assertEquals((short) 0x7E7E, out.getAtIndex(S, off + N), what + ": written after its range");
+    }
+
+    private interface Unary32 {
+        void run(Kernels k, long n, MemorySegment x, long xOff, MemorySegment out, long outOff);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void unary16IsTheFloat32KernelRoundedOnce(Kernels k) {
+        Unary32[] f32 = {Kernels::neg, Kernels::exp, Kernels::log, Kernels::sqrt, Kernels::tanh, Kernels::relu,
+                         Kernels::gelu};
+        for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
+            for (int op = Kernels.UNARY_NEG; op <= Kernels.UNARY_GELU; op++) {
+                boolean positive = op == Kernels.UNARY_LOG || op == Kernels.UNARY_SQRT;
+                try (Arena a = Arena.ofConfined()) {
+                    MemorySegment x = halves(a, type, N + 3, positive ? 0.01 : -8, 8, 31L * op + type);
+                    MemorySegment out = a.allocate((N + 7L) * Short.BYTES).fill((byte) 0x7E);
+                    k.unary16(op, type, N, x, 3, out, 5);
+                    MemorySegment wide = widen(a, type, x, 3, N);
+                    MemorySegment expected = a.allocate((long) N * Float.BYTES);
+                    f32[op].run(k, N, wide, 0, expected, 0);
+                    assertNarrowed(type, expected, out, 5, k.name() + " unary16 op " + op + " type " + type);
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void pointwiseBackward16IsTheFloat32KernelRoundedOnce(Kernels k) {
+        for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
+            for (int op : new int[] {Kernels.BACKWARD_RELU, Kernels.BACKWARD_GELU}) {
+                try (Arena a = Arena.ofConfined()) {
+                    MemorySegment dy = halves(a, type, N + 1, -3, 3, 17L * op + type);
+                    MemorySegment x = halves(a, type, N + 2, -8, 8, 19L * op + type);
+                    MemorySegment dx = a.allocate((N + 7L) * Short.BYTES).fill((byte) 0x7E);
+                    k.pointwiseBackward16(op, type, N, dy, 1, x, 2, dx, 5);
+                    MemorySegment expected = a.allocate((long) N * Float.BYTES);
+                    if (op == Kernels.BACKWARD_RELU) {
+                        k.reluBackward(N, widen(a, type, dy, 1, N), 0, widen(a, type, x, 2, N), 0, expected, 0);
+                    } else {
+                        k.geluBackward(N, widen(a, type, dy, 1, N), 0, widen(a, type, x, 2, N), 0, expected, 0);
+                    }
+                    assertNarrowed(type, expected, dx, 5, k.name() + " pointwiseBackward16 op " + op + " type " + type);
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void unknownOpOrTypeIsRefusedByNameBeforeWriting(Kernels k) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment x = a.allocate(64).fill((byte) 1);
+            MemorySegment out = a.allocate(64).fill((byte) 0x7E);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> k.unary16(7, Kernels.BFLOAT16, 8, x, 0, out, 0));
+            assertTrue(e.getMessage().contains("op 7"), e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> k.unary16(0, 2, 8, x, 0, out, 0));
+            assertTrue(e.getMessage().contains("type 2"), e.getMessage());
+            e = assertThrows(IllegalArgumentException.class,
+                    () -> k.pointwiseBackward16(2, Kernels.FLOAT16, 8, x, 0, x, 0, out, 0));
+            assertTrue(e.getMessage().contains("op 2"), e.getMessage());
+            for (long i = 0; i < 32; i++) {
+                assertEquals((short) 0x7E7E, out.getAtIndex(S, i), "nothing written");
+            }
+        }
+    }
+}

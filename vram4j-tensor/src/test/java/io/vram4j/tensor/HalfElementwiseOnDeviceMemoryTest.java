@@ -1,0 +1,180 @@
+package io.vram4j.tensor;
+
+import io.vram4j.alloc.CachingAllocator;
+import io.vram4j.compute.Half;
+import io.vram4j.compute.Kernels;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+/**
+ * Unary ops and the ReLU/GELU backward on float16 and bfloat16 tensors in device memory ({@link OpaqueDevice}, as
+ * on a GPU) run as one 16-bit kernel ({@code Kernels.unary16}, {@code Kernels.pointwiseBackward16}), as PyTorch's
+ * kernels run under autocast: the op allocates its result and nothing else (no float32 copy of its input or output
+ * from the caching allocator), and the result has the bits of the float32 path (widen, the float32 kernel, round
+ * once).
+ */
+class HalfElementwiseOnDeviceMemoryTest {
+    private static final int ROWS = 333;
+    private static final int COLS = 257;   // an odd element count over several of the CPU kernels' chunks
+
+    private OpaqueDevice backend;
+    private CachingAllocator alloc;
+    private OpaqueKernels.Counters counters;
+    private Device dev;
+    private final Random random = new Random(7);
+
+    @BeforeEach
+    void open() {
+        backend = new OpaqueDevice(64L << 20);
+        alloc = CachingAllocator.create(backend);
+        counters = new OpaqueKernels.Counters();
+        dev = Device.of(alloc).withKernels(OpaqueKernels.over(backend, Kernels.scalar(), new AtomicLong(), counters));
+    }
+
+    @AfterEach
+    void close() {
+        alloc.close();
+        backend.close();
+    }
+
+    private float[] values(float lo, float hi) {
+        float[] v = new float[ROWS * COLS];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = lo + (hi - lo) * random.nextFloat();
+        }
+        return v;
+    }
+
+    /** A tensor of {@code type} in device memory holding {@code v} rounded (the float32 original closed). */
+    private Tensor tensor(float[] v, DType type) {
+        try (Tensor f = dev.tensor(v, ROWS, COLS)) {
+            return f.to(type);
+        }
+    }
+
+    private static float round(DType t, float v) {
+        return t == DType.FLOAT16 ? Half.fp16ToFloat(Half.floatToFp16(v)) : Half.bf16ToFloat(Half.floatToBf16(v));
+    }
+
+    /** The float32 path: the float32 kernel over the exactly widened values, each result rounded once. */
+    private interface F32Kernel {
+        void run(Kernels k, long n, MemorySegment a, MemorySegment b, MemorySegment out);
+    }
+
+    private static float[] expected(DType t, F32Kernel kernel, float[] a, float[] b) {
+        float[] out = new float[a.length];
+        kernel.run(Kernels.scalar(), a.length, MemorySegment.ofArray(a), b == null ? null : MemorySegment.ofArray(b),
+                MemorySegment.ofArray(out));
+        for (int i = 0; i < out.length; i++) {
+            out[i] = round(t, out[i]);
+        }
+        return out;
+    }
+
+    /** Runs {@code op} and checks that it allocated its result and nothing more, with one 16-bit launch. */
+    private Tensor onlyTheResult(String kernel, UnaryOperator<Tensor> op, Tensor in) {
+        alloc.resetPeakMemoryStats();
+        long before = alloc.memoryAllocated();
+        Map<String, Long> launches = Map.copyOf(counters.byKernel());
+        Tensor out = op.apply(in);
+        long resultBytes = alloc.memoryAllocated() - before;
+        assertEquals(alloc.memoryAllocated(), alloc.maxMemoryAllocated(), kernel + ": the peak is the result, no"
+                + " float32 temporary (" + resultBytes + " bytes of result)");
+        assertEquals(launches.getOrDefault(kernel, 0L) + 1, counters.byKernel().get(kernel), kernel + ": one launch");
+        for (String conversion : new String[] {"bf16ToFloat", "fp16ToFloat", "floatToBf16", "floatToFp16"}) {
+            assertEquals(launches.getOrDefault(conversion, 0L), counters.byKernel().getOrDefault(conversion, 0L),
+                    kernel + ": no " + conversion);
+        }
+        return out;
+    }
+
+    private static void assertBits(float[] expected, float[] actual, String what) {
+        assertEquals(expected.length, actual.length, what);
+        for (int i = 0; i < expected.length; i++) {
+            if (Float.floatToIntBits(expected[i]) != Float.floatToIntBits(actual[i])) {
+                assertEquals(expected[i], actual[i], what + "[" + i + "]");
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(names = {"FLOAT16", "BFLOAT16"})
+    void unaryOpsAllocateOnlyTheirResultAndRoundOnce(DType type) {
+        float[] v = values(-6, 6);
+        try (Tensor x = tensor(v, type)) {
+            float[] wide = x.toFloatArray();   // exactly the 16-bit values
+            float[] positive = new float[wide.length];
+            for (int i = 0; i < wide.length; i++) {
+                positive[i] = Math.abs(wide[i]) + 0.125f;
+            }
+            try (Tensor gelu = onlyTheResult("unary16", Tensor::gelu, x);
+                 Tensor relu = onlyTheResult("unary16", Tensor::relu, x);
+                 Tensor exp = onlyTheResult("unary16", Tensor::exp, x);
+                 Tensor tanh = onlyTheResult("unary16", Tensor::tanh, x);
+                 Tensor neg = onlyTheResult("unary16", Tensor::neg, x);
+                 Tensor p = tensor(positive, type);
+                 Tensor sqrt = onlyTheResult("unary16", Tensor::sqrt, p);
+                 Tensor log = onlyTheResult("unary16", Tensor::log, p)) {
+                assertEquals(type, gelu.dtype());
+                float[] pw = p.toFloatArray();
+                assertBits(expected(type, (k, n, a, b, o) -> k.gelu(n, a, 0, o, 0), wide, null), gelu.toFloatArray(), "gelu");
+                assertBits(expected(type, (k, n, a, b, o) -> k.relu(n, a, 0, o, 0), wide, null), relu.toFloatArray(), "relu");
+                assertBits(expected(type, (k, n, a, b, o) -> k.exp(n, a, 0, o, 0), wide, null), exp.toFloatArray(), "exp");
+                assertBits(expected(type, (k, n, a, b, o) -> k.tanh(n, a, 0, o, 0), wide, null), tanh.toFloatArray(), "tanh");
+                assertBits(expected(type, (k, n, a, b, o) -> k.neg(n, a, 0, o, 0), wide, null), neg.toFloatArray(), "neg");
+                assertBits(expected(type, (k, n, a, b, o) -> k.sqrt(n, a, 0, o, 0), pw, null), sqrt.toFloatArray(), "sqrt");
+                assertBits(expected(type, (k, n, a, b, o) -> k.log(n, a, 0, o, 0), pw, null), log.toFloatArray(), "log");
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(names = {"FLOAT16", "BFLOAT16"})
+    void reluAndGeluBackwardAllocateOnlyTheirResultAndRoundOnce(DType type) {
+        try (Tensor x = tensor(values(-6, 6), type);
+             Tensor g = tensor(values(-2, 2), type)) {
+            float[] xw = x.toFloatArray();
+            float[] gw = g.toFloatArray();
+            try (Tensor dGelu = onlyTheResult("pointwiseBackward16", t -> BackwardOps.geluBackward(t, x), g);
+                 Tensor dRelu = onlyTheResult("pointwiseBackward16", t -> BackwardOps.reluBackward(t, x), g)) {
+                assertEquals(type, dGelu.dtype());
+                assertBits(expected(type, (k, n, a, b, o) -> k.geluBackward(n, a, 0, b, 0, o, 0), gw, xw),
+                        dGelu.toFloatArray(), "geluBackward");
+                assertBits(expected(type, (k, n, a, b, o) -> k.reluBackward(n, a, 0, b, 0, o, 0), gw, xw),
+                        dRelu.toFloatArray(), "reluBackward");
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(names = {"FLOAT16", "BFLOAT16"})
+    void aStridedOrMixedOperandTakesTheFloat32Path(DType type) {
+        try (Tensor x = tensor(values(-6, 6), type);
+             Tensor xt = x.transpose(0, 1);
+             Tensor g32 = dev.tensor(values(-2, 2), ROWS, COLS)) {
+            assertFalse(xt.isContiguous());
+            long before = counters.byKernel().getOrDefault("unary16", 0L);
+            try (Tensor y = xt.gelu()) {
+                assertEquals(before, counters.byKernel().getOrDefault("unary16", 0L), "a strided input is gathered first");
+                assertEquals(type, y.dtype());
+            }
+            long backward = counters.byKernel().getOrDefault("pointwiseBackward16", 0L);
+            try (Tensor d = BackwardOps.geluBackward(g32, x)) {
+                assertEquals(backward, counters.byKernel().getOrDefault("pointwiseBackward16", 0L),
+                        "a float32 gradient with a 16-bit input: the float32 path");
+                assertEquals(DType.FLOAT32, d.dtype());
+            }
+        }
+    }
+}
