@@ -511,6 +511,20 @@ extern "C" __global__ void v4j_unary16(int op, int type, const unsigned short* x
     }
 }
 
+// Broadcasting binary op on 16-bit operands into a contiguous 16-bit output, as v4j_binary_bcast4_f32 (op and
+// layout alike); a, b and out all of one type.
+extern "C" __global__ void v4j_binary16_bcast4(int op, int type, const unsigned short* a, const unsigned short* b,
+                                               unsigned short* out, u64 n, int d0, int d1, int d2, int d3,
+                                               s64 as0, s64 as1, s64 as2, s64 as3,
+                                               s64 bs0, s64 bs1, s64 bs2, s64 bs3) {
+    (void) d0;
+    GRID_STRIDE(i, n) {
+        float x = load16(a, (u64) offset4(i, d1, d2, d3, as0, as1, as2, as3), type);
+        float y = load16(b, (u64) offset4(i, d1, d2, d3, bs0, bs1, bs2, bs3), type);
+        store16(out, i, type, binop(op, x, y));
+    }
+}
+
 // op: 0 relu backward, 1 gelu backward (as v4j_relu_backward_f32 and v4j_gelu_backward_f32)
 extern "C" __global__ void v4j_pointwise_backward16(int op, int type, const unsigned short* dy,
                                                     const unsigned short* x, unsigned short* dx, u64 n) {

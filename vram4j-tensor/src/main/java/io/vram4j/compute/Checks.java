@@ -195,6 +195,12 @@ final class Checks {
      */
     static void strided4(int d0, int d1, int d2, int d3, MemorySegment seg, long off, String name,
                          long s0, long s1, long s2, long s3, String strideName) {
+        strided4(d0, d1, d2, d3, seg, off, name, s0, s1, s2, s3, strideName, Float.BYTES);
+    }
+
+    /** As {@link #strided4(int, int, int, int, MemorySegment, long, String, long, long, long, long, String)} for elements of {@code bytes} bytes. */
+    static void strided4(int d0, int d1, int d2, int d3, MemorySegment seg, long off, String name,
+                         long s0, long s1, long s2, long s3, String strideName, int bytes) {
         long[] s = {s0, s1, s2, s3};
         int[] d = {d0, d1, d2, d3};
         long reach = 0;
@@ -207,7 +213,8 @@ final class Checks {
                         + " it reaches lie beyond any segment");
             }
         }
-        range(seg, off, (long) d0 * d1 * d2 * d3 == 0 ? 0 : reach + 1, name);
+        range(seg, off, (long) d0 * d1 * d2 * d3 == 0 ? 0 : reach + 1, name, bytes,
+                bytes == Float.BYTES ? "floats" : "16-bit values");
     }
 
     /** Checks a contiguous {@code [outer, n, inner]} block and an output of {@code outer * inner} floats. */

@@ -289,6 +289,23 @@ public interface Kernels {
     void pointwiseBackward16(int op, int type, long n, MemorySegment dy, long dyOff, MemorySegment x, long xOff,
                              MemorySegment dx, long dxOff);
 
+    /**
+     * {@link #binary4} on 16-bit values: {@code a}, {@code b} and the contiguous {@code out} all of {@code type},
+     * read with their element strides (0 where broadcast), each pair widened, combined as {@link #add},
+     * {@link #sub}, {@link #mul}, {@link #div} combine floats, and rounded once, so the bits equal those of widening
+     * both inputs, the float32 op and narrowing back, without a float32 copy of any operand. Offsets and strides
+     * count 16-bit elements.
+     *
+     * @param op 0 add, 1 sub, 2 mul, 3 div
+     * @param type {@link #FLOAT16} or {@link #BFLOAT16}
+     * @throws IndexOutOfBoundsException if an operand's reach does not fit its segment
+     * @throws IllegalArgumentException for another op or type, a negative extent or stride, or a read-only
+     *     {@code out}
+     */
+    void binary16(int op, int type, int d0, int d1, int d2, int d3, MemorySegment a, long aOff, long as0, long as1,
+                  long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1, long bs2, long bs3,
+                  MemorySegment out, long outOff);
+
     // ------------------------------------------------------------------------------------------------ unary
 
     /** {@code out[i] = -x[i]}. */

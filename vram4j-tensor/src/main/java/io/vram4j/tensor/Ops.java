@@ -88,6 +88,36 @@ final class Ops {
         void apply(long n, MemorySegment a, long aOff, MemorySegment b, long bOff, MemorySegment out, long outOff);
     }
 
+    /**
+     * The op in one 16-bit launch ({@link Kernels#binary16}) when {@code a}, {@code b} and {@code out} share one
+     * float16/bfloat16 dtype in device memory and the layout folds into 4 dimensions with strides of at least 0:
+     * no float32 copy of any operand, as PyTorch under autocast.
+     *
+     * @return false when the caller must take the float32 path (nothing was launched)
+     */
+    private static boolean binary16(Bin op, Tensor a, Tensor b, Tensor out) {
+        int half = Host.halfKernelType(out);
+        if (half < 0 || a.dtype != out.dtype || b.dtype != out.dtype || !a.storage.deviceMemory()
+                || !b.storage.deviceMemory()) {
+            return false;
+        }
+        long[] sa = Shapes.broadcastStrides(a.shape, a.strides, out.shape);
+        long[] sb = Shapes.broadcastStrides(b.shape, b.strides, out.shape);
+        Layout4 l = Layout4.of(out.shape, Shapes.contiguousStrides(out.shape), sa, sb);
+        if (l == null) {
+            return false;
+        }
+        for (int i = 0; i < 4; i++) {
+            if (l.s(1, i) < 0 || l.s(2, i) < 0) {
+                return false;
+            }
+        }
+        out.device.kernels().binary16(op.ordinal(), half, l.d(0), l.d(1), l.d(2), l.d(3), a.storage.kernelSegment(),
+                a.offset, l.s(1, 0), l.s(1, 1), l.s(1, 2), l.s(1, 3), b.storage.kernelSegment(), b.offset, l.s(2, 0),
+                l.s(2, 1), l.s(2, 2), l.s(2, 3), out.storage.kernelSegment(), out.offset);
+        return true;
+    }
+
     private static void binaryKernel(Bin op, Tensor a, Tensor b, Tensor out) {
         Kernels k = out.device.kernels();
         BinaryKernel f = switch (op) {
@@ -96,6 +126,9 @@ final class Ops {
             case MUL -> k::mul;
             case DIV -> k::div;
         };
+        if (binary16(op, a, b, out)) {
+            return;
+        }
         try (Scratch sc = new Scratch()) {
             Host.F32View ra = Host.read(a, sc);
             Host.F32View rb = Host.read(b, sc);

@@ -15,7 +15,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The 16-bit element-wise kernels of the CPU implementations ({@link Kernels#unary16},
- * {@link Kernels#pointwiseBackward16}), which work through float buffers of {@link HostConversions#CHUNK} values:
+ * {@link Kernels#pointwiseBackward16}, and {@link Kernels#binary16} against {@link Kernels#binary4}, with a
+ * transposed and a broadcast operand), which work through float buffers of {@link HostConversions#CHUNK} values:
  * bit for bit what widening the whole input, the implementation's float32 kernel over all of it and narrowing give,
  * over several chunks and a ragged end, at odd offsets, for both 16-bit types; nothing outside the output range is
  * written; bad op and type codes are refused by name before anything is written.
@@ -111,6 +112,37 @@ class HalfElementwiseKernelsTest {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("implementations")
+    void binary16IsTheFloat32OpRoundedOnceWithBroadcasting(Kernels k) {
+        int rows = 129;
+        int cols = 385;
+        for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
+            for (int op = 0; op <= 3; op++) {
+                try (Arena a = Arena.ofConfined()) {
+                    // a: [rows, cols] transposed storage (strides 1, rows), b: a row broadcast over the rows
+                    MemorySegment x = halves(a, type, (long) rows * cols + 2, op == 3 ? 0.5 : -4, 4, 41L * op + type);
+                    MemorySegment y = halves(a, type, cols + 1, op == 3 ? 0.5 : -4, 4, 43L * op + type);
+                    long n = (long) rows * cols;
+                    MemorySegment out = a.allocate((n + 7) * Short.BYTES).fill((byte) 0x7E);
+                    k.binary16(op, type, 1, 1, rows, cols, x, 2, 0, 0, 1, rows, y, 1, 0, 0, 0, 1, out, 5);
+                    MemorySegment xw = widen(a, type, x, 0, n + 2);
+                    MemorySegment yw = widen(a, type, y, 0, cols + 1);
+                    MemorySegment expected = a.allocate(n * Float.BYTES);
+                    k.binary4(op, 1, 1, rows, cols, xw, 2, 0, 0, 1, rows, yw, 1, 0, 0, 0, 1, expected, 0);
+                    for (long i = 0; i < n; i++) {
+                        float e = expected.getAtIndex(F, i);
+                        short bits = type == Kernels.FLOAT16 ? Half.floatToFp16(e) : Half.floatToBf16(e);
+                        assertEquals(bits, out.getAtIndex(S, 5 + i), k.name() + " binary16 op " + op + " type " + type
+                                + " [" + i + "]");
+                    }
+                    assertEquals((short) 0x7E7E, out.getAtIndex(S, 4), "written before its range");
+                    assertEquals((short) 0x7E7E, out.getAtIndex(S, 5 + n), "written after its range");
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
     void unknownOpOrTypeIsRefusedByNameBeforeWriting(Kernels k) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment x = a.allocate(64).fill((byte) 1);
@@ -123,6 +155,9 @@ class HalfElementwiseKernelsTest {
             e = assertThrows(IllegalArgumentException.class,
                     () -> k.pointwiseBackward16(2, Kernels.FLOAT16, 8, x, 0, x, 0, out, 0));
             assertTrue(e.getMessage().contains("op 2"), e.getMessage());
+            e = assertThrows(IllegalArgumentException.class,
+                    () -> k.binary16(4, Kernels.FLOAT16, 1, 1, 1, 8, x, 0, 0, 0, 0, 1, x, 0, 0, 0, 0, 1, out, 0));
+            assertTrue(e.getMessage().contains("op 4"), e.getMessage());
             for (long i = 0; i < 32; i++) {
                 assertEquals((short) 0x7E7E, out.getAtIndex(S, i), "nothing written");
             }

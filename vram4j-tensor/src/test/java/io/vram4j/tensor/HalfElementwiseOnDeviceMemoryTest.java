@@ -18,8 +18,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
 /**
- * Unary ops and the ReLU/GELU backward on float16 and bfloat16 tensors in device memory ({@link OpaqueDevice}, as
- * on a GPU) run as one 16-bit kernel ({@code Kernels.unary16}, {@code Kernels.pointwiseBackward16}), as PyTorch's
+ * Unary ops, binary ops (broadcasting too) and the ReLU/GELU backward on float16 and bfloat16 tensors in device
+ * memory ({@link OpaqueDevice}, as on a GPU) run as one 16-bit kernel ({@code Kernels.unary16},
+ * {@code Kernels.binary16}, {@code Kernels.pointwiseBackward16}), as PyTorch's
  * kernels run under autocast: the op allocates its result and nothing else (no float32 copy of its input or output
  * from the caching allocator), and the result has the bits of the float32 path (widen, the float32 kernel, round
  * once).
@@ -159,6 +160,41 @@ class HalfElementwiseOnDeviceMemoryTest {
 
     @ParameterizedTest
     @EnumSource(names = {"FLOAT16", "BFLOAT16"})
+    void binaryOpsWithBroadcastingAllocateOnlyTheirResultAndRoundOnce(DType type) {
+        float[] bias = new float[COLS];
+        for (int i = 0; i < COLS; i++) {
+            bias[i] = random.nextFloat() * 2 - 1;
+        }
+        try (Tensor x = tensor(values(-6, 6), type);
+             Tensor y = tensor(values(0.5f, 3), type);
+             Tensor b32 = dev.tensor(bias, COLS);
+             Tensor b = b32.to(type)) {
+            float[] xw = x.toFloatArray();
+            float[] yw = y.toFloatArray();
+            float[] bw = b.toFloatArray();
+            float[] bRows = new float[xw.length];
+            for (int i = 0; i < bRows.length; i++) {
+                bRows[i] = bw[i % COLS];
+            }
+            try (Tensor plusBias = onlyTheResult("binary16", t -> t.add(b), x);
+                 Tensor quotient = onlyTheResult("binary16", t -> t.div(y), x);
+                 Tensor product = onlyTheResult("binary16", t -> t.mul(y), x);
+                 Tensor difference = onlyTheResult("binary16", t -> t.sub(b), x)) {
+                assertEquals(type, plusBias.dtype());
+                assertBits(expected(type, (k, n, p, q, o) -> k.add(n, p, 0, q, 0, o, 0), xw, bRows),
+                        plusBias.toFloatArray(), "x + bias");
+                assertBits(expected(type, (k, n, p, q, o) -> k.div(n, p, 0, q, 0, o, 0), xw, yw),
+                        quotient.toFloatArray(), "x / y");
+                assertBits(expected(type, (k, n, p, q, o) -> k.mul(n, p, 0, q, 0, o, 0), xw, yw),
+                        product.toFloatArray(), "x * y");
+                assertBits(expected(type, (k, n, p, q, o) -> k.sub(n, p, 0, q, 0, o, 0), xw, bRows),
+                        difference.toFloatArray(), "x - bias");
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(names = {"FLOAT16", "BFLOAT16"})
     void aStridedOrMixedOperandTakesTheFloat32Path(DType type) {
         try (Tensor x = tensor(values(-6, 6), type);
              Tensor xt = x.transpose(0, 1);
@@ -170,6 +206,11 @@ class HalfElementwiseOnDeviceMemoryTest {
                 assertEquals(type, y.dtype());
             }
             long backward = counters.byKernel().getOrDefault("pointwiseBackward16", 0L);
+            long binary = counters.byKernel().getOrDefault("binary16", 0L);
+            try (Tensor sum = g32.add(x)) {
+                assertEquals(binary, counters.byKernel().getOrDefault("binary16", 0L), "float32 + 16-bit: float32");
+                assertEquals(DType.FLOAT32, sum.dtype());
+            }
             try (Tensor d = BackwardOps.geluBackward(g32, x)) {
                 assertEquals(backward, counters.byKernel().getOrDefault("pointwiseBackward16", 0L),
                         "a float32 gradient with a 16-bit input: the float32 path");

@@ -78,6 +78,8 @@ final class CudaKernelTable {
     static final CudaKernel UNARY16 = CudaKernel.of("v4j_unary16", I32, I32, PTR, PTR, U64);
     static final CudaKernel POINTWISE_BACKWARD16 = CudaKernel.of("v4j_pointwise_backward16", I32, I32, PTR, PTR, PTR,
             U64);
+    static final CudaKernel BINARY16_BCAST4 = CudaKernel.of("v4j_binary16_bcast4", I32, I32, PTR, PTR, PTR, U64,
+            I32, I32, I32, I32, S64, S64, S64, S64, S64, S64, S64, S64);
     // optimizers, one launch per parameter group
     static final CudaKernel SGD_MULTI = CudaKernel.of("v4j_sgd_multi_f32", PTR, PTR, PTR, PTR, I32,
             F32, F32, F32, I32, I32);
@@ -109,7 +111,8 @@ final class CudaKernelTable {
             FILL, NEG, EXP, LOG, SQRT, TANH, SIGMOID, RELU, RELU_BACKWARD, GELU, GELU_BACKWARD, REDUCE_PARTIAL,
             SOFTMAX_ROWS, LOG_SOFTMAX_ROWS, SOFTMAX_BACKWARD_ROWS, LOG_SOFTMAX_BACKWARD_ROWS, LAYER_NORM_ROWS,
             LAYER_NORM_BACKWARD_ROWS, LAYER_NORM_PARAM_GRADS, MASK_UPPER, EMBEDDING, EMBEDDING_BACKWARD, DROPOUT,
-            DROPOUT_BACKWARD, F32_TO_F16, F16_TO_F32, F32_TO_BF16, BF16_TO_F32, UNARY16, POINTWISE_BACKWARD16, SGD_MULTI, ADAMW_MULTI, NLL_LOSS,
+            DROPOUT_BACKWARD, F32_TO_F16, F16_TO_F32, F32_TO_BF16, BF16_TO_F32, UNARY16, POINTWISE_BACKWARD16, BINARY16_BCAST4,
+            SGD_MULTI, ADAMW_MULTI, NLL_LOSS,
             NLL_LOSS_BACKWARD, ATTENTION_FORWARD, ATTENTION_BACKWARD_DKDV, ATTENTION_BACKWARD_DQ, SUM_DIM, MAX_DIM, COPY4,
             IOTA);
 

@@ -388,6 +388,18 @@ class GpuCudaKernelsTest {
                 closeHalves(type, java.util.Arrays.copyOf(expected, n - 1),
                         java.util.Arrays.copyOf(backHalves(out, n), n - 1), "pointwiseBackward16 op " + op + " " + t);
             }
+            int rows = 301;
+            int cols = 333;
+            for (int op = 0; op <= 3; op++) {   // a transposed [rows, cols] operand and a row broadcast over it
+                short[] a = halves(type, rows * cols, op == 3 ? 0.5f : -4, 4);
+                short[] b = halves(type, cols, op == 3 ? 0.5f : -4, 4);
+                short[] expected = new short[rows * cols];
+                CPU.binary16(op, type, 1, 1, rows, cols, MemorySegment.ofArray(a), 0, 0, 0, 1, rows,
+                        MemorySegment.ofArray(b), 0, 0, 0, 0, 1, MemorySegment.ofArray(expected), 0);
+                MemorySegment out = empty((rows * cols + 1) / 2);
+                cuda.binary16(op, type, 1, 1, rows, cols, onGpu(a), 0, 0, 0, 1, rows, onGpu(b), 0, 0, 0, 0, 1, out, 0);
+                closeHalves(type, expected, backHalves(out, rows * cols), "binary16 op " + op + " " + t);
+            }
         }
     }
 
