@@ -687,6 +687,13 @@ extern "C" __global__ void v4j_copy4_f32(const float* src, float* dst, u64 n, in
     GRID_STRIDE(i, n) { dst[offset4(i, d1, d2, d3, t0, t1, t2, t3)] = src[offset4(i, d1, d2, d3, s0, s1, s2, s3)]; }
 }
 
+// v4j_copy4_f32 over 16-bit elements (float16 or bfloat16 alike: the bits are copied)
+extern "C" __global__ void v4j_copy4_16(const unsigned short* src, unsigned short* dst, u64 n, int d0, int d1, int d2,
+                                        int d3, s64 s0, s64 s1, s64 s2, s64 s3, s64 t0, s64 t1, s64 t2, s64 t3) {
+    (void) d0;
+    GRID_STRIDE(i, n) { dst[offset4(i, d1, d2, d3, t0, t1, t2, t3)] = src[offset4(i, d1, d2, d3, s0, s1, s2, s3)]; }
+}
+
 // ------------------------------------------------------------------------------------------------ positions
 
 // out[i] = i as int64 (torch.arange(n, dtype=torch.long); Kernels.iota)
@@ -703,7 +710,23 @@ extern "C" __global__ void v4j_iota_s64(s64* out, u64 n) {
 // recomputes p = exp(scale q.k - lse) (FlashAttention-2) in two passes, dk/dv then dq, so no atomics are needed
 // and repeating a launch gives the same bits.
 
-__device__ __forceinline__ float attn_dot(const float* a, const float* b, int d) {
+// The attention kernels' inputs: float32 memory, or float16/bfloat16 memory widened as it is read (the 16-bit
+// entries: q, k, v, out and dout of one 16-bit type; lse and the results stay float32).
+struct F32In {
+    const float* p;
+    __device__ __forceinline__ float operator[](s64 i) const { return p[i]; }
+    __device__ __forceinline__ F32In operator+(s64 o) const { return F32In{p + o}; }
+};
+
+struct H16In {
+    const unsigned short* p;
+    int type;
+    __device__ __forceinline__ float operator[](s64 i) const { return load16(p, (u64) i, type); }
+    __device__ __forceinline__ H16In operator+(s64 o) const { return H16In{p + o, type}; }
+};
+
+template <typename A, typename B>
+__device__ __forceinline__ float attn_dot(A a, B b, int d) {
     float s = 0.0f;
     for (int x = 0; x < d; x++) {
         s += a[x] * b[x];
@@ -712,8 +735,8 @@ __device__ __forceinline__ float attn_dot(const float* a, const float* b, int d)
 }
 
 // stages rows [r0, r0 + rows) of a (and of b) into sa (sb), cooperatively
-__device__ __forceinline__ void attn_stage(const float* a, const float* b, float* sa, float* sb, int r0, int rows,
-                                           int d) {
+template <typename In>
+__device__ __forceinline__ void attn_stage(In a, In b, float* sa, float* sb, int r0, int rows, int d) {
     for (int e = threadIdx.x; e < rows * d; e += blockDim.x) {
         sa[e] = a[(s64) r0 * d + e];
         sb[e] = b[(s64) r0 * d + e];
@@ -723,9 +746,8 @@ __device__ __forceinline__ void attn_stage(const float* a, const float* b, float
 // Stages the key/value tiles of this block's query rows (causal: keys up to its last row) into shared memory, two
 // tiles of `tile` rows of d floats, and calls row(kt, vt, n) for each on the threads whose query row i exists, n
 // being the tile's keys that row sees (j <= i when causal). Every thread reaches every __syncthreads().
-template <typename Row>
-__device__ __forceinline__ void attn_key_tiles(const float* k, const float* v, int t, int d, int causal, int tile, int i,
-                                               Row row) {
+template <typename In, typename Row>
+__device__ __forceinline__ void attn_key_tiles(In k, In v, int t, int d, int causal, int tile, int i, Row row) {
     extern __shared__ float attn_tiles[];
     float* kt = attn_tiles;
     float* vt = attn_tiles + (s64) tile * d;
@@ -742,11 +764,12 @@ __device__ __forceinline__ void attn_key_tiles(const float* k, const float* v, i
 }
 
 // shared memory: 2 * tile * d floats (k and v tiles)
-extern "C" __global__ void v4j_attention_forward_f32(const float* q, const float* k, const float* v, float* out,
-                                                     float* lse, int t, int d, float scale, int causal, int tile) {
+template <typename In>
+__device__ __forceinline__ void attention_forward(In q, In k, In v, float* out, float* lse, int t, int d, float scale,
+                                                  int causal, int tile) {
     s64 base = (s64) blockIdx.y * t * d;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    const float* qi = q + base + (s64) i * d;
+    In qi = q + (base + (s64) i * d);
     float* oi = out + base + (s64) i * d;
     float m = -CUDART_INF_F;
     float l = 0.0f;
@@ -782,20 +805,20 @@ extern "C" __global__ void v4j_attention_forward_f32(const float* q, const float
 }
 
 // dk, dv for one key row per thread; shared memory: 2 * tile * d + 2 * tile floats (q, dout, lse and D tiles)
-extern "C" __global__ void v4j_attention_backward_dkdv_f32(const float* q, const float* k, const float* v,
-                                                           const float* out, const float* lse, const float* dout,
-                                                           float* dk, float* dv, int t, int d, float scale, int causal,
-                                                           int tile) {
-    extern __shared__ float sh[];
-    float* qt = sh;
-    float* gt = sh + (s64) tile * d;
+template <typename In>
+__device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, In out, const float* lse, In dout,
+                                                        float* dk, float* dv, int t, int d, float scale, int causal,
+                                                        int tile) {
+    extern __shared__ float attn_rows[];
+    float* qt = attn_rows;
+    float* gt = attn_rows + (s64) tile * d;
     float* lt = gt + (s64) tile * d;
     float* dt = lt + tile;
     s64 base = (s64) blockIdx.y * t * d;
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     bool active = j < t;
-    const float* kj = k + base + (s64) j * d;
-    const float* vj = v + base + (s64) j * d;
+    In kj = k + (base + (s64) j * d);
+    In vj = v + (base + (s64) j * d);
     float* dkj = dk + base + (s64) j * d;
     float* dvj = dv + base + (s64) j * d;
     if (active) {
@@ -834,18 +857,18 @@ extern "C" __global__ void v4j_attention_backward_dkdv_f32(const float* q, const
 }
 
 // dq for one query row per thread; shared memory: 2 * tile * d floats (k and v tiles)
-extern "C" __global__ void v4j_attention_backward_dq_f32(const float* q, const float* k, const float* v,
-                                                         const float* out, const float* lse, const float* dout,
-                                                         float* dq, int t, int d, float scale, int causal, int tile) {
+template <typename In>
+__device__ __forceinline__ void attention_backward_dq(In q, In k, In v, In out, const float* lse, In dout, float* dq,
+                                                      int t, int d, float scale, int causal, int tile) {
     s64 base = (s64) blockIdx.y * t * d;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    const float* qi = q + base + (s64) i * d;
-    const float* gi = dout + base + (s64) i * d;
+    In qi = q + (base + (s64) i * d);
+    In gi = dout + (base + (s64) i * d);
     float* dqi = dq + base + (s64) i * d;
     float di = 0.0f;
     float lsei = 0.0f;
     if (i < t) {
-        di = attn_dot(gi, out + base + (s64) i * d, d);
+        di = attn_dot(gi, out + (base + (s64) i * d), d);
         lsei = lse[(s64) blockIdx.y * t + i];
         for (int x = 0; x < d; x++) {
             dqi[x] = 0.0f;
@@ -861,4 +884,47 @@ extern "C" __global__ void v4j_attention_backward_dq_f32(const float* q, const f
             }
         }
     });
+}
+
+extern "C" __global__ void v4j_attention_forward_f32(const float* q, const float* k, const float* v, float* out,
+                                                     float* lse, int t, int d, float scale, int causal, int tile) {
+    attention_forward(F32In{q}, F32In{k}, F32In{v}, out, lse, t, d, scale, causal, tile);
+}
+
+extern "C" __global__ void v4j_attention_backward_dkdv_f32(const float* q, const float* k, const float* v,
+                                                           const float* out, const float* lse, const float* dout,
+                                                           float* dk, float* dv, int t, int d, float scale, int causal,
+                                                           int tile) {
+    attention_backward_dkdv(F32In{q}, F32In{k}, F32In{v}, F32In{out}, lse, F32In{dout}, dk, dv, t, d, scale, causal,
+                            tile);
+}
+
+extern "C" __global__ void v4j_attention_backward_dq_f32(const float* q, const float* k, const float* v,
+                                                         const float* out, const float* lse, const float* dout,
+                                                         float* dq, int t, int d, float scale, int causal, int tile) {
+    attention_backward_dq(F32In{q}, F32In{k}, F32In{v}, F32In{out}, lse, F32In{dout}, dq, t, d, scale, causal, tile);
+}
+
+// The same on 16-bit q, k, v, out and dout of one type (0 float16, 1 bfloat16), read widened: under autocast the
+// inputs need no float32 copies in device memory; lse and the results are float32, as in the kernels above.
+extern "C" __global__ void v4j_attention_forward16(int type, const unsigned short* q, const unsigned short* k,
+                                                   const unsigned short* v, float* out, float* lse, int t, int d,
+                                                   float scale, int causal, int tile) {
+    attention_forward(H16In{q, type}, H16In{k, type}, H16In{v, type}, out, lse, t, d, scale, causal, tile);
+}
+
+extern "C" __global__ void v4j_attention_backward_dkdv16(int type, const unsigned short* q, const unsigned short* k,
+                                                         const unsigned short* v, const unsigned short* out,
+                                                         const float* lse, const unsigned short* dout, float* dk,
+                                                         float* dv, int t, int d, float scale, int causal, int tile) {
+    attention_backward_dkdv(H16In{q, type}, H16In{k, type}, H16In{v, type}, H16In{out, type}, lse, H16In{dout, type},
+                            dk, dv, t, d, scale, causal, tile);
+}
+
+extern "C" __global__ void v4j_attention_backward_dq16(int type, const unsigned short* q, const unsigned short* k,
+                                                       const unsigned short* v, const unsigned short* out,
+                                                       const float* lse, const unsigned short* dout, float* dq, int t,
+                                                       int d, float scale, int causal, int tile) {
+    attention_backward_dq(H16In{q, type}, H16In{k, type}, H16In{v, type}, H16In{out, type}, lse, H16In{dout, type},
+                          dq, t, d, scale, causal, tile);
 }

@@ -380,6 +380,16 @@ final class CheckedKernels implements Kernels {
     }
 
     @Override
+    public void copy16(int d0, int d1, int d2, int d3, MemorySegment src, long srcOff, long s0, long s1, long s2,
+                       long s3, MemorySegment dst, long dstOff, long t0, long t1, long t2, long t3) {
+        Checks.extents4(d0, d1, d2, d3);
+        Checks.strided4(d0, d1, d2, d3, src, srcOff, "src", s0, s1, s2, s3, "s", Short.BYTES);
+        Checks.strided4(d0, d1, d2, d3, dst, dstOff, "dst", t0, t1, t2, t3, "t", Short.BYTES);
+        Checks.writable(dst, "dst");
+        unchecked.copy16(d0, d1, d2, d3, src, srcOff, s0, s1, s2, s3, dst, dstOff, t0, t1, t2, t3);
+    }
+
+    @Override
     public void binary4(int op, int d0, int d1, int d2, int d3, MemorySegment a, long aOff, long as0, long as1,
                         long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1, long bs2, long bs3,
                         MemorySegment out, long outOff) {
@@ -569,6 +579,57 @@ final class CheckedKernels implements Kernels {
         Checks.writable(dv, "dv");
         unchecked.attentionBackward(batchHeads, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff,
                 lse, lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
+    }
+
+    @Override
+    public void attentionForward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
+                                   MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                   MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
+        long n = attention16Operands("attentionForward16", type, batchHeads, t, d, q, qOff, k, kOff, v, vOff, lse,
+                lseOff);
+        Checks.range(out, outOff, n, "out");
+        Checks.writable(out, "out");
+        Checks.writable(lse, "lse");
+        unchecked.attentionForward16(type, batchHeads, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff,
+                lse, lseOff);
+    }
+
+    @Override
+    public void attentionBackward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
+                                    MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                    MemorySegment out, long outOff, MemorySegment lse, long lseOff,
+                                    MemorySegment dout, long doutOff, MemorySegment dq, long dqOff,
+                                    MemorySegment dk, long dkOff, MemorySegment dv, long dvOff) {
+        long n = attention16Operands("attentionBackward16", type, batchHeads, t, d, q, qOff, k, kOff, v, vOff, lse,
+                lseOff);
+        Checks.range(out, outOff, n, "out", Short.BYTES, "16-bit values");
+        Checks.range(dout, doutOff, n, "dout", Short.BYTES, "16-bit values");
+        Checks.range(dq, dqOff, n, "dq");
+        Checks.range(dk, dkOff, n, "dk");
+        Checks.range(dv, dvOff, n, "dv");
+        Checks.writable(dq, "dq");
+        Checks.writable(dk, "dk");
+        Checks.writable(dv, "dv");
+        unchecked.attentionBackward16(type, batchHeads, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff,
+                lse, lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
+    }
+
+    /**
+     * Checks the type, the sizes and the operands both 16-bit attention kernels take (q, k, v: 16-bit
+     * {@code [batchHeads, t, d]}; lse: float32 {@code [batchHeads, t]}).
+     *
+     * @return the elements of one {@code [batchHeads, t, d]} operand
+     */
+    private static long attention16Operands(String kernel, int type, int batchHeads, int t, int d, MemorySegment q,
+                                            long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                            MemorySegment lse, long lseOff) {
+        Checks.half16(kernel, 0, 0, type);
+        long n = attentionSizes(batchHeads, t, d);
+        Checks.range(q, qOff, n, "q", Short.BYTES, "16-bit values");
+        Checks.range(k, kOff, n, "k", Short.BYTES, "16-bit values");
+        Checks.range(v, vOff, n, "v", Short.BYTES, "16-bit values");
+        Checks.range(lse, lseOff, (long) batchHeads * t, "lse");
+        return n;
     }
 
     /**

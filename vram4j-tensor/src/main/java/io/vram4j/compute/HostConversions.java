@@ -108,6 +108,39 @@ interface HostConversions extends Kernels {
         }
     }
 
+    /** {@code n} 16-bit values of {@code type} at {@code off} of {@code src}, widened into new memory of {@code arena}. */
+    private MemorySegment widened(Arena arena, int type, long n, MemorySegment src, long off) {
+        MemorySegment f = arena.allocate(Math.max(1, n) * Float.BYTES, Float.BYTES);
+        widen(type, n, src, off, f);
+        return f;
+    }
+
+    @Override
+    default void attentionForward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
+                                    MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                    MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
+        long n = (long) batchHeads * t * d;
+        try (Arena arena = Arena.ofConfined()) {
+            attentionForward(batchHeads, t, d, scale, causal, widened(arena, type, n, q, qOff), 0,
+                    widened(arena, type, n, k, kOff), 0, widened(arena, type, n, v, vOff), 0, out, outOff, lse, lseOff);
+        }
+    }
+
+    @Override
+    default void attentionBackward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
+                                     MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v,
+                                     long vOff, MemorySegment out, long outOff, MemorySegment lse, long lseOff,
+                                     MemorySegment dout, long doutOff, MemorySegment dq, long dqOff,
+                                     MemorySegment dk, long dkOff, MemorySegment dv, long dvOff) {
+        long n = (long) batchHeads * t * d;
+        try (Arena arena = Arena.ofConfined()) {
+            attentionBackward(batchHeads, t, d, scale, causal, widened(arena, type, n, q, qOff), 0,
+                    widened(arena, type, n, k, kOff), 0, widened(arena, type, n, v, vOff), 0,
+                    widened(arena, type, n, out, outOff), 0, lse, lseOff, widened(arena, type, n, dout, doutOff), 0,
+                    dq, dqOff, dk, dkOff, dv, dvOff);
+        }
+    }
+
     @Override
     default void pointwiseBackward16(int op, int type, long n, MemorySegment dy, long dyOff, MemorySegment x,
                                      long xOff, MemorySegment dx, long dxOff) {

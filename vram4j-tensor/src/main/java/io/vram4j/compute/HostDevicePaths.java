@@ -47,6 +47,23 @@ interface HostDevicePaths extends Kernels {
     }
 
     @Override
+    default void copy16(int d0, int d1, int d2, int d3, MemorySegment src, long srcOff, long s0, long s1, long s2,
+                        long s3, MemorySegment dst, long dstOff, long t0, long t1, long t2, long t3) {
+        ValueLayout.OfShort h = ValueLayout.JAVA_SHORT_UNALIGNED;
+        for (int i0 = 0; i0 < d0; i0++) {
+            for (int i1 = 0; i1 < d1; i1++) {
+                for (int i2 = 0; i2 < d2; i2++) {
+                    long si = srcOff + i0 * s0 + i1 * s1 + i2 * s2;
+                    long di = dstOff + i0 * t0 + i1 * t1 + i2 * t2;
+                    for (int i3 = 0; i3 < d3; i3++, si += s3, di += t3) {
+                        dst.setAtIndex(h, di, src.getAtIndex(h, si));
+                    }
+                }
+            }
+        }
+    }
+
+    @Override
     default void binary4(int op, int d0, int d1, int d2, int d3, MemorySegment a, long aOff, long as0, long as1,
                          long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1, long bs2, long bs3,
                          MemorySegment out, long outOff) {

@@ -446,6 +446,17 @@ public interface Kernels {
                MemorySegment dst, long dstOff, long t0, long t1, long t2, long t3);
 
     /**
+     * {@link #copy4} over 16-bit elements (float16 or bfloat16: the bits are copied, NaN payloads too), offsets
+     * and strides in 16-bit elements: a strided 16-bit view made contiguous, or written into a strided layout,
+     * without a float32 image of either side.
+     *
+     * @throws IndexOutOfBoundsException if an operand's reach does not fit its segment
+     * @throws IllegalArgumentException for a negative extent or stride, or a read-only {@code dst}
+     */
+    void copy16(int d0, int d1, int d2, int d3, MemorySegment src, long srcOff, long s0, long s1, long s2, long s3,
+                MemorySegment dst, long dstOff, long t0, long t1, long t2, long t3);
+
+    /**
      * A broadcasting binary op into a contiguous output of up to 4 dimensions:
      * {@code out[i] = a[i . aStrides] op b[i . bStrides]}, each input read with its own element strides (0 where
      * broadcast), so nothing is materialised. Element results are those of {@link #add}, {@link #sub}, {@link #mul},
@@ -640,4 +651,31 @@ public interface Kernels {
                            MemorySegment out, long outOff, MemorySegment lse, long lseOff,
                            MemorySegment dout, long doutOff,
                            MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv, long dvOff);
+
+    /**
+     * {@link #attentionForward} on 16-bit {@code q}, {@code k}, {@code v} of {@code type}, widened as they are read
+     * (no float32 copies of them, as under autocast); {@code out} and {@code lse} are float32 as there, with the
+     * same values as {@link #attentionForward} on the widened inputs. Offsets of the 16-bit operands count 16-bit
+     * elements.
+     *
+     * @param type {@link #FLOAT16} or {@link #BFLOAT16}
+     * @throws IllegalArgumentException as {@link #attentionForward}, or for another type
+     */
+    void attentionForward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
+                            MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                            MemorySegment out, long outOff, MemorySegment lse, long lseOff);
+
+    /**
+     * {@link #attentionBackward} on 16-bit {@code q}, {@code k}, {@code v}, {@code out} (the forward's output) and
+     * {@code dout} of {@code type}, widened as they are read; {@code lse} and the gradients {@code dq}, {@code dk},
+     * {@code dv} are float32, with the values of {@link #attentionBackward} on the widened inputs.
+     *
+     * @param type {@link #FLOAT16} or {@link #BFLOAT16}
+     * @throws IllegalArgumentException as {@link #attentionForward}, or for another type
+     */
+    void attentionBackward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
+                             MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                             MemorySegment out, long outOff, MemorySegment lse, long lseOff,
+                             MemorySegment dout, long doutOff,
+                             MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv, long dvOff);
 }

@@ -274,7 +274,23 @@ public final class BackwardOps {
             for (int i = 0; i < 3; i++) {
                 grads[i] = like(q, q.shape);
             }
-            if (g.device.hasStorage()) {
+            int half = Host.halfKernelType(g, q, k, v, out);
+            if (g.device.hasStorage() && half >= 0) {   // contiguous 16-bit inputs read as they are, as forward
+                try (Scratch sc = new Scratch()) {
+                    Host.F32View[] w = new Host.F32View[3];
+                    for (int i = 0; i < 3; i++) {
+                        w[i] = Host.write(grads[i], sc);
+                    }
+                    g.device.kernels().attentionBackward16(half, n.problems(), n.t(), n.d(), scale, causal,
+                            q.storage.kernelSegment(), q.offset, k.storage.kernelSegment(), k.offset,
+                            v.storage.kernelSegment(), v.offset, out.storage.kernelSegment(), out.offset,
+                            lse.storage.kernelSegment(), lse.offset, g.storage.kernelSegment(), g.offset,
+                            w[0].seg(), w[0].off(), w[1].seg(), w[1].off(), w[2].seg(), w[2].off());
+                    for (int i = 0; i < 3; i++) {
+                        Host.commit(grads[i], w[i]);
+                    }
+                }
+            } else if (g.device.hasStorage()) {
                 try (Scratch sc = new Scratch()) {
                     Host.F32View qv = Host.readContiguous(q, sc);
                     Host.F32View kv = Host.readContiguous(k, sc);

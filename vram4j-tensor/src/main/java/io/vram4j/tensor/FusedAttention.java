@@ -50,7 +50,20 @@ final class FusedAttention {
         try {
             lse = Tensor.allocate(q.device, DType.FLOAT32, Arrays.copyOf(q.shape, q.shape.length - 1));
             if (q.device.hasStorage()) {
-                try (Scratch sc = new Scratch()) {
+                // contiguous 16-bit inputs are read as they are, the float32 output narrowed once; strided ones
+                // (heads split off a projection) are widened into contiguous float32 copies below: a 16-bit copy
+                // of them instead lowered the peak allocated but raised the peak reserved (BENCHMARKS.md)
+                int half = Host.halfKernelType(q, k, v);
+                if (half >= 0) {
+                    try (Scratch sc = new Scratch()) {
+                        Host.F32View w = Host.write(out, sc);
+                        q.device.kernels().attentionForward16(half, n.problems(), n.t(), n.d(), scale, causal,
+                                q.storage.kernelSegment(), q.offset, k.storage.kernelSegment(), k.offset,
+                                v.storage.kernelSegment(), v.offset, w.seg(), w.off(), lse.storage.kernelSegment(),
+                                lse.offset);
+                        Host.commit(out, w);
+                    }
+                } else try (Scratch sc = new Scratch()) {
                     Host.F32View qv = Host.readContiguous(q, sc);
                     Host.F32View kv = Host.readContiguous(k, sc);
                     Host.F32View vv = Host.readContiguous(v, sc);

@@ -214,12 +214,8 @@ final class Host {
 
     /**
      * A float16 or bfloat16 copy to the same type between strided layouts ({@code contiguous()} of a strided 16-bit
-     * view, a gradient written into a narrowed slice), where there is no 16-bit copy kernel: the source's span is
-     * widened to a float32 temporary, gathered ({@code Kernels.copy4}) into a float32 image of the destination's
-     * span (widened from it first when the copy does not cover it all), and the image narrowed into the
-     * destination. Exact: every 16-bit value is a float32 value and narrows back to itself, so the elements of the
-     * span outside the copy keep their bits. The two temporaries (4 bytes per element of each span) come from the
-     * device's caching allocator and are freed before it returns.
+     * view, a gradient written into a narrowed slice): one {@code Kernels.copy16} launch, the bits copied, nothing
+     * allocated.
      *
      * @return false when the layout does not fold into 4 dimensions or has a negative stride (nothing was written)
      */
@@ -229,31 +225,13 @@ final class Host {
         if (l == null) {
             return false;
         }
-        long srcSpan = 1;
-        long dstSpan = 1;
         for (int i = 0; i < 4; i++) {
             if (l.s(0, i) < 0 || l.s(1, i) < 0) {
                 return false;
             }
-            dstSpan += (l.d(i) - 1L) * l.s(0, i);
-            srcSpan += (l.d(i) - 1L) * l.s(1, i);
         }
-        Kernels k = dev.kernels();
-        boolean half = type == DType.FLOAT16;
-        RowKernel widen = half ? k::fp16ToFloat : k::bf16ToFloat;
-        RowKernel narrow = half ? k::floatToFp16 : k::floatToBf16;
-        boolean covered = dstSpan == Shapes.numel(shape);   // the copy writes every element of the span
-        try (Tensor from = Tensor.allocate(dev, DType.FLOAT32, new int[] {Math.toIntExact(srcSpan)});
-             Tensor to = Tensor.allocate(dev, DType.FLOAT32, new int[] {Math.toIntExact(dstSpan)})) {
-            MemorySegment f = from.storage.kernelSegment();
-            MemorySegment t = to.storage.kernelSegment();
-            widen.apply(srcSpan, s, sOff, f, from.offset);
-            if (!covered) {
-                widen.apply(dstSpan, d, dOff, t, to.offset);
-            }
-            copy4(k, l, f, from.offset, t, to.offset);
-            narrow.apply(dstSpan, t, to.offset, d, dOff);
-        }
+        dev.kernels().copy16(l.d(0), l.d(1), l.d(2), l.d(3), s, sOff, l.s(1, 0), l.s(1, 1), l.s(1, 2), l.s(1, 3),
+                d, dOff, l.s(0, 0), l.s(0, 1), l.s(0, 2), l.s(0, 3));
         return true;
     }
 

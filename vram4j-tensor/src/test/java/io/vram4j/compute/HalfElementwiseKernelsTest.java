@@ -16,7 +16,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The 16-bit element-wise kernels of the CPU implementations ({@link Kernels#unary16},
  * {@link Kernels#pointwiseBackward16}, and {@link Kernels#binary16} against {@link Kernels#binary4}, with a
- * transposed and a broadcast operand), which work through float buffers of {@link HostConversions#CHUNK} values:
+ * transposed and a broadcast operand; the attention on 16-bit inputs; {@link Kernels#copy16}), which work through
+ * float buffers of {@link HostConversions#CHUNK} values:
  * bit for bit what widening the whole input, the implementation's float32 kernel over all of it and narrowing give,
  * over several chunks and a ragged end, at odd offsets, for both 16-bit types; nothing outside the output range is
  * written; bad op and type codes are refused by name before anything is written.
@@ -136,6 +137,65 @@ class HalfElementwiseKernelsTest {
                     }
                     assertEquals((short) 0x7E7E, out.getAtIndex(S, 4), "written before its range");
                     assertEquals((short) 0x7E7E, out.getAtIndex(S, 5 + n), "written after its range");
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void attentionOnSixteenBitInputsIsTheFloat32KernelOnTheirValues(Kernels k) {
+        int bh = 2;
+        int t = 37;
+        int d = 16;
+        long n = (long) bh * t * d;
+        float scale = 0.25f;
+        for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment[] in = new MemorySegment[5];   // q, k, v, out, dout, each at offset 1
+                for (int i = 0; i < in.length; i++) {
+                    in[i] = halves(a, type, n + 1, -2, 2, 53L * i + type);
+                }
+                MemorySegment[] wide = new MemorySegment[5];
+                for (int i = 0; i < in.length; i++) {
+                    wide[i] = widen(a, type, in[i], 1, n);
+                }
+                MemorySegment[] got = {a.allocate(n * 4), a.allocate(bh * t * 4L), a.allocate(n * 4), a.allocate(n * 4),
+                                       a.allocate(n * 4)};
+                MemorySegment[] want = {a.allocate(n * 4), a.allocate(bh * t * 4L), a.allocate(n * 4),
+                                        a.allocate(n * 4), a.allocate(n * 4)};
+                k.attentionForward16(type, bh, t, d, scale, true, in[0], 1, in[1], 1, in[2], 1, got[0], 0, got[1], 0);
+                k.attentionForward(bh, t, d, scale, true, wide[0], 0, wide[1], 0, wide[2], 0, want[0], 0, want[1], 0);
+                k.attentionBackward16(type, bh, t, d, scale, true, in[0], 1, in[1], 1, in[2], 1, in[3], 1, want[1], 0,
+                        in[4], 1, got[2], 0, got[3], 0, got[4], 0);
+                k.attentionBackward(bh, t, d, scale, true, wide[0], 0, wide[1], 0, wide[2], 0, wide[3], 0, want[1], 0,
+                        wide[4], 0, want[2], 0, want[3], 0, want[4], 0);
+                String[] names = {"out", "lse", "dq", "dk", "dv"};
+                for (int i = 0; i < names.length; i++) {
+                    assertEquals(-1L, want[i].mismatch(got[i]), k.name() + " attention " + names[i] + " type " + type);
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void copy16CopiesTheBitsOfAStridedViewIntoAStridedLayout(Kernels k) {
+        int rows = 37;
+        int cols = 53;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment src = a.allocate((long) rows * cols * Short.BYTES + 2);
+            for (long i = 0; i < (long) rows * cols + 1; i++) {
+                src.setAtIndex(S, i, (short) (i * 7919 + 0x7C01));   // NaN payloads among them: kept as they are
+            }
+            // the transpose of a [rows, cols] matrix at offset 1, written into every other row of a [2 cols, rows] one
+            MemorySegment dst = a.allocate(2L * rows * cols * Short.BYTES).fill((byte) 0x11);
+            k.copy16(1, 1, cols, rows, src, 1, 0, 0, 1, cols, dst, 0, 0, 0, 2L * rows, 1);
+            for (int c = 0; c < cols; c++) {
+                for (int r = 0; r < rows; r++) {
+                    assertEquals(src.getAtIndex(S, 1 + (long) r * cols + c), dst.getAtIndex(S, 2L * rows * c + r),
+                            k.name() + " [" + c + ", " + r + "]");
+                    assertEquals((short) 0x1111, dst.getAtIndex(S, 2L * rows * c + rows + r), "the rows between");
                 }
             }
         }

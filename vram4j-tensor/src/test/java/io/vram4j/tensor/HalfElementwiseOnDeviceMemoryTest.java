@@ -16,6 +16,7 @@ import java.util.function.UnaryOperator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Unary ops, binary ops (broadcasting too) and the ReLU/GELU backward on float16 and bfloat16 tensors in device
@@ -189,6 +190,45 @@ class HalfElementwiseOnDeviceMemoryTest {
                         product.toFloatArray(), "x * y");
                 assertBits(expected(type, (k, n, p, q, o) -> k.sub(n, p, 0, q, 0, o, 0), xw, bRows),
                         difference.toFloatArray(), "x - bias");
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(names = {"FLOAT16", "BFLOAT16"})
+    void fusedAttentionReadsSixteenBitInputsWithoutFloat32Copies(DType type) {
+        int b = 2;
+        int h = 3;
+        int t = 40;
+        int d = 16;
+        long n = (long) b * h * t * d;
+        float[] qv = new float[(int) n];
+        float[] kv = new float[(int) n];
+        float[] vv = new float[(int) n];
+        for (int i = 0; i < n; i++) {
+            qv[i] = random.nextFloat() * 4 - 2;
+            kv[i] = random.nextFloat() * 4 - 2;
+            vv[i] = random.nextFloat() * 2 - 1;
+        }
+        try (Tensor q32 = dev.tensor(qv, b, h, t, d); Tensor k32 = dev.tensor(kv, b, h, t, d);
+             Tensor v32 = dev.tensor(vv, b, h, t, d);
+             Tensor q = q32.to(type); Tensor k = k32.to(type); Tensor v = v32.to(type);
+             Tensor qw = q.to(DType.FLOAT32); Tensor kw = k.to(DType.FLOAT32); Tensor vw = v.to(DType.FLOAT32)) {
+            alloc.resetPeakMemoryStats();
+            long before = alloc.memoryAllocated();
+            long launches = counters.byKernel().getOrDefault("attentionForward16", 0L);
+            try (Tensor out = Functional.scaledDotProductAttention(q, k, v, true)) {
+                // the call held its 16-bit output, a float32 image of it and the float32 lse: no widened q, k, v
+                long peak = alloc.maxMemoryAllocated() - before;
+                long bound = 2 * n + 4 * n + 4L * b * h * t + 3 * 512;
+                assertTrue(peak <= bound, "peak " + peak + " bytes over the " + bound + " of output, its float32"
+                        + " image and lse");
+                assertEquals(launches + 1, counters.byKernel().get("attentionForward16"), "one 16-bit launch");
+                assertEquals(type, out.dtype());
+                try (Tensor wide = Functional.scaledDotProductAttention(qw, kw, vw, true);
+                     Tensor expected = wide.to(type)) {
+                    assertBits(expected.toFloatArray(), out.toFloatArray(), "attention on 16-bit inputs");
+                }
             }
         }
     }

@@ -96,6 +96,13 @@ final class CudaKernelTable {
             PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
     static final CudaKernel ATTENTION_BACKWARD_DQ = CudaKernel.of("v4j_attention_backward_dq_f32",
             PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
+    // fused attention on 16-bit inputs (Kernels.attentionForward16, attentionBackward16)
+    static final CudaKernel ATTENTION_FORWARD16 = CudaKernel.of("v4j_attention_forward16",
+            I32, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
+    static final CudaKernel ATTENTION_BACKWARD_DKDV16 = CudaKernel.of("v4j_attention_backward_dkdv16",
+            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
+    static final CudaKernel ATTENTION_BACKWARD_DQ16 = CudaKernel.of("v4j_attention_backward_dq16",
+            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
 
     // dimension reductions (Kernels.sumDim, Kernels.maxDim)
     static final CudaKernel SUM_DIM = CudaKernel.of("v4j_sum_dim_f32", PTR, PTR, I32, I32, I32);
@@ -105,6 +112,9 @@ final class CudaKernelTable {
     // strided copy (Kernels.copy4 with a strided destination)
     static final CudaKernel COPY4 = CudaKernel.of("v4j_copy4_f32", PTR, PTR, U64, I32, I32, I32, I32,
             S64, S64, S64, S64, S64, S64, S64, S64);
+    // strided 16-bit copy (Kernels.copy16)
+    static final CudaKernel COPY4_16 = CudaKernel.of("v4j_copy4_16", PTR, PTR, U64, I32, I32, I32, I32,
+            S64, S64, S64, S64, S64, S64, S64, S64);
 
     /** Every descriptor. */
     static final List<CudaKernel> ALL = List.of(ADD, SUB, MUL, DIV, BINARY_BCAST4, GATHER4, AXPY, SCALE, ADD_SCALAR,
@@ -113,8 +123,9 @@ final class CudaKernelTable {
             LAYER_NORM_BACKWARD_ROWS, LAYER_NORM_PARAM_GRADS, MASK_UPPER, EMBEDDING, EMBEDDING_BACKWARD, DROPOUT,
             DROPOUT_BACKWARD, F32_TO_F16, F16_TO_F32, F32_TO_BF16, BF16_TO_F32, UNARY16, POINTWISE_BACKWARD16, BINARY16_BCAST4,
             SGD_MULTI, ADAMW_MULTI, NLL_LOSS,
-            NLL_LOSS_BACKWARD, ATTENTION_FORWARD, ATTENTION_BACKWARD_DKDV, ATTENTION_BACKWARD_DQ, SUM_DIM, MAX_DIM, COPY4,
-            IOTA);
+            NLL_LOSS_BACKWARD, ATTENTION_FORWARD, ATTENTION_BACKWARD_DKDV, ATTENTION_BACKWARD_DQ,
+            ATTENTION_FORWARD16, ATTENTION_BACKWARD_DKDV16, ATTENTION_BACKWARD_DQ16, SUM_DIM, MAX_DIM, COPY4,
+            COPY4_16, IOTA);
 
     private CudaKernelTable() {
     }

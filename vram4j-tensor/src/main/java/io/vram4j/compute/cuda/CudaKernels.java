@@ -610,6 +610,15 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     }
 
     @Override
+    public void copy16(int d0, int d1, int d2, int d3, MemorySegment src, long srcOff, long s0, long s1, long s2,
+                       long s3, MemorySegment dst, long dstOff, long t0, long t1, long t2, long t3) {
+        Dims4 d = Dims4.of(new int[] {d0, d1, d2, d3}, new long[] {s0, s1, s2, s3}, new long[] {t0, t1, t2, t3});
+        elementwise(CudaKernelTable.COPY4_16, d.numel(), ptr16(src, srcOff), ptr16(dst, dstOff), d.numel(),
+                d.extent(0), d.extent(1), d.extent(2), d.extent(3), d.stride(0, 0), d.stride(0, 1), d.stride(0, 2),
+                d.stride(0, 3), d.stride(1, 0), d.stride(1, 1), d.stride(1, 2), d.stride(1, 3));
+    }
+
+    @Override
     public void binary4(int op, int d0, int d1, int d2, int d3, MemorySegment a, long aOff, long as0, long as1,
                         long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1, long bs2, long bs3,
                         MemorySegment out, long outOff) {
@@ -818,6 +827,38 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ, attentionLaunch(batchHeads, t, 2 * tile * d), stream,
                 ptr(q, qOff), ptr(k, kOff), ptr(v, vOff), ptr(out, outOff), ptr(lse, lseOff), ptr(dout, doutOff),
                 ptr(dq, dqOff), t, d, scale, c, tile);
+    }
+
+    @Override
+    public void attentionForward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
+                                   MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                   MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
+        int tile = attentionTile(batchHeads, d);
+        LaunchConfig config = attentionLaunch(batchHeads, t, 2 * tile * d);
+        if (!config.isEmpty()) {
+            gpu.launch(CudaKernelTable.ATTENTION_FORWARD16, config, stream, type, ptr16(q, qOff), ptr16(k, kOff),
+                    ptr16(v, vOff), ptr(out, outOff), ptr(lse, lseOff), t, d, scale, causal ? 1 : 0, tile);
+        }
+    }
+
+    @Override
+    public void attentionBackward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
+                                    MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                    MemorySegment out, long outOff, MemorySegment lse, long lseOff,
+                                    MemorySegment dout, long doutOff, MemorySegment dq, long dqOff,
+                                    MemorySegment dk, long dkOff, MemorySegment dv, long dvOff) {
+        int tile = attentionTile(batchHeads, d);
+        LaunchConfig config = attentionLaunch(batchHeads, t, 2 * tile * d + 2 * tile);
+        if (config.isEmpty()) {
+            return;
+        }
+        int c = causal ? 1 : 0;
+        gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV16, config, stream, type, ptr16(q, qOff), ptr16(k, kOff),
+                ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), ptr16(dout, doutOff), ptr(dk, dkOff),
+                ptr(dv, dvOff), t, d, scale, c, tile);
+        gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ16, attentionLaunch(batchHeads, t, 2 * tile * d), stream, type,
+                ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff),
+                ptr16(dout, doutOff), ptr(dq, dqOff), t, d, scale, c, tile);
     }
 
     /** Ends cuBLAS, returns its workspace to the allocator and unloads the module. Closing twice does nothing. */

@@ -843,4 +843,56 @@ class GpuCudaKernelsTest {
             }
         }
     }
+
+    @Test
+    void sixteenBitStridedCopiesAreBitExact() {
+        int rows = 301;
+        int cols = 333;
+        short[] src = new short[rows * cols];
+        for (int i = 0; i < src.length; i++) {
+            src[i] = (short) (i * 7919 + 0x7C01);
+        }
+        short[] expected = new short[2 * rows * cols];
+        CPU.copy16(1, 1, cols, rows, MemorySegment.ofArray(src), 0, 0, 0, 1, cols, MemorySegment.ofArray(expected), 0,
+                0, 0, 2L * rows, 1);
+        MemorySegment out = empty(rows * cols);
+        cuda.fill(rows * cols, 0f, out, 0);
+        cuda.copy16(1, 1, cols, rows, onGpu(src), 0, 0, 0, 1, cols, out, 0, 0, 0, 2L * rows, 1);
+        assertArrayEquals(expected, backHalves(out, 2 * rows * cols), "copy16 of a transpose into every other row");
+    }
+
+    @Test
+    void fusedAttentionOnSixteenBitInputsMatchesTheCpuKernels() {
+        int bh = 3;
+        int t = 130;
+        int d = 33;
+        int n = bh * t * d;
+        float scale = (float) (1 / Math.sqrt(d));
+        for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
+            short[] q = halves(type, n, -2, 2);
+            short[] k = halves(type, n, -2, 2);
+            short[] v = halves(type, n, -1, 1);
+            short[] out = halves(type, n, -1, 1);   // stands for the forward's rounded output
+            short[] dout = halves(type, n, -1, 1);
+            float[][] e = {new float[n], new float[bh * t], new float[n], new float[n], new float[n]};
+            CPU.attentionForward16(type, bh, t, d, scale, true, MemorySegment.ofArray(q), 0, MemorySegment.ofArray(k),
+                    0, MemorySegment.ofArray(v), 0, MemorySegment.ofArray(e[0]), 0, MemorySegment.ofArray(e[1]), 0);
+            CPU.attentionBackward16(type, bh, t, d, scale, true, MemorySegment.ofArray(q), 0, MemorySegment.ofArray(k),
+                    0, MemorySegment.ofArray(v), 0, MemorySegment.ofArray(out), 0, MemorySegment.ofArray(e[1]), 0,
+                    MemorySegment.ofArray(dout), 0, MemorySegment.ofArray(e[2]), 0, MemorySegment.ofArray(e[3]), 0,
+                    MemorySegment.ofArray(e[4]), 0);
+            MemorySegment gq = onGpu(q);
+            MemorySegment gk = onGpu(k);
+            MemorySegment gv = onGpu(v);
+            MemorySegment[] g = {empty(n), empty(bh * t), empty(n), empty(n), empty(n)};
+            cuda.attentionForward16(type, bh, t, d, scale, true, gq, 0, gk, 0, gv, 0, g[0], 0, g[1], 0);
+            MemorySegment lse = onGpu(e[1]);   // the CPU's lse, so that the backward's inputs are the same
+            cuda.attentionBackward16(type, bh, t, d, scale, true, gq, 0, gk, 0, gv, 0, onGpu(out), 0, lse, 0,
+                    onGpu(dout), 0, g[2], 0, g[3], 0, g[4], 0);
+            String[] names = {"out", "lse", "dq", "dk", "dv"};
+            for (int i = 0; i < names.length; i++) {
+                closeSums(e[i], back(g[i], e[i].length), t, "16-bit attention " + names[i] + " type " + type);
+            }
+        }
+    }
 }
