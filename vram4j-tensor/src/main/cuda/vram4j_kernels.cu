@@ -725,6 +725,17 @@ struct H16In {
     __device__ __forceinline__ H16In operator+(s64 o) const { return H16In{p + o, type}; }
 };
 
+// Where the rows of problem p lie in an input: p is (p / heads, p % heads) of a [batch, heads, t, d] view with element
+// strides (sb, sh, st, 1), as the heads split off one projection give them; a contiguous [problems, t, d] input has
+// heads 1, sb = t * d, sh 0, st = d.
+struct AttnRows {
+    int heads;
+    s64 sb, sh, st;
+    __device__ __forceinline__ s64 base(int p) const { return (s64) (p / heads) * sb + (s64) (p % heads) * sh; }
+};
+
+__device__ __forceinline__ AttnRows attn_contiguous(int t, int d) { return AttnRows{1, (s64) t * d, 0, d}; }
+
 template <typename A, typename B>
 __device__ __forceinline__ float attn_dot(A a, B b, int d) {
     float s = 0.0f;
@@ -734,12 +745,15 @@ __device__ __forceinline__ float attn_dot(A a, B b, int d) {
     return s;
 }
 
-// stages rows [r0, r0 + rows) of a (and of b) into sa (sb), cooperatively
+// stages rows [r0, r0 + rows) of a (rows st_a apart) and of b (st_b apart) into sa and sb (rows of d), cooperatively
 template <typename In>
-__device__ __forceinline__ void attn_stage(In a, In b, float* sa, float* sb, int r0, int rows, int d) {
+__device__ __forceinline__ void attn_stage(In a, s64 st_a, In b, s64 st_b, float* sa, float* sb, int r0, int rows,
+                                           int d) {
     for (int e = threadIdx.x; e < rows * d; e += blockDim.x) {
-        sa[e] = a[(s64) r0 * d + e];
-        sb[e] = b[(s64) r0 * d + e];
+        s64 r = r0 + e / d;
+        int x = e % d;
+        sa[e] = a[r * st_a + x];
+        sb[e] = b[r * st_b + x];
     }
 }
 
@@ -747,7 +761,7 @@ __device__ __forceinline__ void attn_stage(In a, In b, float* sa, float* sb, int
 // tiles of `tile` rows of d floats, and calls row(kt, vt, n) for each on the threads whose query row i exists, n
 // being the tile's keys that row sees (j <= i when causal). Every thread reaches every __syncthreads().
 template <typename In, typename Row>
-__device__ __forceinline__ void attn_key_tiles(In k, In v, int t, int d, int causal, int tile, int i, Row row) {
+__device__ __forceinline__ void attn_key_tiles(In k, In v, s64 st, int t, int d, int causal, int tile, int i, Row row) {
     extern __shared__ float attn_tiles[];
     float* kt = attn_tiles;
     float* vt = attn_tiles + (s64) tile * d;
@@ -755,7 +769,7 @@ __device__ __forceinline__ void attn_key_tiles(In k, In v, int t, int d, int cau
     for (int j0 = 0; j0 < keys; j0 += tile) {
         int cols = min(tile, keys - j0);
         __syncthreads();
-        attn_stage(k, v, kt, vt, j0, cols, d);
+        attn_stage(k, st, v, st, kt, vt, j0, cols, d);
         __syncthreads();
         if (i < t) {
             row(kt, vt, causal ? min(cols, i - j0 + 1) : cols);
@@ -763,14 +777,15 @@ __device__ __forceinline__ void attn_key_tiles(In k, In v, int t, int d, int cau
     }
 }
 
-// shared memory: 2 * tile * d floats (k and v tiles)
+// q, k and v share the layout rows; out and lse are contiguous. Shared memory: 2 * tile * d floats (k and v tiles)
 template <typename In>
-__device__ __forceinline__ void attention_forward(In q, In k, In v, float* out, float* lse, int t, int d, float scale,
-                                                  int causal, int tile) {
-    s64 base = (s64) blockIdx.y * t * d;
+__device__ __forceinline__ void attention_forward(In q, In k, In v, AttnRows rows, float* out, float* lse, int t, int d,
+                                                  float scale, int causal, int tile) {
+    int p = blockIdx.y;
+    s64 base = rows.base(p);
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    In qi = q + (base + (s64) i * d);
-    float* oi = out + base + (s64) i * d;
+    In qi = q + (base + (s64) i * rows.st);
+    float* oi = out + (s64) p * t * d + (s64) i * d;
     float m = -CUDART_INF_F;
     float l = 0.0f;
     if (i < t) {
@@ -778,7 +793,7 @@ __device__ __forceinline__ void attention_forward(In q, In k, In v, float* out, 
             oi[x] = 0.0f;
         }
     }
-    attn_key_tiles(k + base, v + base, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
+    attn_key_tiles(k + base, v + base, rows.st, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
         for (int c = 0; c < n; c++) {
             float s = attn_dot(qi, kt + (s64) c * d, d) * scale;
             if (s > m) {
@@ -789,10 +804,10 @@ __device__ __forceinline__ void attention_forward(In q, In k, In v, float* out, 
                 }
                 m = s;
             }
-            float p = expf(s - m);
-            l += p;
+            float pr = expf(s - m);
+            l += pr;
             for (int x = 0; x < d; x++) {
-                oi[x] += p * vt[(s64) c * d + x];
+                oi[x] += pr * vt[(s64) c * d + x];
             }
         }
     });
@@ -800,27 +815,31 @@ __device__ __forceinline__ void attention_forward(In q, In k, In v, float* out, 
         for (int x = 0; x < d; x++) {
             oi[x] /= l;
         }
-        lse[(s64) blockIdx.y * t + i] = m + logf(l);
+        lse[(s64) p * t + i] = m + logf(l);
     }
 }
 
-// dk, dv for one key row per thread; shared memory: 2 * tile * d + 2 * tile floats (q, dout, lse and D tiles)
+// dk, dv for one key row per thread; q, k, v share the layout rows, dout has its own (grows), out, lse and the
+// results are contiguous. Shared memory: 2 * tile * d + 2 * tile floats (q, dout, lse and D tiles)
 template <typename In>
-__device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, In out, const float* lse, In dout,
-                                                        float* dk, float* dv, int t, int d, float scale, int causal,
-                                                        int tile) {
+__device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, AttnRows rows, In out, const float* lse,
+                                                        In dout, AttnRows grows, float* dk, float* dv, int t, int d,
+                                                        float scale, int causal, int tile) {
     extern __shared__ float attn_rows[];
     float* qt = attn_rows;
     float* gt = attn_rows + (s64) tile * d;
     float* lt = gt + (s64) tile * d;
     float* dt = lt + tile;
-    s64 base = (s64) blockIdx.y * t * d;
+    int p = blockIdx.y;
+    s64 base = rows.base(p);
+    s64 gbase = grows.base(p);
+    s64 obase = (s64) p * t * d;
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     bool active = j < t;
-    In kj = k + (base + (s64) j * d);
-    In vj = v + (base + (s64) j * d);
-    float* dkj = dk + base + (s64) j * d;
-    float* dvj = dv + base + (s64) j * d;
+    In kj = k + (base + (s64) j * rows.st);
+    In vj = v + (base + (s64) j * rows.st);
+    float* dkj = dk + obase + (s64) j * d;
+    float* dvj = dv + obase + (s64) j * d;
     if (active) {
         for (int x = 0; x < d; x++) {
             dkj[x] = 0.0f;
@@ -828,57 +847,60 @@ __device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, In out
         }
     }
     for (int i0 = causal ? (int) (blockIdx.x * blockDim.x) : 0; i0 < t; i0 += tile) {
-        int rows = min(tile, t - i0);
+        int nrows = min(tile, t - i0);
         __syncthreads();
-        attn_stage(q + base, dout + base, qt, gt, i0, rows, d);
-        for (int r = threadIdx.x; r < rows; r += blockDim.x) {
-            s64 row = base + (s64) (i0 + r) * d;
-            lt[r] = lse[(s64) blockIdx.y * t + i0 + r];
-            dt[r] = attn_dot(dout + row, out + row, d);
+        attn_stage(q + base, rows.st, dout + gbase, grows.st, qt, gt, i0, nrows, d);
+        for (int r = threadIdx.x; r < nrows; r += blockDim.x) {
+            lt[r] = lse[(s64) p * t + i0 + r];
+            dt[r] = attn_dot(dout + (gbase + (s64) (i0 + r) * grows.st), out + (obase + (s64) (i0 + r) * d), d);
         }
         __syncthreads();
         if (!active) {
             continue;
         }
-        for (int r = 0; r < rows; r++) {
+        for (int r = 0; r < nrows; r++) {
             if (causal && i0 + r < j) {
                 continue;
             }
             const float* qr = qt + (s64) r * d;
             const float* gr = gt + (s64) r * d;
-            float p = expf(attn_dot(qr, kj, d) * scale - lt[r]);
-            float ds = p * (attn_dot(gr, vj, d) - dt[r]) * scale;
+            float pr = expf(attn_dot(qr, kj, d) * scale - lt[r]);
+            float ds = pr * (attn_dot(gr, vj, d) - dt[r]) * scale;
             for (int x = 0; x < d; x++) {
-                dvj[x] += p * gr[x];
+                dvj[x] += pr * gr[x];
                 dkj[x] += ds * qr[x];
             }
         }
     }
 }
 
-// dq for one query row per thread; shared memory: 2 * tile * d floats (k and v tiles)
+// dq for one query row per thread; layouts as attention_backward_dkdv. Shared memory: 2 * tile * d floats (k and v
+// tiles)
 template <typename In>
-__device__ __forceinline__ void attention_backward_dq(In q, In k, In v, In out, const float* lse, In dout, float* dq,
-                                                      int t, int d, float scale, int causal, int tile) {
-    s64 base = (s64) blockIdx.y * t * d;
+__device__ __forceinline__ void attention_backward_dq(In q, In k, In v, AttnRows rows, In out, const float* lse,
+                                                      In dout, AttnRows grows, float* dq, int t, int d, float scale,
+                                                      int causal, int tile) {
+    int p = blockIdx.y;
+    s64 base = rows.base(p);
+    s64 obase = (s64) p * t * d;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    In qi = q + (base + (s64) i * d);
-    In gi = dout + (base + (s64) i * d);
-    float* dqi = dq + base + (s64) i * d;
+    In qi = q + (base + (s64) i * rows.st);
+    In gi = dout + (grows.base(p) + (s64) i * grows.st);
+    float* dqi = dq + obase + (s64) i * d;
     float di = 0.0f;
     float lsei = 0.0f;
     if (i < t) {
-        di = attn_dot(gi, out + (base + (s64) i * d), d);
-        lsei = lse[(s64) blockIdx.y * t + i];
+        di = attn_dot(gi, out + (obase + (s64) i * d), d);
+        lsei = lse[(s64) p * t + i];
         for (int x = 0; x < d; x++) {
             dqi[x] = 0.0f;
         }
     }
-    attn_key_tiles(k + base, v + base, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
+    attn_key_tiles(k + base, v + base, rows.st, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
         for (int c = 0; c < n; c++) {
             const float* kc = kt + (s64) c * d;
-            float p = expf(attn_dot(qi, kc, d) * scale - lsei);
-            float ds = p * (attn_dot(gi, vt + (s64) c * d, d) - di) * scale;
+            float pr = expf(attn_dot(qi, kc, d) * scale - lsei);
+            float ds = pr * (attn_dot(gi, vt + (s64) c * d, d) - di) * scale;
             for (int x = 0; x < d; x++) {
                 dqi[x] += ds * kc[x];
             }
@@ -888,43 +910,54 @@ __device__ __forceinline__ void attention_backward_dq(In q, In k, In v, In out, 
 
 extern "C" __global__ void v4j_attention_forward_f32(const float* q, const float* k, const float* v, float* out,
                                                      float* lse, int t, int d, float scale, int causal, int tile) {
-    attention_forward(F32In{q}, F32In{k}, F32In{v}, out, lse, t, d, scale, causal, tile);
+    attention_forward(F32In{q}, F32In{k}, F32In{v}, attn_contiguous(t, d), out, lse, t, d, scale, causal, tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dkdv_f32(const float* q, const float* k, const float* v,
                                                            const float* out, const float* lse, const float* dout,
                                                            float* dk, float* dv, int t, int d, float scale, int causal,
                                                            int tile) {
-    attention_backward_dkdv(F32In{q}, F32In{k}, F32In{v}, F32In{out}, lse, F32In{dout}, dk, dv, t, d, scale, causal,
-                            tile);
+    AttnRows rows = attn_contiguous(t, d);
+    attention_backward_dkdv(F32In{q}, F32In{k}, F32In{v}, rows, F32In{out}, lse, F32In{dout}, rows, dk, dv, t, d, scale,
+                            causal, tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dq_f32(const float* q, const float* k, const float* v,
                                                          const float* out, const float* lse, const float* dout,
                                                          float* dq, int t, int d, float scale, int causal, int tile) {
-    attention_backward_dq(F32In{q}, F32In{k}, F32In{v}, F32In{out}, lse, F32In{dout}, dq, t, d, scale, causal, tile);
+    AttnRows rows = attn_contiguous(t, d);
+    attention_backward_dq(F32In{q}, F32In{k}, F32In{v}, rows, F32In{out}, lse, F32In{dout}, rows, dq, t, d, scale,
+                          causal, tile);
 }
 
-// The same on 16-bit q, k, v, out and dout of one type (0 float16, 1 bfloat16), read widened: under autocast the
-// inputs need no float32 copies in device memory; lse and the results are float32, as in the kernels above.
+// The same on 16-bit q, k, v, out and dout of one type (0 float16, 1 bfloat16), read widened and in place: q, k and v
+// in the layout (heads, sb, sh, st) (AttnRows), dout in (heads, gsb, gsh, gst), out contiguous; lse and the results
+// are float32 and contiguous, as in the kernels above. Under autocast no float32 copy of an input is made.
 extern "C" __global__ void v4j_attention_forward16(int type, const unsigned short* q, const unsigned short* k,
                                                    const unsigned short* v, float* out, float* lse, int t, int d,
-                                                   float scale, int causal, int tile) {
-    attention_forward(H16In{q, type}, H16In{k, type}, H16In{v, type}, out, lse, t, d, scale, causal, tile);
+                                                   float scale, int causal, int tile, int heads, s64 sb, s64 sh,
+                                                   s64 st) {
+    attention_forward(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st}, out, lse, t, d,
+                      scale, causal, tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dkdv16(int type, const unsigned short* q, const unsigned short* k,
                                                          const unsigned short* v, const unsigned short* out,
                                                          const float* lse, const unsigned short* dout, float* dk,
-                                                         float* dv, int t, int d, float scale, int causal, int tile) {
-    attention_backward_dkdv(H16In{q, type}, H16In{k, type}, H16In{v, type}, H16In{out, type}, lse, H16In{dout, type},
-                            dk, dv, t, d, scale, causal, tile);
+                                                         float* dv, int t, int d, float scale, int causal, int tile,
+                                                         int heads, s64 sb, s64 sh, s64 st, s64 gsb, s64 gsh,
+                                                         s64 gst) {
+    attention_backward_dkdv(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
+                            H16In{out, type}, lse, H16In{dout, type}, AttnRows{heads, gsb, gsh, gst}, dk, dv, t, d,
+                            scale, causal, tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dq16(int type, const unsigned short* q, const unsigned short* k,
                                                        const unsigned short* v, const unsigned short* out,
                                                        const float* lse, const unsigned short* dout, float* dq, int t,
-                                                       int d, float scale, int causal, int tile) {
-    attention_backward_dq(H16In{q, type}, H16In{k, type}, H16In{v, type}, H16In{out, type}, lse, H16In{dout, type},
-                          dq, t, d, scale, causal, tile);
+                                                       int d, float scale, int causal, int tile, int heads, s64 sb,
+                                                       s64 sh, s64 st, s64 gsb, s64 gsh, s64 gst) {
+    attention_backward_dq(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
+                          H16In{out, type}, lse, H16In{dout, type}, AttnRows{heads, gsb, gsh, gst}, dq, t, d, scale,
+                          causal, tile);
 }

@@ -582,54 +582,86 @@ final class CheckedKernels implements Kernels {
     }
 
     @Override
-    public void attentionForward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
-                                   MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+    public void attentionForward16(int type, int batchHeads, int heads, long batchStride, long headStride,
+                                   long rowStride, int t, int d, float scale, boolean causal, MemorySegment q,
+                                   long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
                                    MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
-        long n = attention16Operands("attentionForward16", type, batchHeads, t, d, q, qOff, k, kOff, v, vOff, lse,
-                lseOff);
+        long n = attention16Operands("attentionForward16", type, batchHeads, heads, batchStride, headStride, rowStride,
+                t, d, q, qOff, k, kOff, v, vOff, lse, lseOff);
         Checks.range(out, outOff, n, "out");
         Checks.writable(out, "out");
         Checks.writable(lse, "lse");
-        unchecked.attentionForward16(type, batchHeads, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff,
-                lse, lseOff);
+        unchecked.attentionForward16(type, batchHeads, heads, batchStride, headStride, rowStride, t, d, scale, causal,
+                q, qOff, k, kOff, v, vOff, out, outOff, lse, lseOff);
     }
 
     @Override
-    public void attentionBackward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
-                                    MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
-                                    MemorySegment out, long outOff, MemorySegment lse, long lseOff,
-                                    MemorySegment dout, long doutOff, MemorySegment dq, long dqOff,
-                                    MemorySegment dk, long dkOff, MemorySegment dv, long dvOff) {
-        long n = attention16Operands("attentionBackward16", type, batchHeads, t, d, q, qOff, k, kOff, v, vOff, lse,
-                lseOff);
+    public void attentionBackward16(int type, int batchHeads, int heads, long batchStride, long headStride,
+                                    long rowStride, long doutBatchStride, long doutHeadStride, long doutRowStride,
+                                    int t, int d, float scale, boolean causal, MemorySegment q, long qOff,
+                                    MemorySegment k, long kOff, MemorySegment v, long vOff, MemorySegment out,
+                                    long outOff, MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
+                                    MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
+                                    long dvOff) {
+        long n = attention16Operands("attentionBackward16", type, batchHeads, heads, batchStride, headStride,
+                rowStride, t, d, q, qOff, k, kOff, v, vOff, lse, lseOff);
         Checks.range(out, outOff, n, "out", Short.BYTES, "16-bit values");
-        Checks.range(dout, doutOff, n, "dout", Short.BYTES, "16-bit values");
+        attentionRows(batchHeads, heads, doutBatchStride, doutHeadStride, doutRowStride, t, d, dout, doutOff, "dout",
+                "doutBatchStride", "doutHeadStride", "doutRowStride");
         Checks.range(dq, dqOff, n, "dq");
         Checks.range(dk, dkOff, n, "dk");
         Checks.range(dv, dvOff, n, "dv");
         Checks.writable(dq, "dq");
         Checks.writable(dk, "dk");
         Checks.writable(dv, "dv");
-        unchecked.attentionBackward16(type, batchHeads, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff,
-                lse, lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
+        unchecked.attentionBackward16(type, batchHeads, heads, batchStride, headStride, rowStride, doutBatchStride,
+                doutHeadStride, doutRowStride, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff, lse,
+                lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
     }
 
     /**
-     * Checks the type, the sizes and the operands both 16-bit attention kernels take (q, k, v: 16-bit
-     * {@code [batchHeads, t, d]}; lse: float32 {@code [batchHeads, t]}).
+     * Checks the type, the sizes, the layout and the operands both 16-bit attention kernels take (q, k, v: 16-bit,
+     * in the layout of {@code Kernels.attentionForward16}; lse: float32 {@code [batchHeads, t]}).
      *
-     * @return the elements of one {@code [batchHeads, t, d]} operand
+     * @return the elements of one contiguous {@code [batchHeads, t, d]} operand
      */
-    private static long attention16Operands(String kernel, int type, int batchHeads, int t, int d, MemorySegment q,
-                                            long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
-                                            MemorySegment lse, long lseOff) {
+    private static long attention16Operands(String kernel, int type, int batchHeads, int heads, long batchStride,
+                                            long headStride, long rowStride, int t, int d, MemorySegment q, long qOff,
+                                            MemorySegment k, long kOff, MemorySegment v, long vOff, MemorySegment lse,
+                                            long lseOff) {
         Checks.half16(kernel, 0, 0, type);
         long n = attentionSizes(batchHeads, t, d);
-        Checks.range(q, qOff, n, "q", Short.BYTES, "16-bit values");
-        Checks.range(k, kOff, n, "k", Short.BYTES, "16-bit values");
-        Checks.range(v, vOff, n, "v", Short.BYTES, "16-bit values");
+        if (heads < 1 || batchHeads % heads != 0) {
+            throw new IllegalArgumentException("heads must be at least 1 and divide batchHeads = " + batchHeads
+                    + ", got " + heads);
+        }
+        attentionRows(batchHeads, heads, batchStride, headStride, rowStride, t, d, q, qOff, "q", "batchStride",
+                "headStride", "rowStride");
+        attentionRows(batchHeads, heads, batchStride, headStride, rowStride, t, d, k, kOff, "k", "batchStride",
+                "headStride", "rowStride");
+        attentionRows(batchHeads, heads, batchStride, headStride, rowStride, t, d, v, vOff, "v", "batchStride",
+                "headStride", "rowStride");
         Checks.range(lse, lseOff, (long) batchHeads * t, "lse");
         return n;
+    }
+
+    /** Checks a 16-bit attention input's strides (at least 0) and that every element they reach lies in it. */
+    private static void attentionRows(int batchHeads, int heads, long sb, long sh, long st, int t, int d,
+                                      MemorySegment seg, long off, String name, String sbName, String shName,
+                                      String stName) {
+        Checks.nonNegative(sb, sbName);
+        Checks.nonNegative(sh, shName);
+        Checks.nonNegative(st, stName);
+        long reach = 0;
+        if ((long) batchHeads * t * d > 0) {
+            try {
+                reach = Math.addExact(Math.addExact(Math.multiplyExact(batchHeads / heads - 1L, sb),
+                        Math.multiplyExact(heads - 1L, sh)), Math.addExact(Math.multiplyExact(t - 1L, st), d));
+            } catch (ArithmeticException e) {
+                throw new IndexOutOfBoundsException(name + ": its strides reach beyond any segment");
+            }
+        }
+        Checks.range(seg, off, reach, name, Short.BYTES, "16-bit values");
     }
 
     /**

@@ -115,28 +115,54 @@ interface HostConversions extends Kernels {
         return f;
     }
 
+    /**
+     * The rows of an attention input in the layout of {@link #attentionForward16}, widened into a contiguous
+     * {@code [batchHeads, t, d]} float array of {@code arena}.
+     */
+    private MemorySegment widenedRows(Arena arena, int type, int batchHeads, int heads, long sb, long sh, long st,
+                                      int t, int d, MemorySegment src, long off) {
+        MemorySegment f = arena.allocate(Math.max(1, (long) batchHeads * t * d) * Float.BYTES, Float.BYTES);
+        for (int p = 0; p < batchHeads; p++) {
+            long base = off + (long) (p / heads) * sb + (long) (p % heads) * sh;
+            for (int r = 0; r < t; r++) {
+                MemorySegment row = f.asSlice(((long) p * t + r) * d * Float.BYTES, (long) d * Float.BYTES);
+                widen(type, d, src, base + r * st, row);
+            }
+        }
+        return f;
+    }
+
     @Override
-    default void attentionForward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
-                                    MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+    default void attentionForward16(int type, int batchHeads, int heads, long batchStride, long headStride,
+                                    long rowStride, int t, int d, float scale, boolean causal, MemorySegment q,
+                                    long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
                                     MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
-        long n = (long) batchHeads * t * d;
-        try (Arena arena = Arena.ofConfined()) {
-            attentionForward(batchHeads, t, d, scale, causal, widened(arena, type, n, q, qOff), 0,
-                    widened(arena, type, n, k, kOff), 0, widened(arena, type, n, v, vOff), 0, out, outOff, lse, lseOff);
+        try (Arena a = Arena.ofConfined()) {
+            attentionForward(batchHeads, t, d, scale, causal,
+                    widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, q, qOff), 0,
+                    widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, k, kOff), 0,
+                    widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, v, vOff), 0,
+                    out, outOff, lse, lseOff);
         }
     }
 
     @Override
-    default void attentionBackward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
-                                     MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v,
-                                     long vOff, MemorySegment out, long outOff, MemorySegment lse, long lseOff,
-                                     MemorySegment dout, long doutOff, MemorySegment dq, long dqOff,
-                                     MemorySegment dk, long dkOff, MemorySegment dv, long dvOff) {
+    default void attentionBackward16(int type, int batchHeads, int heads, long batchStride, long headStride,
+                                     long rowStride, long doutBatchStride, long doutHeadStride, long doutRowStride,
+                                     int t, int d, float scale, boolean causal, MemorySegment q, long qOff,
+                                     MemorySegment k, long kOff, MemorySegment v, long vOff, MemorySegment out,
+                                     long outOff, MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
+                                     MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
+                                     long dvOff) {
         long n = (long) batchHeads * t * d;
-        try (Arena arena = Arena.ofConfined()) {
-            attentionBackward(batchHeads, t, d, scale, causal, widened(arena, type, n, q, qOff), 0,
-                    widened(arena, type, n, k, kOff), 0, widened(arena, type, n, v, vOff), 0,
-                    widened(arena, type, n, out, outOff), 0, lse, lseOff, widened(arena, type, n, dout, doutOff), 0,
+        try (Arena a = Arena.ofConfined()) {
+            attentionBackward(batchHeads, t, d, scale, causal,
+                    widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, q, qOff), 0,
+                    widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, k, kOff), 0,
+                    widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, v, vOff), 0,
+                    widened(a, type, n, out, outOff), 0, lse, lseOff,
+                    widenedRows(a, type, batchHeads, heads, doutBatchStride, doutHeadStride, doutRowStride, t, d,
+                            dout, doutOff), 0,
                     dq, dqOff, dk, dkOff, dv, dvOff);
         }
     }

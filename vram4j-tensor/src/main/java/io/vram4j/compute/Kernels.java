@@ -653,27 +653,39 @@ public interface Kernels {
                            MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv, long dvOff);
 
     /**
-     * {@link #attentionForward} on 16-bit {@code q}, {@code k}, {@code v} of {@code type}, widened as they are read
-     * (no float32 copies of them, as under autocast); {@code out} and {@code lse} are float32 as there, with the
-     * same values as {@link #attentionForward} on the widened inputs. Offsets of the 16-bit operands count 16-bit
-     * elements.
+     * {@link #attentionForward} on 16-bit {@code q}, {@code k}, {@code v} of {@code type}, read in place and widened
+     * as they are read (no copies of them, as PyTorch's flash attention under autocast): problem {@code p} is
+     * {@code (p / heads, p % heads)} of a {@code [batchHeads / heads, heads, t, d]} view with element strides
+     * {@code (batchStride, headStride, rowStride, 1)}, shared by the three (the heads split off one projection; a
+     * contiguous {@code [batchHeads, t, d]} input is {@code heads} 1, {@code batchStride} {@code t * d},
+     * {@code headStride} 0, {@code rowStride} {@code d}). {@code out} and {@code lse} are float32 and contiguous as
+     * there, with the values of {@link #attentionForward} on the widened inputs. Offsets and strides of the 16-bit
+     * operands count 16-bit elements.
      *
      * @param type {@link #FLOAT16} or {@link #BFLOAT16}
-     * @throws IllegalArgumentException as {@link #attentionForward}, or for another type
+     * @param heads at least 1, dividing {@code batchHeads}
+     * @throws IllegalArgumentException as {@link #attentionForward}, for another type, a negative stride, or
+     *     {@code heads} not dividing {@code batchHeads}
      */
-    void attentionForward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
+    void attentionForward16(int type, int batchHeads, int heads, long batchStride, long headStride, long rowStride,
+                            int t, int d, float scale, boolean causal,
                             MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
                             MemorySegment out, long outOff, MemorySegment lse, long lseOff);
 
     /**
-     * {@link #attentionBackward} on 16-bit {@code q}, {@code k}, {@code v}, {@code out} (the forward's output) and
-     * {@code dout} of {@code type}, widened as they are read; {@code lse} and the gradients {@code dq}, {@code dk},
-     * {@code dv} are float32, with the values of {@link #attentionBackward} on the widened inputs.
+     * {@link #attentionBackward} on 16-bit {@code q}, {@code k}, {@code v} (in the layout of
+     * {@link #attentionForward16}), {@code out} (the forward's output, contiguous) and {@code dout} (its own layout,
+     * {@code doutBatchStride}, {@code doutHeadStride}, {@code doutRowStride}, with the same {@code heads}) of
+     * {@code type}, read in place and widened as they are read; {@code lse} and the gradients {@code dq},
+     * {@code dk}, {@code dv} are float32 and contiguous, with the values of {@link #attentionBackward} on the
+     * widened inputs.
      *
      * @param type {@link #FLOAT16} or {@link #BFLOAT16}
-     * @throws IllegalArgumentException as {@link #attentionForward}, or for another type
+     * @throws IllegalArgumentException as {@link #attentionForward16}
      */
-    void attentionBackward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
+    void attentionBackward16(int type, int batchHeads, int heads, long batchStride, long headStride, long rowStride,
+                             long doutBatchStride, long doutHeadStride, long doutRowStride,
+                             int t, int d, float scale, boolean causal,
                              MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
                              MemorySegment out, long outOff, MemorySegment lse, long lseOff,
                              MemorySegment dout, long doutOff,

@@ -50,14 +50,15 @@ final class FusedAttention {
         try {
             lse = Tensor.allocate(q.device, DType.FLOAT32, Arrays.copyOf(q.shape, q.shape.length - 1));
             if (q.device.hasStorage()) {
-                // contiguous 16-bit inputs are read as they are, the float32 output narrowed once; strided ones
-                // (heads split off a projection) are widened into contiguous float32 copies below: a 16-bit copy
-                // of them instead lowered the peak allocated but raised the peak reserved (BENCHMARKS.md)
-                int half = Host.halfKernelType(q, k, v);
-                if (half >= 0) {
+                // 16-bit inputs in device memory are read in place, strided too (the heads split off one
+                // projection), and the float32 output narrowed once; anything else is widened below
+                int half = Host.halfKernelType(out);
+                long[] rows = half >= 0 ? sharedRows(q, k, v) : null;
+                if (rows != null) {
                     try (Scratch sc = new Scratch()) {
                         Host.F32View w = Host.write(out, sc);
-                        q.device.kernels().attentionForward16(half, n.problems(), n.t(), n.d(), scale, causal,
+                        q.device.kernels().attentionForward16(half, n.problems(), (int) rows[0], rows[1], rows[2],
+                                rows[3], n.t(), n.d(), scale, causal,
                                 q.storage.kernelSegment(), q.offset, k.storage.kernelSegment(), k.offset,
                                 v.storage.kernelSegment(), v.offset, w.seg(), w.off(), lse.storage.kernelSegment(),
                                 lse.offset);
@@ -85,6 +86,43 @@ final class FusedAttention {
             }
         }
         return out;
+    }
+
+    /**
+     * The layout the 16-bit attention kernels read an input in ({@code Kernels.attentionForward16}):
+     * {@code {heads, batchStride, headStride, rowStride}} of a {@code [t, d]}, {@code [batch, t, d]} or
+     * {@code [batch, heads, t, d]} tensor in device memory whose elements along {@code d} are adjacent.
+     *
+     * @return null for any other tensor (more dimensions, a strided last dimension, a negative stride)
+     */
+    static long[] rows16(Tensor t) {
+        int r = t.shape.length;
+        if (!t.storage.deviceMemory() || (t.shape[r - 1] > 1 && t.strides[r - 1] != 1)) {
+            return null;
+        }
+        long[] rows = switch (r) {
+            case 2 -> new long[] {1, 0, 0, t.strides[0]};
+            case 3 -> new long[] {1, t.strides[0], 0, t.strides[1]};
+            case 4 -> t.shape[1] == 0 ? null : new long[] {t.shape[1], t.strides[0], t.strides[1], t.strides[2]};
+            default -> null;
+        };
+        if (rows == null || rows[1] < 0 || rows[2] < 0 || rows[3] < 0) {
+            return null;
+        }
+        return rows;
+    }
+
+    /**
+     * @return the layout {@link #rows16} that {@code q}, {@code k} and {@code v} share, all of {@code q}'s 16-bit dtype;
+     *     null when they do not
+     */
+    static long[] sharedRows(Tensor q, Tensor k, Tensor v) {
+        long[] rows = rows16(q);
+        if (rows == null || k.dtype != q.dtype || v.dtype != q.dtype || !Arrays.equals(rows, rows16(k))
+                || !Arrays.equals(rows, rows16(v))) {
+            return null;
+        }
+        return rows;
     }
 
     /** The kernels' sizes of {@code q [..., T, d]}: {@code problems} is the product of the leading dimensions. */

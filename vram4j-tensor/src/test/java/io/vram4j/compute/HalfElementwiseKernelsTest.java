@@ -142,34 +142,60 @@ class HalfElementwiseKernelsTest {
         }
     }
 
+    /** Rows of problem p, in a layout {heads, sb, sh, st}, widened into a contiguous [bh, t, d] float segment. */
+    private static MemorySegment contiguousRows(Arena a, int type, MemorySegment h, long off, int bh, long[] rows, int t,
+                                                int d) {
+        MemorySegment f = a.allocate((long) bh * t * d * Float.BYTES);
+        for (int p = 0; p < bh; p++) {
+            long base = off + (p / rows[0]) * rows[1] + (p % rows[0]) * rows[2];
+            for (int r = 0; r < t; r++) {
+                for (int x = 0; x < d; x++) {
+                    short bits = h.getAtIndex(S, base + r * rows[3] + x);
+                    f.setAtIndex(F, ((long) p * t + r) * d + x,
+                            type == Kernels.FLOAT16 ? Half.fp16ToFloat(bits) : Half.bf16ToFloat(bits));
+                }
+            }
+        }
+        return f;
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("implementations")
     void attentionOnSixteenBitInputsIsTheFloat32KernelOnTheirValues(Kernels k) {
-        int bh = 2;
+        int batch = 2;
+        int heads = 3;
+        int bh = batch * heads;
         int t = 37;
         int d = 16;
         long n = (long) bh * t * d;
         float scale = 0.25f;
+        // q, k, v as the heads split off one projection [batch, t, 3 * heads * d]; dout as the transpose of a
+        // contiguous [batch, t, heads, d]; out contiguous [batch, heads, t, d]
+        long[] qkvRows = {heads, (long) t * 3 * heads * d, d, 3L * heads * d};
+        long[] doutRows = {heads, (long) t * heads * d, d, (long) heads * d};
         for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
             try (Arena a = Arena.ofConfined()) {
-                MemorySegment[] in = new MemorySegment[5];   // q, k, v, out, dout, each at offset 1
-                for (int i = 0; i < in.length; i++) {
-                    in[i] = halves(a, type, n + 1, -2, 2, 53L * i + type);
-                }
-                MemorySegment[] wide = new MemorySegment[5];
-                for (int i = 0; i < in.length; i++) {
-                    wide[i] = widen(a, type, in[i], 1, n);
-                }
+                MemorySegment qkv = halves(a, type, (long) batch * t * 3 * heads * d + 1, -2, 2, 53L + type);
+                MemorySegment out = halves(a, type, n + 1, -1, 1, 59L + type);
+                MemorySegment dout = halves(a, type, n + 1, -1, 1, 61L + type);
+                long qOff = 1;
+                long kOff = 1 + (long) heads * d;
+                long vOff = 1 + 2L * heads * d;
                 MemorySegment[] got = {a.allocate(n * 4), a.allocate(bh * t * 4L), a.allocate(n * 4), a.allocate(n * 4),
                                        a.allocate(n * 4)};
                 MemorySegment[] want = {a.allocate(n * 4), a.allocate(bh * t * 4L), a.allocate(n * 4),
                                         a.allocate(n * 4), a.allocate(n * 4)};
-                k.attentionForward16(type, bh, t, d, scale, true, in[0], 1, in[1], 1, in[2], 1, got[0], 0, got[1], 0);
-                k.attentionForward(bh, t, d, scale, true, wide[0], 0, wide[1], 0, wide[2], 0, want[0], 0, want[1], 0);
-                k.attentionBackward16(type, bh, t, d, scale, true, in[0], 1, in[1], 1, in[2], 1, in[3], 1, want[1], 0,
-                        in[4], 1, got[2], 0, got[3], 0, got[4], 0);
-                k.attentionBackward(bh, t, d, scale, true, wide[0], 0, wide[1], 0, wide[2], 0, wide[3], 0, want[1], 0,
-                        wide[4], 0, want[2], 0, want[3], 0, want[4], 0);
+                k.attentionForward16(type, bh, heads, qkvRows[1], qkvRows[2], qkvRows[3], t, d, scale, true, qkv, qOff,
+                        qkv, kOff, qkv, vOff, got[0], 0, got[1], 0);
+                MemorySegment qw = contiguousRows(a, type, qkv, qOff, bh, qkvRows, t, d);
+                MemorySegment kw = contiguousRows(a, type, qkv, kOff, bh, qkvRows, t, d);
+                MemorySegment vw = contiguousRows(a, type, qkv, vOff, bh, qkvRows, t, d);
+                k.attentionForward(bh, t, d, scale, true, qw, 0, kw, 0, vw, 0, want[0], 0, want[1], 0);
+                k.attentionBackward16(type, bh, heads, qkvRows[1], qkvRows[2], qkvRows[3], doutRows[1], doutRows[2],
+                        doutRows[3], t, d, scale, true, qkv, qOff, qkv, kOff, qkv, vOff, out, 1, want[1], 0, dout, 1,
+                        got[2], 0, got[3], 0, got[4], 0);
+                k.attentionBackward(bh, t, d, scale, true, qw, 0, kw, 0, vw, 0, widen(a, type, out, 1, n), 0, want[1], 0,
+                        contiguousRows(a, type, dout, 1, bh, doutRows, t, d), 0, want[2], 0, want[3], 0, want[4], 0);
                 String[] names = {"out", "lse", "dq", "dk", "dv"};
                 for (int i = 0; i < names.length; i++) {
                     assertEquals(-1L, want[i].mismatch(got[i]), k.name() + " attention " + names[i] + " type " + type);

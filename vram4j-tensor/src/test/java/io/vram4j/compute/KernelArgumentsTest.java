@@ -91,10 +91,11 @@ class KernelArgumentsTest {
             Map.entry("attentionForward", "batchHeads t d scale causal q qOff k kOff v vOff out* outOff lse* lseOff"),
             Map.entry("attentionBackward", "batchHeads t d scale causal q qOff k kOff v vOff out outOff lse lseOff "
                     + "dout doutOff dq* dqOff dk* dkOff dv* dvOff"),
-            Map.entry("attentionForward16", "type=1 batchHeads t d scale causal q qOff k kOff v vOff out* outOff "
-                    + "lse* lseOff"),
-            Map.entry("attentionBackward16", "type=0 batchHeads t d scale causal q qOff k kOff v vOff out outOff lse "
-                    + "lseOff dout doutOff dq* dqOff dk* dkOff dv* dvOff"),
+            Map.entry("attentionForward16", "type=1 batchHeads heads=3 batchStride=9 headStride=9 rowStride=3 t d "
+                    + "scale causal q qOff k kOff v vOff out* outOff lse* lseOff"),
+            Map.entry("attentionBackward16", "type=0 batchHeads heads=3 batchStride=9 headStride=9 rowStride=3 "
+                    + "doutBatchStride=27 doutHeadStride=3 doutRowStride=9 t d scale causal q qOff k kOff v vOff out "
+                    + "outOff lse lseOff dout doutOff dq* dqOff dk* dkOff dv* dvOff"),
             // device paths
             Map.entry("copy4", "d0=1 d1=1 d2=3 d3=3 src srcOff s0=0 s1=0 s2=3 s3=1 dst* dstOff t0=0 t1=0 t2=1 t3=3"),
             Map.entry("copy16", "d0=1 d1=1 d2=3 d3=3 src srcOff s0=0 s1=0 s2=3 s3=1 dst* dstOff t0=0 t1=0 t2=1 t3=3"),

@@ -235,6 +235,96 @@ class HalfElementwiseOnDeviceMemoryTest {
 
     @ParameterizedTest
     @EnumSource(names = {"FLOAT16", "BFLOAT16"})
+    void attentionReadsTheHeadsSplitOffOneProjectionInPlace(DType type) {
+        int b = 2;
+        int t = 24;
+        int heads = 3;
+        int hd = 8;
+        int c = heads * hd;
+        float[] proj = new float[b * t * 3 * c];
+        for (int i = 0; i < proj.length; i++) {
+            proj[i] = random.nextFloat() * 4 - 2;
+        }
+        float[] grad = new float[b * t * c];
+        for (int i = 0; i < grad.length; i++) {
+            grad[i] = random.nextFloat() * 2 - 1;
+        }
+        try (Tensor p32 = dev.tensor(proj, b, t, 3 * c); Tensor qkv = p32.to(type);
+             Tensor g32 = dev.tensor(grad, b, t, heads, hd); Tensor gBthd = g32.to(type);
+             Tensor g = gBthd.transpose(1, 2)) {
+            Tensor[] parts = new Tensor[3];
+            Tensor[] views = new Tensor[3];
+            Tensor[] split = new Tensor[3];
+            Tensor[] wide = new Tensor[3];
+            try {
+                for (int i = 0; i < 3; i++) {   // as CausalSelfAttention splits them: narrow, view, transpose
+                    parts[i] = qkv.narrow(2, i * c, c);
+                    views[i] = parts[i].view(b, t, heads, hd);
+                    split[i] = views[i].transpose(1, 2);
+                    wide[i] = split[i].to(DType.FLOAT32);
+                }
+                assertFalse(split[0].isContiguous());
+                long forward = counters.byKernel().getOrDefault("attentionForward16", 0L);
+                long backward = counters.byKernel().getOrDefault("attentionBackward16", 0L);
+                alloc.resetPeakMemoryStats();
+                long before = alloc.memoryAllocated();
+                try (Tensor out = FusedAttention.forward(split[0], split[1], split[2], true, 0.35f)) {
+                    long n = (long) b * t * c;
+                    long bound = 2 * n + 4 * n + 4L * b * heads * t + 3 * 512;
+                    assertTrue(alloc.maxMemoryAllocated() - before <= bound, "forward peak "
+                            + (alloc.maxMemoryAllocated() - before) + " over " + bound + ": q, k, v were copied");
+                    assertEquals(forward + 1, counters.byKernel().get("attentionForward16"), "read in place");
+                    try (Tensor out32 = FusedAttention.forward(wide[0], wide[1], wide[2], true, 0.35f);
+                         Tensor expected = out32.to(type)) {
+                        assertBits(expected.toFloatArray(), out.toFloatArray(), "strided 16-bit attention");
+                    }
+                    // the backward: the forward's lse from the float32 kernel, the gradient of the output the
+                    // transpose of a contiguous [b, t, heads, d]; against the float32 path on the same values
+                    try (Tensor o32 = Tensor.allocate(dev, DType.FLOAT32, new int[] {b, heads, t, hd});
+                         Tensor lse = Tensor.allocate(dev, DType.FLOAT32, new int[] {b, heads, t});
+                         Tensor gw = g.to(DType.FLOAT32); Tensor outw = out.to(DType.FLOAT32)) {
+                        try (Tensor q32 = wide[0].contiguous(); Tensor k32 = wide[1].contiguous();
+                             Tensor v32 = wide[2].contiguous()) {
+                            dev.kernels().attentionForward(b * heads, t, hd, 0.35f, true, q32.storage.kernelSegment(),
+                                    q32.offset, k32.storage.kernelSegment(), k32.offset, v32.storage.kernelSegment(),
+                                    v32.offset, o32.storage.kernelSegment(), o32.offset, lse.storage.kernelSegment(),
+                                    lse.offset);
+                        }
+                        Tensor[] got = BackwardOps.attentionBackward(g, split[0], split[1], split[2], out, lse, true,
+                                0.35f);
+                        Tensor[] want = BackwardOps.attentionBackward(gw, wide[0], wide[1], wide[2], outw, lse, true,
+                                0.35f);
+                        try {
+                            assertEquals(backward + 1, counters.byKernel().get("attentionBackward16"), "read in place");
+                            String[] names = {"dq", "dk", "dv"};
+                            for (int i = 0; i < 3; i++) {
+                                assertEquals(type, got[i].dtype());
+                                try (Tensor w = want[i].to(type)) {
+                                    assertBits(w.toFloatArray(), got[i].toFloatArray(), "strided 16-bit " + names[i]);
+                                }
+                            }
+                        } finally {
+                            for (int i = 0; i < 3; i++) {
+                                got[i].close();
+                                want[i].close();
+                            }
+                        }
+                    }
+                }
+            } finally {
+                for (Tensor[] ts : new Tensor[][] {wide, split, views, parts}) {
+                    for (Tensor x : ts) {
+                        if (x != null) {
+                            x.close();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(names = {"FLOAT16", "BFLOAT16"})
     void aStridedOrMixedOperandTakesTheFloat32Path(DType type) {
         try (Tensor x = tensor(values(-6, 6), type);
              Tensor xt = x.transpose(0, 1);

@@ -830,23 +830,27 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     }
 
     @Override
-    public void attentionForward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
-                                   MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+    public void attentionForward16(int type, int batchHeads, int heads, long batchStride, long headStride,
+                                   long rowStride, int t, int d, float scale, boolean causal, MemorySegment q,
+                                   long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
                                    MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
         int tile = attentionTile(batchHeads, d);
         LaunchConfig config = attentionLaunch(batchHeads, t, 2 * tile * d);
         if (!config.isEmpty()) {
             gpu.launch(CudaKernelTable.ATTENTION_FORWARD16, config, stream, type, ptr16(q, qOff), ptr16(k, kOff),
-                    ptr16(v, vOff), ptr(out, outOff), ptr(lse, lseOff), t, d, scale, causal ? 1 : 0, tile);
+                    ptr16(v, vOff), ptr(out, outOff), ptr(lse, lseOff), t, d, scale, causal ? 1 : 0, tile, heads,
+                    batchStride, headStride, rowStride);
         }
     }
 
     @Override
-    public void attentionBackward16(int type, int batchHeads, int t, int d, float scale, boolean causal,
-                                    MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
-                                    MemorySegment out, long outOff, MemorySegment lse, long lseOff,
-                                    MemorySegment dout, long doutOff, MemorySegment dq, long dqOff,
-                                    MemorySegment dk, long dkOff, MemorySegment dv, long dvOff) {
+    public void attentionBackward16(int type, int batchHeads, int heads, long batchStride, long headStride,
+                                    long rowStride, long doutBatchStride, long doutHeadStride, long doutRowStride,
+                                    int t, int d, float scale, boolean causal, MemorySegment q, long qOff,
+                                    MemorySegment k, long kOff, MemorySegment v, long vOff, MemorySegment out,
+                                    long outOff, MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
+                                    MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
+                                    long dvOff) {
         int tile = attentionTile(batchHeads, d);
         LaunchConfig config = attentionLaunch(batchHeads, t, 2 * tile * d + 2 * tile);
         if (config.isEmpty()) {
@@ -855,10 +859,12 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         int c = causal ? 1 : 0;
         gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV16, config, stream, type, ptr16(q, qOff), ptr16(k, kOff),
                 ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), ptr16(dout, doutOff), ptr(dk, dkOff),
-                ptr(dv, dvOff), t, d, scale, c, tile);
+                ptr(dv, dvOff), t, d, scale, c, tile, heads, batchStride, headStride, rowStride, doutBatchStride,
+                doutHeadStride, doutRowStride);
         gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ16, attentionLaunch(batchHeads, t, 2 * tile * d), stream, type,
                 ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff),
-                ptr16(dout, doutOff), ptr(dq, dqOff), t, d, scale, c, tile);
+                ptr16(dout, doutOff), ptr(dq, dqOff), t, d, scale, c, tile, heads, batchStride, headStride, rowStride,
+                doutBatchStride, doutHeadStride, doutRowStride);
     }
 
     /** Ends cuBLAS, returns its workspace to the allocator and unloads the module. Closing twice does nothing. */

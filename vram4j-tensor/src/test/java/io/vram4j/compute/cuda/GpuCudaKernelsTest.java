@@ -869,26 +869,27 @@ class GpuCudaKernelsTest {
         int n = bh * t * d;
         float scale = (float) (1 / Math.sqrt(d));
         for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
-            short[] q = halves(type, n, -2, 2);
-            short[] k = halves(type, n, -2, 2);
-            short[] v = halves(type, n, -1, 1);
+            // q, k, v as the heads split off one projection: [batch 1, heads 3, t, d] inside rows of 3 * 3 * d,
+            // q at column 0, k at 3 * d, v at 6 * d; dout as the transpose of a contiguous [t, heads, d]
+            long qkvRows = 9L * d;
+            short[] qkv = halves(type, (int) (t * qkvRows), -2, 2);
             short[] out = halves(type, n, -1, 1);   // stands for the forward's rounded output
             short[] dout = halves(type, n, -1, 1);
             float[][] e = {new float[n], new float[bh * t], new float[n], new float[n], new float[n]};
-            CPU.attentionForward16(type, bh, t, d, scale, true, MemorySegment.ofArray(q), 0, MemorySegment.ofArray(k),
-                    0, MemorySegment.ofArray(v), 0, MemorySegment.ofArray(e[0]), 0, MemorySegment.ofArray(e[1]), 0);
-            CPU.attentionBackward16(type, bh, t, d, scale, true, MemorySegment.ofArray(q), 0, MemorySegment.ofArray(k),
-                    0, MemorySegment.ofArray(v), 0, MemorySegment.ofArray(out), 0, MemorySegment.ofArray(e[1]), 0,
+            MemorySegment hq = MemorySegment.ofArray(qkv);
+            CPU.attentionForward16(type, bh, bh, 0, d, qkvRows, t, d, scale, true, hq, 0, hq, 3L * d, hq, 6L * d,
+                    MemorySegment.ofArray(e[0]), 0, MemorySegment.ofArray(e[1]), 0);
+            CPU.attentionBackward16(type, bh, bh, 0, d, qkvRows, 0, d, (long) bh * d, t, d, scale, true, hq, 0, hq,
+                    3L * d, hq, 6L * d, MemorySegment.ofArray(out), 0, MemorySegment.ofArray(e[1]), 0,
                     MemorySegment.ofArray(dout), 0, MemorySegment.ofArray(e[2]), 0, MemorySegment.ofArray(e[3]), 0,
                     MemorySegment.ofArray(e[4]), 0);
-            MemorySegment gq = onGpu(q);
-            MemorySegment gk = onGpu(k);
-            MemorySegment gv = onGpu(v);
+            MemorySegment gqkv = onGpu(qkv);
             MemorySegment[] g = {empty(n), empty(bh * t), empty(n), empty(n), empty(n)};
-            cuda.attentionForward16(type, bh, t, d, scale, true, gq, 0, gk, 0, gv, 0, g[0], 0, g[1], 0);
+            cuda.attentionForward16(type, bh, bh, 0, d, qkvRows, t, d, scale, true, gqkv, 0, gqkv, 3L * d, gqkv,
+                    6L * d, g[0], 0, g[1], 0);
             MemorySegment lse = onGpu(e[1]);   // the CPU's lse, so that the backward's inputs are the same
-            cuda.attentionBackward16(type, bh, t, d, scale, true, gq, 0, gk, 0, gv, 0, onGpu(out), 0, lse, 0,
-                    onGpu(dout), 0, g[2], 0, g[3], 0, g[4], 0);
+            cuda.attentionBackward16(type, bh, bh, 0, d, qkvRows, 0, d, (long) bh * d, t, d, scale, true, gqkv, 0,
+                    gqkv, 3L * d, gqkv, 6L * d, onGpu(out), 0, lse, 0, onGpu(dout), 0, g[2], 0, g[3], 0, g[4], 0);
             String[] names = {"out", "lse", "dq", "dk", "dv"};
             for (int i = 0; i < names.length; i++) {
                 closeSums(e[i], back(g[i], e[i].length), t, "16-bit attention " + names[i] + " type " + type);
