@@ -277,16 +277,18 @@ public final class BackwardOps {
             // 16-bit inputs in device memory read in place, as in forward: q, k, v in one layout, the gradient of
             // the output in its own, the saved output contiguous
             int half = Host.halfKernelType(out);
-            long[] rows = half >= 0 && q.dtype == out.dtype ? FusedAttention.sharedRows(q, k, v) : null;
-            long[] grows = rows != null && g.dtype == out.dtype ? FusedAttention.rows16(g) : null;
-            if (g.device.hasStorage() && grows != null && grows[0] == rows[0]) {
+            FusedAttention.Rows16 rows = half >= 0 && q.dtype == out.dtype ? FusedAttention.Rows16.shared(q, k, v)
+                    : null;
+            FusedAttention.Rows16 grows = rows != null && g.dtype == out.dtype ? FusedAttention.Rows16.of(g) : null;
+            if (g.device.hasStorage() && grows != null && grows.heads() == rows.heads()) {
                 try (Scratch sc = new Scratch()) {
                     Host.F32View[] w = new Host.F32View[3];
                     for (int i = 0; i < 3; i++) {
                         w[i] = Host.write(grads[i], sc);
                     }
-                    g.device.kernels().attentionBackward16(half, n.problems(), (int) rows[0], rows[1], rows[2],
-                            rows[3], grows[1], grows[2], grows[3], n.t(), n.d(), scale, causal,
+                    g.device.kernels().attentionBackward16(half, n.problems(), rows.heads(), rows.batchStride(),
+                            rows.headStride(), rows.rowStride(), grows.batchStride(), grows.headStride(),
+                            grows.rowStride(), n.t(), n.d(), scale, causal,
                             q.storage.kernelSegment(), q.offset, k.storage.kernelSegment(), k.offset,
                             v.storage.kernelSegment(), v.offset, out.storage.kernelSegment(), out.offset,
                             lse.storage.kernelSegment(), lse.offset, g.storage.kernelSegment(), g.offset,

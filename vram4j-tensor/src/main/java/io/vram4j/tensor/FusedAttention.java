@@ -53,12 +53,12 @@ final class FusedAttention {
                 // 16-bit inputs in device memory are read in place, strided too (the heads split off one
                 // projection), and the float32 output narrowed once; anything else is widened below
                 int half = Host.halfKernelType(out);
-                long[] rows = half >= 0 ? sharedRows(q, k, v) : null;
+                Rows16 rows = half >= 0 ? Rows16.shared(q, k, v) : null;
                 if (rows != null) {
                     try (Scratch sc = new Scratch()) {
                         Host.F32View w = Host.write(out, sc);
-                        q.device.kernels().attentionForward16(half, n.problems(), (int) rows[0], rows[1], rows[2],
-                                rows[3], n.t(), n.d(), scale, causal,
+                        q.device.kernels().attentionForward16(half, n.problems(), rows.heads(), rows.batchStride(),
+                                rows.headStride(), rows.rowStride(), n.t(), n.d(), scale, causal,
                                 q.storage.kernelSegment(), q.offset, k.storage.kernelSegment(), k.offset,
                                 v.storage.kernelSegment(), v.offset, w.seg(), w.off(), lse.storage.kernelSegment(),
                                 lse.offset);
@@ -89,40 +89,39 @@ final class FusedAttention {
     }
 
     /**
-     * The layout the 16-bit attention kernels read an input in ({@code Kernels.attentionForward16}):
-     * {@code {heads, batchStride, headStride, rowStride}} of a {@code [t, d]}, {@code [batch, t, d]} or
-     * {@code [batch, heads, t, d]} tensor in device memory whose elements along {@code d} are adjacent.
-     *
-     * @return null for any other tensor (more dimensions, a strided last dimension, a negative stride)
+     * The layout the 16-bit attention kernels read an input in ({@code Kernels.attentionForward16}): problem
+     * {@code p} is {@code (p / heads, p % heads)}, its rows {@code rowStride} apart from
+     * {@code (p / heads) * batchStride + (p % heads) * headStride}, its {@code d} elements adjacent; in elements.
      */
-    static long[] rows16(Tensor t) {
-        int r = t.shape.length;
-        if (!t.storage.deviceMemory() || (t.shape[r - 1] > 1 && t.strides[r - 1] != 1)) {
-            return null;
+    record Rows16(int heads, long batchStride, long headStride, long rowStride) {
+        /**
+         * @return the layout of a {@code [t, d]}, {@code [batch, t, d]} or {@code [batch, heads, t, d]} tensor in
+         *     device memory whose elements along {@code d} are adjacent; null for any other (more dimensions, a
+         *     strided last dimension, a negative stride, no heads)
+         */
+        static Rows16 of(Tensor t) {
+            int r = t.shape.length;
+            if (!t.storage.deviceMemory() || (t.shape[r - 1] > 1 && t.strides[r - 1] != 1)) {
+                return null;
+            }
+            Rows16 rows = switch (r) {
+                case 2 -> new Rows16(1, 0, 0, t.strides[0]);
+                case 3 -> new Rows16(1, t.strides[0], 0, t.strides[1]);
+                case 4 -> t.shape[1] == 0 ? null : new Rows16(t.shape[1], t.strides[0], t.strides[1], t.strides[2]);
+                default -> null;
+            };
+            return rows == null || rows.batchStride < 0 || rows.headStride < 0 || rows.rowStride < 0 ? null : rows;
         }
-        long[] rows = switch (r) {
-            case 2 -> new long[] {1, 0, 0, t.strides[0]};
-            case 3 -> new long[] {1, t.strides[0], 0, t.strides[1]};
-            case 4 -> t.shape[1] == 0 ? null : new long[] {t.shape[1], t.strides[0], t.strides[1], t.strides[2]};
-            default -> null;
-        };
-        if (rows == null || rows[1] < 0 || rows[2] < 0 || rows[3] < 0) {
-            return null;
-        }
-        return rows;
-    }
 
-    /**
-     * @return the layout {@link #rows16} that {@code q}, {@code k} and {@code v} share, all of {@code q}'s 16-bit dtype;
-     *     null when they do not
-     */
-    static long[] sharedRows(Tensor q, Tensor k, Tensor v) {
-        long[] rows = rows16(q);
-        if (rows == null || k.dtype != q.dtype || v.dtype != q.dtype || !Arrays.equals(rows, rows16(k))
-                || !Arrays.equals(rows, rows16(v))) {
-            return null;
+        /**
+         * @return the layout {@code q}, {@code k} and {@code v} share, all of {@code q}'s dtype; null when they do
+         *     not
+         */
+        static Rows16 shared(Tensor q, Tensor k, Tensor v) {
+            Rows16 rows = of(q);
+            return rows == null || k.dtype != q.dtype || v.dtype != q.dtype || !rows.equals(of(k))
+                    || !rows.equals(of(v)) ? null : rows;
         }
-        return rows;
     }
 
     /** The kernels' sizes of {@code q [..., T, d]}: {@code problems} is the product of the leading dimensions. */
