@@ -477,7 +477,13 @@ final class Host {
             return;
         }
         if (sixteenBitOnDevice(dst)) {
-            through32(dst, wide -> axpyInto(alpha, src, wide));
+            // dst += src of dst's 16-bit dtype: one 16-bit add in place (the bits of the float32 path, as alpha is 1),
+            // unless src shares dst's storage in another layout (a launch would read elements it already wrote)
+            boolean separate = src.storage != dst.storage || (src.offset == dst.offset
+                    && Arrays.equals(src.shape, dst.shape) && Arrays.equals(src.strides, dst.strides));
+            if (alpha != 1f || !separate || !Ops.binary16(Ops.Bin.ADD, dst, src, dst)) {
+                through32(dst, wide -> axpyInto(alpha, src, wide));
+            }
             return;
         }
         float32(dst);

@@ -90,12 +90,13 @@ final class Ops {
 
     /**
      * The op in one 16-bit launch ({@link Kernels#binary16}) when {@code a}, {@code b} and {@code out} share one
-     * float16/bfloat16 dtype in device memory and the layout folds into 4 dimensions with strides of at least 0:
-     * no float32 copy of any operand, as PyTorch under autocast.
+     * float16/bfloat16 dtype in device memory, {@code out} is contiguous and the layout folds into 4 dimensions with
+     * strides of at least 0: no float32 copy of any operand, as PyTorch under autocast. {@code out} may be {@code a}
+     * (an in-place update: each element is read before it is written, by the same thread).
      *
      * @return false when the caller must take the float32 path (nothing was launched)
      */
-    private static boolean binary16(Bin op, Tensor a, Tensor b, Tensor out) {
+    static boolean binary16(Bin op, Tensor a, Tensor b, Tensor out) {
         int half = Host.halfKernelType(out);
         if (half < 0 || a.dtype != out.dtype || b.dtype != out.dtype || !a.storage.deviceMemory()
                 || !b.storage.deviceMemory()) {

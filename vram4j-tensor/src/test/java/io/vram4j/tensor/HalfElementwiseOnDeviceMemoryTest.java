@@ -235,6 +235,53 @@ class HalfElementwiseOnDeviceMemoryTest {
 
     @ParameterizedTest
     @EnumSource(names = {"FLOAT16", "BFLOAT16"})
+    void addingInPlaceAllocatesNothingAndRoundsOnce(DType type) {
+        float[] bias = new float[COLS];
+        for (int i = 0; i < COLS; i++) {
+            bias[i] = random.nextFloat() * 2 - 1;
+        }
+        try (Tensor acc = tensor(values(-6, 6), type);
+             Tensor more = tensor(values(-6, 6), type);
+             Tensor b32 = dev.tensor(bias, COLS);
+             Tensor b = b32.to(type)) {
+            float[] aw = acc.toFloatArray();
+            float[] mw = more.toFloatArray();
+            float[] bw = b.toFloatArray();
+            float[] bRows = new float[aw.length];
+            for (int i = 0; i < bRows.length; i++) {
+                bRows[i] = bw[i % COLS];
+            }
+            float[] once = expected(type, (k, n, p, q, o) -> k.add(n, p, 0, q, 0, o, 0), aw, mw);
+            float[] twice = expected(type, (k, n, p, q, o) -> k.add(n, p, 0, q, 0, o, 0), once, bRows);
+            alloc.resetPeakMemoryStats();
+            long before = alloc.memoryAllocated();
+            long launches = counters.byKernel().getOrDefault("binary16", 0L);
+            acc.addInPlace(more);
+            acc.addInPlace(b);   // broadcast over the rows
+            assertEquals(before, alloc.maxMemoryAllocated(), "an in-place add allocates nothing");
+            assertEquals(launches + 2, counters.byKernel().get("binary16"), "one 16-bit launch each");
+            assertBits(twice, acc.toFloatArray(), "acc + more + bias, rounded after each add");
+            acc.addInPlace(more, 0.5f);   // another alpha: the float32 path, which still works
+            assertEquals(launches + 2, counters.byKernel().get("binary16"));
+            // a source overlapping the destination in another layout: read whole first (the float32 path), so that
+            // every element adds the value it had before the update
+            float[] before16 = acc.toFloatArray();
+            try (Tensor dst = acc.narrow(1, 0, COLS - 1); Tensor src = acc.narrow(1, 1, COLS - 1)) {
+                dst.addInPlace(src);
+            }
+            assertEquals(launches + 2, counters.byKernel().get("binary16"), "overlap: not in place");
+            float[] after = acc.toFloatArray();
+            for (int r = 0; r < ROWS; r++) {
+                for (int c = 0; c < COLS - 1; c++) {
+                    assertEquals(round(type, before16[r * COLS + c] + before16[r * COLS + c + 1]), after[r * COLS + c],
+                            "[" + r + ", " + c + "]");
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(names = {"FLOAT16", "BFLOAT16"})
     void attentionReadsTheHeadsSplitOffOneProjectionInPlace(DType type) {
         int b = 2;
         int t = 24;
