@@ -571,12 +571,7 @@ final class CheckedKernels implements Kernels {
                                   MemorySegment dv, long dvOff) {
         long n = attentionOperands(batchHeads, t, d, q, qOff, k, kOff, v, vOff, out, outOff, lse, lseOff);
         Checks.range(dout, doutOff, n, "dout");
-        Checks.range(dq, dqOff, n, "dq");
-        Checks.range(dk, dkOff, n, "dk");
-        Checks.range(dv, dvOff, n, "dv");
-        Checks.writable(dq, "dq");
-        Checks.writable(dk, "dk");
-        Checks.writable(dv, "dv");
+        attentionGradients(n, dq, dqOff, dk, dkOff, dv, dvOff);
         unchecked.attentionBackward(batchHeads, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff,
                 lse, lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
     }
@@ -608,15 +603,21 @@ final class CheckedKernels implements Kernels {
         Checks.range(out, outOff, n, "out", Short.BYTES, "16-bit values");
         attentionRows(batchHeads, heads, doutBatchStride, doutHeadStride, doutRowStride, t, d, dout, doutOff, "dout",
                 "doutBatchStride", "doutHeadStride", "doutRowStride");
+        attentionGradients(n, dq, dqOff, dk, dkOff, dv, dvOff);
+        unchecked.attentionBackward16(type, batchHeads, heads, batchStride, headStride, rowStride, doutBatchStride,
+                doutHeadStride, doutRowStride, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff, lse,
+                lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
+    }
+
+    /** Checks the three gradients both attention backward kernels write: {@code n} floats each, writable. */
+    private static void attentionGradients(long n, MemorySegment dq, long dqOff, MemorySegment dk, long dkOff,
+                                           MemorySegment dv, long dvOff) {
         Checks.range(dq, dqOff, n, "dq");
         Checks.range(dk, dkOff, n, "dk");
         Checks.range(dv, dvOff, n, "dv");
         Checks.writable(dq, "dq");
         Checks.writable(dk, "dk");
         Checks.writable(dv, "dv");
-        unchecked.attentionBackward16(type, batchHeads, heads, batchStride, headStride, rowStride, doutBatchStride,
-                doutHeadStride, doutRowStride, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff, lse,
-                lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
     }
 
     /**
