@@ -2,7 +2,6 @@ package io.vram4j.compute;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 
 /**
  * The float16/bfloat16 conversions of the CPU kernels, shared by {@link ScalarKernels} and {@link VectorKernels}:
@@ -73,37 +72,6 @@ interface HostConversions extends Kernels {
                     default -> throw new IllegalArgumentException("unary16: unknown op " + op);
                 }
                 narrow(type, m, wo, out, outOff + i);
-            }
-        }
-    }
-
-    @Override
-    default void binary16(int op, int type, int d0, int d1, int d2, int d3, MemorySegment a, long aOff, long as0,
-                          long as1, long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1, long bs2,
-                          long bs3, MemorySegment out, long outOff) {
-        ValueLayout.OfShort s = ValueLayout.JAVA_SHORT_UNALIGNED;
-        boolean fp16 = type == FLOAT16;
-        long o = outOff;
-        for (int i0 = 0; i0 < d0; i0++) {
-            for (int i1 = 0; i1 < d1; i1++) {
-                for (int i2 = 0; i2 < d2; i2++) {
-                    long ia = aOff + i0 * as0 + i1 * as1 + i2 * as2;
-                    long ib = bOff + i0 * bs0 + i1 * bs1 + i2 * bs2;
-                    for (int i3 = 0; i3 < d3; i3++, ia += as3, ib += bs3, o++) {
-                        short ha = a.getAtIndex(s, ia);
-                        short hb = b.getAtIndex(s, ib);
-                        float x = fp16 ? Half.fp16ToFloat(ha) : Half.bf16ToFloat(ha);
-                        float y = fp16 ? Half.fp16ToFloat(hb) : Half.bf16ToFloat(hb);
-                        float r = switch (op) {
-                            case 0 -> x + y;
-                            case 1 -> x - y;
-                            case 2 -> x * y;
-                            case 3 -> x / y;
-                            default -> throw new IllegalArgumentException("binary16: unknown op " + op);
-                        };
-                        out.setAtIndex(s, o, fp16 ? Half.floatToFp16(r) : Half.floatToBf16(r));
-                    }
-                }
             }
         }
     }

@@ -5,8 +5,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * The CPU kernels of the "device paths" block of {@link Kernels} (strided gathers, broadcasting binary ops, dimension
- * reductions, dropout, NLL loss, embedding, causal mask), shared by {@link ScalarKernels} and {@link VectorKernels}:
+ * The CPU kernels of the "device paths" block of {@link Kernels} (strided gathers and copies, float32 and 16-bit;
+ * broadcasting binary ops, float32 and 16-bit; dimension reductions, dropout, NLL loss, embedding, causal mask), shared
+ * by {@link ScalarKernels} and {@link VectorKernels}:
  * plain loops that reproduce, bit for bit, the loops the tensor ops run on host memory, so that a tensor op computes
  * the same values whether it goes through these kernels or through its host loop. The reductions go through the
  * implementation's own {@link #sum} and {@link #axpy}. No checks here: {@link CheckedKernels} checks.
@@ -14,6 +15,7 @@ import java.lang.foreign.ValueLayout;
 interface HostDevicePaths extends Kernels {
     ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
     ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED;
+    ValueLayout.OfShort H = ValueLayout.JAVA_SHORT_UNALIGNED;
 
     /** SplitMix64's finalizer (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014). */
     private static long mix(long z) {
@@ -30,62 +32,84 @@ interface HostDevicePaths extends Kernels {
         return (mix(seed + i * 0x9E3779B97F4A7C15L) >>> 40) * 0x1.0p-24f;
     }
 
-    @Override
-    default void copy4(int d0, int d1, int d2, int d3, MemorySegment src, long srcOff, long s0, long s1, long s2,
-                       long s3, MemorySegment dst, long dstOff, long t0, long t1, long t2, long t3) {
+    /** One row of a 4-dimensional walk ({@link #rows4}): the offsets of its first element in each operand. */
+    @FunctionalInterface
+    interface Row4 {
+        void at(long a, long b, long out);
+    }
+
+    /**
+     * Walks the {@code d0 * d1 * d2} rows of extents {@code d0..d3}, outermost first, calling {@code row} with the
+     * offset of each row's first element in two strided operands and in a contiguous output ({@code d3} apart); the
+     * caller's loop runs along the row, where the work is.
+     */
+    private static void rows4(int d0, int d1, int d2, int d3, long aOff, long as0, long as1, long as2, long bOff,
+                              long bs0, long bs1, long bs2, long outOff, Row4 row) {
+        long o = outOff;
         for (int i0 = 0; i0 < d0; i0++) {
             for (int i1 = 0; i1 < d1; i1++) {
-                for (int i2 = 0; i2 < d2; i2++) {
-                    long si = srcOff + i0 * s0 + i1 * s1 + i2 * s2;
-                    long di = dstOff + i0 * t0 + i1 * t1 + i2 * t2;
-                    for (int i3 = 0; i3 < d3; i3++, si += s3, di += t3) {
-                        dst.setAtIndex(F, di, src.getAtIndex(F, si));
-                    }
+                for (int i2 = 0; i2 < d2; i2++, o += d3) {
+                    row.at(aOff + i0 * as0 + i1 * as1 + i2 * as2, bOff + i0 * bs0 + i1 * bs1 + i2 * bs2, o);
                 }
             }
         }
     }
 
+    /** The element rule of {@link #binary4} and {@link #binary16}: 0 add, 1 sub, 2 mul, else div. */
+    private static float binop(int op, float x, float y) {
+        return switch (op) {
+            case 0 -> x + y;
+            case 1 -> x - y;
+            case 2 -> x * y;
+            default -> x / y;
+        };
+    }
+
+    @Override
+    default void copy4(int d0, int d1, int d2, int d3, MemorySegment src, long srcOff, long s0, long s1, long s2,
+                       long s3, MemorySegment dst, long dstOff, long t0, long t1, long t2, long t3) {
+        rows4(d0, d1, d2, d3, srcOff, s0, s1, s2, dstOff, t0, t1, t2, 0, (si, di, unused) -> {
+            for (int i3 = 0; i3 < d3; i3++) {
+                dst.setAtIndex(F, di + i3 * t3, src.getAtIndex(F, si + i3 * s3));
+            }
+        });
+    }
+
     @Override
     default void copy16(int d0, int d1, int d2, int d3, MemorySegment src, long srcOff, long s0, long s1, long s2,
                         long s3, MemorySegment dst, long dstOff, long t0, long t1, long t2, long t3) {
-        ValueLayout.OfShort h = ValueLayout.JAVA_SHORT_UNALIGNED;
-        for (int i0 = 0; i0 < d0; i0++) {
-            for (int i1 = 0; i1 < d1; i1++) {
-                for (int i2 = 0; i2 < d2; i2++) {
-                    long si = srcOff + i0 * s0 + i1 * s1 + i2 * s2;
-                    long di = dstOff + i0 * t0 + i1 * t1 + i2 * t2;
-                    for (int i3 = 0; i3 < d3; i3++, si += s3, di += t3) {
-                        dst.setAtIndex(h, di, src.getAtIndex(h, si));
-                    }
-                }
+        rows4(d0, d1, d2, d3, srcOff, s0, s1, s2, dstOff, t0, t1, t2, 0, (si, di, unused) -> {
+            for (int i3 = 0; i3 < d3; i3++) {
+                dst.setAtIndex(H, di + i3 * t3, src.getAtIndex(H, si + i3 * s3));
             }
-        }
+        });
     }
 
     @Override
     default void binary4(int op, int d0, int d1, int d2, int d3, MemorySegment a, long aOff, long as0, long as1,
                          long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1, long bs2, long bs3,
                          MemorySegment out, long outOff) {
-        long o = outOff;
-        for (int i0 = 0; i0 < d0; i0++) {
-            for (int i1 = 0; i1 < d1; i1++) {
-                for (int i2 = 0; i2 < d2; i2++) {
-                    long ia = aOff + i0 * as0 + i1 * as1 + i2 * as2;
-                    long ib = bOff + i0 * bs0 + i1 * bs1 + i2 * bs2;
-                    for (int i3 = 0; i3 < d3; i3++, ia += as3, ib += bs3) {
-                        float x = a.getAtIndex(F, ia);
-                        float y = b.getAtIndex(F, ib);
-                        out.setAtIndex(F, o++, switch (op) {
-                            case 0 -> x + y;
-                            case 1 -> x - y;
-                            case 2 -> x * y;
-                            default -> x / y;
-                        });
-                    }
-                }
+        rows4(d0, d1, d2, d3, aOff, as0, as1, as2, bOff, bs0, bs1, bs2, outOff, (ia, ib, o) -> {
+            for (int i3 = 0; i3 < d3; i3++) {
+                out.setAtIndex(F, o + i3, binop(op, a.getAtIndex(F, ia + i3 * as3), b.getAtIndex(F, ib + i3 * bs3)));
             }
-        }
+        });
+    }
+
+    @Override
+    default void binary16(int op, int type, int d0, int d1, int d2, int d3, MemorySegment a, long aOff, long as0,
+                          long as1, long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1, long bs2,
+                          long bs3, MemorySegment out, long outOff) {
+        boolean fp16 = type == FLOAT16;
+        rows4(d0, d1, d2, d3, aOff, as0, as1, as2, bOff, bs0, bs1, bs2, outOff, (ia, ib, o) -> {
+            for (int i3 = 0; i3 < d3; i3++) {
+                short ha = a.getAtIndex(H, ia + i3 * as3);
+                short hb = b.getAtIndex(H, ib + i3 * bs3);
+                float r = fp16 ? binop(op, Half.fp16ToFloat(ha), Half.fp16ToFloat(hb))
+                        : binop(op, Half.bf16ToFloat(ha), Half.bf16ToFloat(hb));
+                out.setAtIndex(H, o + i3, fp16 ? Half.floatToFp16(r) : Half.floatToBf16(r));
+            }
+        });
     }
 
     @Override
