@@ -65,6 +65,27 @@ class HalfElementwiseOnDeviceMemoryTest {
         }
     }
 
+    /** A bias of {@code COLS} values in [-1, 1) of {@code type} in device memory. */
+    private Tensor bias(DType type) {
+        float[] v = new float[COLS];
+        for (int i = 0; i < COLS; i++) {
+            v[i] = random.nextFloat() * 2 - 1;
+        }
+        try (Tensor f = dev.tensor(v, COLS)) {
+            return f.to(type);
+        }
+    }
+
+    /** The values of a {@code [COLS]} bias as they broadcast over {@code ROWS} rows, row-major. */
+    private static float[] rows(Tensor bias) {
+        float[] b = bias.toFloatArray();
+        float[] r = new float[ROWS * COLS];
+        for (int i = 0; i < r.length; i++) {
+            r[i] = b[i % COLS];
+        }
+        return r;
+    }
+
     private static float round(DType t, float v) {
         return t == DType.FLOAT16 ? Half.fp16ToFloat(Half.floatToFp16(v)) : Half.bf16ToFloat(Half.floatToBf16(v));
     }
@@ -162,21 +183,12 @@ class HalfElementwiseOnDeviceMemoryTest {
     @ParameterizedTest
     @EnumSource(names = {"FLOAT16", "BFLOAT16"})
     void binaryOpsWithBroadcastingAllocateOnlyTheirResultAndRoundOnce(DType type) {
-        float[] bias = new float[COLS];
-        for (int i = 0; i < COLS; i++) {
-            bias[i] = random.nextFloat() * 2 - 1;
-        }
         try (Tensor x = tensor(values(-6, 6), type);
              Tensor y = tensor(values(0.5f, 3), type);
-             Tensor b32 = dev.tensor(bias, COLS);
-             Tensor b = b32.to(type)) {
+             Tensor b = bias(type)) {
             float[] xw = x.toFloatArray();
             float[] yw = y.toFloatArray();
-            float[] bw = b.toFloatArray();
-            float[] bRows = new float[xw.length];
-            for (int i = 0; i < bRows.length; i++) {
-                bRows[i] = bw[i % COLS];
-            }
+            float[] bRows = rows(b);
             try (Tensor plusBias = onlyTheResult("binary16", t -> t.add(b), x);
                  Tensor quotient = onlyTheResult("binary16", t -> t.div(y), x);
                  Tensor product = onlyTheResult("binary16", t -> t.mul(y), x);
@@ -236,21 +248,12 @@ class HalfElementwiseOnDeviceMemoryTest {
     @ParameterizedTest
     @EnumSource(names = {"FLOAT16", "BFLOAT16"})
     void addingInPlaceAllocatesNothingAndRoundsOnce(DType type) {
-        float[] bias = new float[COLS];
-        for (int i = 0; i < COLS; i++) {
-            bias[i] = random.nextFloat() * 2 - 1;
-        }
         try (Tensor acc = tensor(values(-6, 6), type);
              Tensor more = tensor(values(-6, 6), type);
-             Tensor b32 = dev.tensor(bias, COLS);
-             Tensor b = b32.to(type)) {
+             Tensor b = bias(type)) {
             float[] aw = acc.toFloatArray();
             float[] mw = more.toFloatArray();
-            float[] bw = b.toFloatArray();
-            float[] bRows = new float[aw.length];
-            for (int i = 0; i < bRows.length; i++) {
-                bRows[i] = bw[i % COLS];
-            }
+            float[] bRows = rows(b);
             float[] once = expected(type, (k, n, p, q, o) -> k.add(n, p, 0, q, 0, o, 0), aw, mw);
             float[] twice = expected(type, (k, n, p, q, o) -> k.add(n, p, 0, q, 0, o, 0), once, bRows);
             alloc.resetPeakMemoryStats();
