@@ -745,15 +745,24 @@ __device__ __forceinline__ float attn_dot(A a, B b, int d) {
     return s;
 }
 
-// stages rows [r0, r0 + rows) of a (rows st_a apart) and of b (st_b apart) into sa and sb (rows of d), cooperatively
+// stages rows [r0, r0 + rows) of a (rows st_a apart) and of b (st_b apart) into sa and sb (rows of d), cooperatively;
+// each thread keeps its element's row and column and steps them by the block's size, so the loop divides only once
 template <typename In>
 __device__ __forceinline__ void attn_stage(In a, s64 st_a, In b, s64 st_b, float* sa, float* sb, int r0, int rows,
                                            int d) {
+    int r = threadIdx.x / d;
+    int x = threadIdx.x % d;
+    int dr = blockDim.x / d;
+    int dx = blockDim.x % d;
     for (int e = threadIdx.x; e < rows * d; e += blockDim.x) {
-        s64 r = r0 + e / d;
-        int x = e % d;
-        sa[e] = a[r * st_a + x];
-        sb[e] = b[r * st_b + x];
+        sa[e] = a[(s64) (r0 + r) * st_a + x];
+        sb[e] = b[(s64) (r0 + r) * st_b + x];
+        r += dr;
+        x += dx;
+        if (x >= d) {
+            x -= d;
+            r++;
+        }
     }
 }
 
