@@ -31,7 +31,9 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * Every CUDA kernel against the scalar CPU kernels on the same inputs: float32 within 1e-5 relative (plus a small
- * absolute floor near zero), 16-bit casts and dropout masks bit for bit. Tagged {@code gpu}: skipped with the
+ * absolute floor near zero; the attention on 16-bit inputs too, its results being float32), the 16-bit element-wise
+ * kernels within one 16-bit step (both round once, from float32 values that agree within 1e-5), 16-bit casts, 16-bit
+ * copies and dropout masks bit for bit. Tagged {@code gpu}: skipped with the
  * reason where no GPU opens, failed instead with {@code VRAM4J_REQUIRE_GPU=1} (gpu/run.sh sets it).
  */
 @Tag("gpu")
