@@ -19,7 +19,8 @@
  *    where a GPU would do so only sometimes. Asynchronous copies to and from page-locked memory (cuMemHostAlloc's)
  *    touch the host side when they run; pageable host memory is read at the call and written before it returns, as
  *    the driver stages it;
- *  - counters of live objects (fake_cuda_live) let tests check that nothing leaks;
+ *  - counters of live objects (fake_cuda_live) let tests check that nothing leaks; "host_waits" counts the calls
+ *    that make the host wait for queued work (synchronizes, synchronous copies), which a GPU program keeps few;
  *  - a trace (fake_cuda_trace_start / fake_cuda_trace_read) lists the host-alloc, copy, event, wait and launch
  *    calls in order with their streams, so tests can check the order a GPU would see them in;
  *  - modules keep their PTX text: cuModuleGetFunction finds an entry only if the text declares it, and
@@ -68,6 +69,7 @@ static long live_allocs, live_streams, live_events, live_handles, live_reservati
 static long calls_set_current;
 static long live_modules, launches;
 static long queued_ops, deferred_runs; /* work queued on streams now; queued work run so far */
+static long host_waits; /* calls that made the host wait for queued work: synchronizes and synchronous copies */
 static fake_stream legacy_stream;
 static fake_stream *created_streams; /* every stream cuStreamCreate made, dead ones too */
 static fake_mapping mappings[MAX_MAPPINGS];
@@ -101,6 +103,7 @@ long fake_cuda_live(const char *what) {
     if (!strcmp(what, "launches")) return launches;
     if (!strcmp(what, "queued")) { pthread_mutex_lock(&lock); long n = queued_ops; pthread_mutex_unlock(&lock); return n; }
     if (!strcmp(what, "deferred_runs")) { pthread_mutex_lock(&lock); long n = deferred_runs; pthread_mutex_unlock(&lock); return n; }
+    if (!strcmp(what, "host_waits")) { pthread_mutex_lock(&lock); long n = host_waits; pthread_mutex_unlock(&lock); return n; }
     return -1;
 }
 
@@ -310,6 +313,7 @@ CUresult cuCtxSetCurrent(CUcontext ctx) {
 CUresult cuCtxSynchronize(void) {
     NEED_CONTEXT();
     pthread_mutex_lock(&lock);
+    host_waits++;
     drain_all();
     CUresult r = sticky;
     pthread_mutex_unlock(&lock);
@@ -442,6 +446,7 @@ static int pinned(const void *p, size_t n);
 
 static CUresult copy_now(void *d, const void *s, size_t n) {
     pthread_mutex_lock(&lock);
+    host_waits++;
     drain(&legacy_stream, 0);
     CUresult r = sticky;
     if (r == CUDA_SUCCESS) memmove(d, s, n);
@@ -477,6 +482,7 @@ CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream st) {
     NEED_CONTEXT();
     if (pinned(d, n)) return queue_copy(st, d, (const void *) s, n, 0);
     pthread_mutex_lock(&lock);
+    host_waits++;
     drain(stream_of(st), 0);
     CUresult r = sticky;
     if (r == CUDA_SUCCESS) memmove(d, (const void *) s, n);
@@ -527,6 +533,7 @@ CUresult cuStreamDestroy(CUstream s) {
 CUresult cuStreamSynchronize(CUstream s) {
     NEED_CONTEXT();
     pthread_mutex_lock(&lock);
+    host_waits++;
     drain(stream_of(s), 0);
     CUresult r = sticky;
     pthread_mutex_unlock(&lock);
@@ -589,6 +596,7 @@ CUresult cuEventSynchronize(CUevent e) {
     NEED_CONTEXT();
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&lock);
+    host_waits++;
     fake_event *ev = (fake_event *) e;
     if (ev->stream) drain(ev->stream, ev->seq);
     CUresult r = sticky;

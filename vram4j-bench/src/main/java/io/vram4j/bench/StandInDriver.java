@@ -4,25 +4,37 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
  * The stand-in CUDA driver of core's tests ({@code vram4j-core/src/test/c/fake_libcuda.c}: its
- * {@code cuLaunchKernel} records the launch and runs nothing), compiled with {@code gcc -O2} against the CUDA
- * headers into {@code vram4j-bench/target/stand-in}, for benchmarks of vram4j's host-side cost on a machine without
- * a GPU. Run from the repository root or from {@code vram4j-bench}. The same thing {@code NativeTestBuild} does for
- * the tests; built here so the benchmark jar needs no test jar. Not thread-safe (call it from a {@code @Setup}).
+ * {@code cuLaunchKernel} records the launch and runs nothing) and their stand-in cuBLAS
+ * ({@code fake_libcublas.c}: it checks a product's arguments and computes nothing unless a kernel emulator is
+ * named), compiled with {@code gcc -O2} against the CUDA headers into {@code vram4j-bench/target/stand-in}, for
+ * benchmarks of vram4j's host-side cost on a machine without a GPU. Run from the repository root or from
+ * {@code vram4j-bench}. The same thing {@code NativeTestBuild} does for the tests; built here so the benchmark jar
+ * needs no test jar. Not thread-safe (call it from a {@code @Setup}).
  */
 final class StandInDriver {
     private StandInDriver() {
     }
 
-    /** @return the built library, rebuilt when the source is newer */
+    /** @return the built driver, rebuilt when the source is newer */
     static Path libcuda() {
+        return build("fake_libcuda.c", "libcuda-fake.so", List.of("-Wl,-soname,libcuda.so.1"));
+    }
+
+    /** @return the built cuBLAS, rebuilt when the source is newer (for {@code VRAM4J_LIBCUBLAS}) */
+    static Path libcublas() {
+        return build("fake_libcublas.c", "libcublas-fake.so", List.of());
+    }
+
+    private static Path build(String source, String library, List<String> flags) {
         Path root = Files.isDirectory(Path.of("vram4j-core")) ? Path.of(".") : Path.of("..");
-        Path src = root.resolve("vram4j-core/src/test/c/fake_libcuda.c").toAbsolutePath().normalize();
-        Path out = root.resolve("vram4j-bench/target/stand-in/libcuda-fake.so").toAbsolutePath().normalize();
+        Path src = root.resolve("vram4j-core/src/test/c/" + source).toAbsolutePath().normalize();
+        Path out = root.resolve("vram4j-bench/target/stand-in/" + library).toAbsolutePath().normalize();
         String home = System.getenv("CUDA_HOME");
         Path include = Path.of(home != null && !home.isBlank() ? home : "/usr/local/cuda", "include");
         try {
@@ -33,8 +45,10 @@ final class StandInDriver {
                 return out;
             }
             Files.createDirectories(out.getParent());
-            Process p = new ProcessBuilder(List.of("gcc", "-O2", "-shared", "-fPIC", "-I" + include, "-o", out.toString(),
-                    src.toString(), "-lpthread")).redirectErrorStream(true).start();
+            List<String> cmd = new ArrayList<>(List.of("gcc", "-O2", "-shared", "-fPIC", "-I" + include));
+            cmd.addAll(flags);
+            cmd.addAll(List.of("-o", out.toString(), src.toString(), "-lpthread", "-ldl"));
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
             String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
                 throw new IllegalStateException("gcc failed on " + src + " (CUDA headers in " + include + "?):\n" + log);

@@ -137,6 +137,32 @@ final class CheckedKernels implements Kernels {
         unchecked.copy(n, src, srcOff, dst, dstOff);
     }
 
+    @Override
+    public void fillBytes(long bytes, byte value, MemorySegment out, long byteOff) {
+        Checks.nonNegative(bytes, "bytes");
+        Checks.range(out, byteOff, bytes, "out", 1, "bytes");
+        Checks.writable(out, "out");
+        unchecked.fillBytes(bytes, value, out, byteOff);
+    }
+
+    @Override
+    public void copyBytes(long bytes, MemorySegment src, long srcByteOff, MemorySegment dst, long dstByteOff) {
+        Checks.nonNegative(bytes, "bytes");
+        Checks.range(src, srcByteOff, bytes, "src", 1, "bytes");
+        Checks.range(dst, dstByteOff, bytes, "dst", 1, "bytes");
+        Checks.writable(dst, "dst");
+        unchecked.copyBytes(bytes, src, srcByteOff, dst, dstByteOff);
+    }
+
+    @Override
+    public void copyFromHost(long bytes, MemorySegment src, long srcByteOff, MemorySegment dst, long dstByteOff) {
+        Checks.nonNegative(bytes, "bytes");
+        Checks.range(src, srcByteOff, bytes, "src", 1, "bytes");
+        Checks.range(dst, dstByteOff, bytes, "dst", 1, "bytes");
+        Checks.writable(dst, "dst");
+        unchecked.copyFromHost(bytes, src, srcByteOff, dst, dstByteOff);
+    }
+
     // ------------------------------------------------------------------------------------------------ conversions
 
     @Override

@@ -208,6 +208,45 @@ public interface Kernels {
     /** {@code dst[i] = src[i]} for {@code i < n}; the ranges may overlap (as {@code memmove}). */
     void copy(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff);
 
+    // ------------------------------------------------------------------------------------------------ bytes
+
+    /**
+     * Sets {@code bytes} bytes of {@code out} from byte {@code byteOff} to {@code value}, whatever the elements'
+     * type (a tensor's {@code zero_()}). On a GPU this is {@code cuMemsetD8Async} queued on the kernels' stream
+     * behind the launches before it, as PyTorch's {@code cudaMemsetAsync}: the host does not wait for the device.
+     *
+     * @throws IndexOutOfBoundsException if the range does not fit the segment
+     * @throws IllegalArgumentException if {@code bytes < 0} or {@code out} is read-only
+     */
+    default void fillBytes(long bytes, byte value, MemorySegment out, long byteOff) {
+        out.asSlice(byteOff, bytes).fill(value);
+    }
+
+    /**
+     * Copies {@code bytes} bytes; the ranges may overlap (as {@code memmove}). On a GPU this is
+     * {@code cuMemcpyDtoDAsync} queued on the kernels' stream (an overlapping pair through a temporary block), as
+     * PyTorch's {@code cudaMemcpyAsync} for a device-to-device {@code copy_}.
+     *
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException if {@code bytes < 0} or {@code dst} is read-only
+     */
+    default void copyBytes(long bytes, MemorySegment src, long srcByteOff, MemorySegment dst, long dstByteOff) {
+        MemorySegment.copy(src, srcByteOff, dst, dstByteOff, bytes);
+    }
+
+    /**
+     * Copies {@code bytes} bytes of host memory into {@code dst}. On a GPU this is {@code cuMemcpyHtoDAsync} queued on
+     * the kernels' stream: the driver reads pageable memory before the call returns, so {@code src} may be reused or
+     * freed at once, and the kernels queued before the copy still see the old bytes, as PyTorch's {@code copy_} from
+     * a CPU tensor.
+     *
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException if {@code bytes < 0} or {@code dst} is read-only
+     */
+    default void copyFromHost(long bytes, MemorySegment src, long srcByteOff, MemorySegment dst, long dstByteOff) {
+        MemorySegment.copy(src, srcByteOff, dst, dstByteOff, bytes);
+    }
+
     // ------------------------------------------------------------------------------------------------ conversions
 
     /**

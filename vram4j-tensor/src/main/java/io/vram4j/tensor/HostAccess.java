@@ -14,8 +14,9 @@ import java.lang.foreign.MemorySegment;
  *       nothing.</li>
  *   <li>On a device whose memory the host cannot view ({@code cuda}; {@link DeviceBackend#hasDeviceMemory()}),
  *       the view is a staging copy: the device's stream is synchronized and the span copied to host memory
- *       with {@link DeviceBackend#copyToHost} (as {@code tensor.cpu()} does), and {@link #commit()} copies it
- *       back with {@link DeviceBackend#copyFromHost}. The device address is never dereferenced.</li>
+ *       with {@link DeviceBackend#copyToHost} (as {@code tensor.cpu()} does), and {@link #commit()} queues the
+ *       copy back on the device's stream ({@link io.vram4j.compute.Kernels#copyFromHost}), so writing never waits
+ *       for the device; only reading does. The device address is never dereferenced.</li>
  * </ul>
  *
  * The span is the elements from the tensor's offset to its last element; for a strided view the bytes between
@@ -111,10 +112,19 @@ final class HostAccess implements AutoCloseable {
         return off;
     }
 
-    /** Makes the writes made through the view the tensor's values (copies the staged span back to the device). */
+    /**
+     * Makes the writes made through the view the tensor's values: the staged span is copied back to the device,
+     * queued behind the kernels before it (so they still see the old bytes); the host does not wait.
+     */
     void commit() {
-        if (arena != null) {
-            storage.device().stream().synchronize();   // kernels queued before must not see the new bytes early
+        if (arena == null) {
+            return;
+        }
+        Device d = storage.device();
+        if (d.hasKernels()) {
+            d.kernels().copyFromHost(seg.byteSize(), seg, 0, storage.kernelSegment(), spanByte);
+        } else {
+            d.stream().synchronize();   // kernels queued before must not see the new bytes early
             backend(storage).copyFromHost(seg, storage.address() + spanByte);
         }
     }
@@ -127,25 +137,40 @@ final class HostAccess implements AutoCloseable {
         }
     }
 
-    /** Sets {@code bytes} bytes of device memory from {@code byteOffset} of a storage to zero ({@code cuMemsetD8}). */
+    /**
+     * Sets {@code bytes} bytes of device memory from {@code byteOffset} of a storage to zero: queued on the
+     * device's stream behind the kernels before it ({@code cuMemsetD8Async}, {@link io.vram4j.compute.Kernels#fillBytes});
+     * without kernels, after waiting for the stream.
+     */
     static void zero(Storage s, long byteOffset, long bytes) {
-        s.device().stream().synchronize();
+        Device d = s.device();
+        if (d.hasKernels()) {
+            d.kernels().fillBytes(bytes, (byte) 0, s.kernelSegment(), byteOffset);
+            return;
+        }
+        d.stream().synchronize();
         backend(s).fill(s.address() + byteOffset, bytes, (byte) 0);
     }
 
     /**
-     * Copies {@code bytes} bytes between two storages of device memory on one device, or of host memory: the
-     * device's own copy ({@code cuMemcpyDtoD}) or a memory copy.
+     * Copies {@code bytes} bytes between two storages of device memory on one device ({@code cuMemcpyDtoDAsync}
+     * queued on the destination device's stream, {@link io.vram4j.compute.Kernels#copyBytes}; without kernels,
+     * after waiting for the stream), or of host memory (a memory copy).
      */
     static void copyWithin(Storage src, long srcByte, Storage dst, long dstByte, long bytes) {
         if (bytes == 0) {
             return;
         }
-        if (src.deviceMemory()) {
-            dst.device().stream().synchronize();
-            backend(dst).copyDeviceToDevice(src.address() + srcByte, dst.address() + dstByte, bytes);
-        } else {
+        if (!src.deviceMemory()) {
             MemorySegment.copy(src.segment(), srcByte, dst.segment(), dstByte, bytes);
+            return;
         }
+        Device d = dst.device();
+        if (d.hasKernels()) {
+            d.kernels().copyBytes(bytes, src.kernelSegment(), srcByte, dst.kernelSegment(), dstByte);
+            return;
+        }
+        d.stream().synchronize();
+        backend(dst).copyDeviceToDevice(src.address() + srcByte, dst.address() + dstByte, bytes);
     }
 }

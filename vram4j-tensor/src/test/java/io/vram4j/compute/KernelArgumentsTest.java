@@ -57,6 +57,9 @@ class KernelArgumentsTest {
             Map.entry("addScalar", "n s x xOff out* outOff"),
             Map.entry("fill", "n v out* outOff"),
             Map.entry("copy", "n src srcOff dst* dstOff"),
+            Map.entry("fillBytes", "bytes value out* byteOff"),
+            Map.entry("copyBytes", "bytes src srcByteOff dst* dstByteOff"),
+            Map.entry("copyFromHost", "bytes src srcByteOff dst* dstByteOff"),
             Map.entry("floatToFp16", "n src srcOff dst* dstOff"),
             Map.entry("floatToBf16", "n src srcOff dst* dstOff"),
             Map.entry("fp16ToFloat", "n src srcOff dst* dstOff"),
@@ -128,10 +131,13 @@ class KernelArgumentsTest {
     record Bad(int index, String what, Object value, Class<? extends RuntimeException> expected) {
     }
 
-    /** The kernels of the interface: its abstract methods that take memory (name, threads, withThreads do not). */
+    /**
+     * The kernels of the interface: its methods that take memory (name, threads, withThreads do not), abstract or
+     * with a default for host memory (the byte fills and copies).
+     */
     static List<Method> kernels() {
         return Arrays.stream(Kernels.class.getMethods())
-                .filter(m -> Modifier.isAbstract(m.getModifiers()))
+                .filter(m -> Modifier.isAbstract(m.getModifiers()) || m.isDefault())
                 .filter(m -> Arrays.asList(m.getParameterTypes()).contains(MemorySegment.class)
                         || Arrays.asList(m.getParameterTypes()).contains(MemorySegment[].class))
                 .sorted((a, b) -> a.getName().compareTo(b.getName()))
@@ -210,6 +216,7 @@ class KernelArgumentsTest {
                     : p.type() == long.class ? 9L
                     : p.type() == int.class ? 3
                     : p.type() == float.class ? 0.5f
+                    : p.type() == byte.class ? (byte) 7
                     : false;
         }
         return args;

@@ -68,9 +68,13 @@ class TrainJobOnDeviceMemoryTest {
     }
 
     private static Run onOpaque(TrainOptions options, Path out, OpaqueDevice backend) {
+        return onOpaque(options, out, backend, new OpaqueKernels.Counters());
+    }
+
+    private static Run onOpaque(TrainOptions options, Path out, OpaqueDevice backend, OpaqueKernels.Counters counters) {
         AtomicLong deviceSegments = new AtomicLong();
         try (CachingAllocator alloc = CachingAllocator.create(backend, AllocatorConfig.fromEnvironment(Map.of()))) {
-            Device dev = Device.of(alloc).withKernels(OpaqueKernels.over(backend, Kernels.scalar(), deviceSegments));
+            Device dev = Device.of(alloc).withKernels(OpaqueKernels.over(backend, Kernels.scalar(), deviceSegments, counters));
             Run r = run(dev, options, out);
             assertTrue(deviceSegments.get() > 0, "the kernels were given device memory");
             return r;
@@ -113,13 +117,15 @@ class TrainJobOnDeviceMemoryTest {
         TrainOptions o = small().build();
         Run host = onHost(o, tmp.resolve("host"));
         OpaqueDevice backend = new OpaqueDevice(CAPACITY);
-        Run device = onOpaque(o, tmp.resolve("opaque"), backend);
+        OpaqueKernels.Counters counters = new OpaqueKernels.Counters();
+        Run device = onOpaque(o, tmp.resolve("opaque"), backend, counters);
         assertSameTraining(host, device);
         assertEquals(3, device.stepAllocated().size());
         assertEquals(784L * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10, device.summary().get("parameters")); // 784-512-512-10
         assertEquals(backend.description(), device.summary().get("device"));
-        // 6 training batches and 1 test batch of inputs and labels, plus the initial weights, went over copies
-        assertTrue(backend.toDevice.get() >= 2 * (3 + 2), "host-to-device copies (x and y of 3 training and 2 test batches): " + backend.toDevice.get());
+        // the batches' inputs and labels, and the initial weights, went over copies queued on the device's stream
+        long uploads = counters.byKernel().getOrDefault("copyFromHost", 0L);
+        assertTrue(uploads >= 2 * (3 + 2), "host-to-device copies (x and y of 3 training and 2 test batches): " + uploads);
         assertTrue(backend.toHost.get() > 0);
         assertNotEquals(0.0, (double) device.summary().get("loss"));
     }

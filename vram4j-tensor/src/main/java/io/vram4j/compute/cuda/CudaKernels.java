@@ -254,9 +254,22 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     /** Device-to-device on the stream; partially overlapping ranges go through a temporary block (memmove). */
     @Override
     public void copy(long n, MemorySegment src, long srcOff, MemorySegment dst, long dstOff) {
-        long bytes = n * Float.BYTES;
-        long s = ptr(src, srcOff);
-        long d = ptr(dst, dstOff);
+        copyBytes(n * Float.BYTES, src, srcOff * Float.BYTES, dst, dstOff * Float.BYTES);
+    }
+
+    /** {@code cuMemsetD8Async} on the stream. */
+    @Override
+    public void fillBytes(long bytes, byte value, MemorySegment out, long byteOff) {
+        if (bytes > 0) {
+            gpu.fill(out.address() + byteOff, bytes, value, stream);
+        }
+    }
+
+    /** {@code cuMemcpyDtoDAsync} on the stream; partially overlapping ranges go through a temporary block. */
+    @Override
+    public void copyBytes(long bytes, MemorySegment src, long srcByteOff, MemorySegment dst, long dstByteOff) {
+        long s = src.address() + srcByteOff;
+        long d = dst.address() + dstByteOff;
         if (bytes == 0 || s == d) {
             return;
         }
@@ -270,6 +283,14 @@ public final class CudaKernels implements Kernels, AutoCloseable {
             gpu.copyDeviceToDevice(tmp, d, bytes, stream);
         } finally {
             allocator.free(tmp);
+        }
+    }
+
+    /** {@code cuMemcpyHtoDAsync} on the stream (pageable memory is staged by the driver before it returns). */
+    @Override
+    public void copyFromHost(long bytes, MemorySegment src, long srcByteOff, MemorySegment dst, long dstByteOff) {
+        if (bytes > 0) {
+            gpu.copyFromHost(src.asSlice(srcByteOff, bytes), dst.address() + dstByteOff, stream);
         }
     }
 

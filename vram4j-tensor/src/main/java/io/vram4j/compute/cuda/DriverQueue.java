@@ -81,6 +81,11 @@ final class DriverQueue implements GpuQueue {
     }
 
     @Override
+    public void fill(long dst, long bytes, byte value, Stream stream) {
+        device.fillAsync(dst, bytes, value, stream);
+    }
+
+    @Override
     public void copyDeviceToDevice(long src, long dst, long bytes, Stream stream) {
         device.copyDeviceToDeviceAsync(src, dst, bytes, stream);
     }

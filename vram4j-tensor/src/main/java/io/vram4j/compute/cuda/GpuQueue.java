@@ -39,6 +39,9 @@ interface GpuQueue extends AutoCloseable {
     /** Ends cuBLAS ({@code cublasDestroy_v2}); nothing when it was not started. */
     void closeBlas();
 
+    /** Queues setting {@code bytes} bytes of device memory from {@code dst} to {@code value} on {@code stream}. */
+    void fill(long dst, long bytes, byte value, Stream stream);
+
     /** Queues a copy of {@code bytes} between ranges of device memory on {@code stream}. */
     void copyDeviceToDevice(long src, long dst, long bytes, Stream stream);
 

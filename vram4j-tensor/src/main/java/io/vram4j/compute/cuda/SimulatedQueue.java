@@ -56,6 +56,11 @@ final class SimulatedQueue implements GpuQueue {
     }
 
     @Override
+    public void fill(long dst, long bytes, byte value, Stream stream) {
+        device.fill(dst, bytes, value);   // only checks that the range is device memory
+    }
+
+    @Override
     public void copyDeviceToDevice(long src, long dst, long bytes, Stream stream) {
         device.copyDeviceToDevice(src, dst, bytes);
     }
