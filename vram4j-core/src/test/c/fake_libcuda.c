@@ -154,6 +154,11 @@ int fake_cuda_load_kernels(const char *path) {
 
 void fake_cuda_clear_error(void) { pthread_mutex_lock(&lock); sticky = CUDA_SUCCESS; pthread_mutex_unlock(&lock); }
 
+/* For benchmarks of the host's side: with 1, queued copies and fills are dropped when they run instead of moving
+   bytes, so that a synchronize costs what the program queued, not what a GPU would do in microseconds. */
+static int discard_data;
+void fake_cuda_discard_data(int on) { pthread_mutex_lock(&lock); discard_data = on; pthread_mutex_unlock(&lock); }
+
 /* ---- stream-ordered work ----
    Copies, fills, launches, products and event records are queued on their stream and run only when the program
    waits for them: a synchronizing call (stream, event or context), a synchronous copy (the legacy default stream's
@@ -194,8 +199,8 @@ static void run_op(fake_op *op, fake_stream *fs) {
     if (sticky != CUDA_SUCCESS) return;
     deferred_runs++;
     switch (op->kind) {
-        case OP_COPY: memmove(op->dst, op->owned ? op->owned : op->src, op->n); break;
-        case OP_FILL: memset(op->dst, op->value, op->n); break;
+        case OP_COPY: if (!discard_data) memmove(op->dst, op->owned ? op->owned : op->src, op->n); break;
+        case OP_FILL: if (!discard_data) memset(op->dst, op->value, op->n); break;
         case OP_CALL: op->call(op->arg); break;
         case OP_LAUNCH: {
             void *args[MAX_PARAMS];

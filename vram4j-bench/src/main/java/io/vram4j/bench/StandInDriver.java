@@ -1,6 +1,12 @@
 package io.vram4j.bench;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,6 +30,24 @@ final class StandInDriver {
     /** @return the built driver, rebuilt when the source is newer */
     static Path libcuda() {
         return build("fake_libcuda.c", "libcuda-fake.so", List.of("-Wl,-soname,libcuda.so.1"));
+    }
+
+    /**
+     * Makes the stand-in driver at {@code libcuda} drop queued copies and fills instead of moving their bytes
+     * ({@code fake_cuda_discard_data}), so that a synchronize costs the host what it queued and not the CPU's
+     * {@code memset}s of what a GPU does in microseconds. For benchmarks of the host's side only: values are garbage.
+     *
+     * @param libcuda the library {@link #libcuda()} built (loaded once per process, so the driver binding sees it)
+     */
+    static void discardData(Path libcuda) {
+        SymbolLookup lib = SymbolLookup.libraryLookup(libcuda, Arena.global());
+        MethodHandle discard = Linker.nativeLinker().downcallHandle(lib.find("fake_cuda_discard_data").orElseThrow(),
+                FunctionDescriptor.ofVoid(ValueLayout.JAVA_INT));
+        try {
+            discard.invokeExact(1);
+        } catch (Throwable t) {
+            throw new IllegalStateException("fake_cuda_discard_data: " + t, t);
+        }
     }
 
     /** @return the built cuBLAS, rebuilt when the source is newer (for {@code VRAM4J_LIBCUBLAS}) */

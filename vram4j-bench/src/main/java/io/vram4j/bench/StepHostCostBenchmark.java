@@ -37,8 +37,9 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  *   <li>{@code sim:H100-80GB}: the CUDA kernels over a queue that records nothing (no driver calls);</li>
  *   <li>{@code cuda}: the {@code cuda} device over the tests' stand-in driver and cuBLAS ({@link StandInDriver}),
- *       whose launches and products check their arguments and run nothing; copies are host {@code memcpy}s. The
- *       real driver's own cost per call is not in it.</li>
+ *       whose launches and products check their arguments and run nothing, and whose queued copies and fills are
+ *       dropped ({@link StandInDriver#discardData}); pageable memory is still staged at the call, as the driver
+ *       does. The real driver's own cost per call is not in it.</li>
  * </ul>
  * Models: {@code mlp} is {@code ./vram4j train}'s MLP 784-512-512-10, batch 128, SGD with momentum 0.9;
  * {@code transformer} is {@code bench techniques}' Transformer (12 blocks of width 128, 4 heads, context 256,
@@ -80,7 +81,9 @@ public class StepHostCostBenchmark {
             if (!cublas.toString().equals(System.getenv("VRAM4J_LIBCUBLAS"))) {
                 throw new IllegalStateException("run with VRAM4J_LIBCUBLAS=" + cublas + " (the stand-in cuBLAS)");
             }
-            System.setProperty("vram4j.libcuda", StandInDriver.libcuda().toString());
+            Path driver = StandInDriver.libcuda();
+            StandInDriver.discardData(driver);
+            System.setProperty("vram4j.libcuda", driver.toString());
         }
         backend = Devices.open(device);
         alloc = CachingAllocator.create(backend);

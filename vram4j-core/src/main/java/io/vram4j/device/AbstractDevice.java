@@ -493,12 +493,11 @@ public abstract class AbstractDevice implements DeviceBackend {
      */
     protected final <T> T resolve(long address, long size, RangeOwner<T> owner) {
         checkOpen();
-        String call = "segment(" + hex(address) + ", " + size + ")";
         if (size < 0) {
-            throw new IllegalArgumentException(call + ": size must not be negative");
+            throw new IllegalArgumentException(call(address, size) + ": size must not be negative");
         }
         if (address <= 0 || Math.max(size, 1) > Long.MAX_VALUE - address) {
-            throw new IllegalArgumentException(call + ": not inside a live segment or a mapped range");
+            throw new IllegalArgumentException(call(address, size) + ": not inside a live segment or a mapped range");
         }
         long end = address + Math.max(size, 1);
         synchronized (lock) {
@@ -506,7 +505,7 @@ public abstract class AbstractDevice implements DeviceBackend {
             if (seg != null && address - seg.getKey() < seg.getValue()) {
                 long segEnd = seg.getKey() + seg.getValue();
                 if (end > segEnd) {
-                    throw new IllegalArgumentException(call + ": runs " + (end - segEnd)
+                    throw new IllegalArgumentException(call(address, size) + ": runs " + (end - segEnd)
                             + " bytes past the end of the segment at " + hex(seg.getKey()) + " ("
                             + seg.getValue() + " bytes)");
                 }
@@ -516,13 +515,18 @@ public abstract class AbstractDevice implements DeviceBackend {
             if (res != null && res.getValue().contains(address, 1)) {
                 Reservation r = res.getValue();
                 if (!r.mapped.containsAll(address, end)) {
-                    throw new IllegalArgumentException(call + ": not entirely mapped in the reservation at "
+                    throw new IllegalArgumentException(call(address, size) + ": not entirely mapped in the reservation at "
                             + hex(r.base) + " (mapped: " + r.describeMapped() + ")");
                 }
                 return owner.apply(r.base, true);
             }
         }
-        throw new IllegalArgumentException(call + ": not inside a live segment or a mapped range");
+        throw new IllegalArgumentException(call(address, size) + ": not inside a live segment or a mapped range");
+    }
+
+    /** The call a range check names in its message (built only when the check fails: ranges are checked per copy). */
+    private static String call(long address, long size) {
+        return "segment(" + hex(address) + ", " + size + ")";
     }
 
     /** @throws IllegalStateException if the device is closed */

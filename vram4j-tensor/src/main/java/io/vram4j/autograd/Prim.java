@@ -70,10 +70,18 @@ public enum Prim {
      */
     SCALED_DOT_PRODUCT_FLASH_ATTENTION;
 
+    /** The names of {@link #backwardName()}, by ordinal: made once (the engine asks for one per node it runs). */
+    private static final String[] BACKWARD_NAMES = java.util.Arrays.stream(values()).map(Prim::nameOfBackward)
+            .toArray(String[]::new);
+
     /** @return the node name in PyTorch style, e.g. {@code MulBackward} */
     public String backwardName() {
+        return BACKWARD_NAMES[ordinal()];
+    }
+
+    private static String nameOfBackward(Prim p) {
         StringBuilder sb = new StringBuilder();
-        for (String part : name().split("_")) {
+        for (String part : p.name().split("_")) {
             sb.append(part.charAt(0)).append(part.substring(1).toLowerCase(java.util.Locale.ROOT));
         }
         return sb.append("Backward").toString();

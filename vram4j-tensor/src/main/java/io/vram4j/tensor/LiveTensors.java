@@ -58,7 +58,7 @@ public final class LiveTensors {
     }
 
     static void added(StorageInfo s) {
-        s.context = ExecutionContext.describe();
+        s.context = ExecutionContext.capture();
         if (captureSites) {
             s.site = WALKER.walk(frames -> frames.filter(f -> INTERNAL.stream().noneMatch(f.getClassName()::startsWith))
                     .findFirst().map(f -> simpleName(f.getClassName()) + "." + f.getMethodName() + "(" + f.getFileName() + ":"
@@ -156,7 +156,7 @@ public final class LiveTensors {
                 continue;
             }
             out.add(new Entry(s.shape.clone(), s.dtype, s.bytes, s.device.description(),
-                    s.site == null ? "(not captured)" : s.site, s.context == null ? "" : s.context, s.category()));
+                    s.site == null ? "(not captured)" : s.site, s.context == null ? "" : s.context.describe(), s.category()));
         }
         out.sort(Comparator.comparingLong(Entry::bytes).reversed());
         return out;

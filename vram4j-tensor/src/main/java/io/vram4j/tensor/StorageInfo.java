@@ -1,5 +1,7 @@
 package io.vram4j.tensor;
 
+import io.vram4j.tensor.internal.ExecutionContext;
+
 /**
  * What one storage's block holds, kept by the {@link LiveTensors} registry from allocation until the block is
  * freed (a leaked storage's block stays allocated, so its entry stays too). It does not reference the storage,
@@ -19,7 +21,8 @@ final class StorageInfo {
     int[] shape;
     DType dtype;
     String site;
-    String context;
+    /** What was running when the storage was allocated (null: nothing), described when a report shows it. */
+    ExecutionContext.Captured context;
 
     StorageInfo(Device device, long address, long bytes) {
         this.device = device;

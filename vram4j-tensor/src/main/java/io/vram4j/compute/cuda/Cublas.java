@@ -169,13 +169,17 @@ final class Cublas {
      * @param compute {@link #CUBLAS_COMPUTE_32F} (or {@link #CUBLAS_COMPUTE_32F_FAST_TF32})
      */
     void gemm(long handle, ColumnMajorGemm g, float alpha, long a, long b, float beta, long c, int type, int compute) {
-        try (Arena ar = Arena.ofConfined()) {
-            MemorySegment al = ar.allocateFrom(JAVA_FLOAT, alpha);
-            MemorySegment be = ar.allocateFrom(JAVA_FLOAT, beta);
-            check((int) gemmEx.invokeExact(handle, g.transa(), g.transb(), g.m(), g.n(), g.k(), al, b, type, g.lda(),
-                    a, type, g.ldb(), be, c, type, g.ldc(), compute, CUBLAS_GEMM_DEFAULT), "cublasGemmEx(" + g + ")");
+        MemorySegment scalars = scalars(alpha, beta);
+        int status;
+        try {
+            status = (int) gemmEx.invokeExact(handle, g.transa(), g.transb(), g.m(), g.n(), g.k(), scalars, b, type,
+                    g.lda(), a, type, g.ldb(), scalars.asSlice(Float.BYTES), c, type, g.ldc(), compute,
+                    CUBLAS_GEMM_DEFAULT);
         } catch (Throwable t) {
             throw rethrow(t);
+        }
+        if (status != CUBLAS_STATUS_SUCCESS) {   // the call is described only when it failed: products are per op
+            check(status, "cublasGemmEx(" + g + ")");
         }
     }
 
@@ -186,15 +190,29 @@ final class Cublas {
      */
     void gemmBatched(long handle, ColumnMajorGemm g, float alpha, long a, long strideA, long b, long strideB, float beta,
                      long c, long strideC, int batch, int type, int compute) {
-        try (Arena ar = Arena.ofConfined()) {
-            MemorySegment al = ar.allocateFrom(JAVA_FLOAT, alpha);
-            MemorySegment be = ar.allocateFrom(JAVA_FLOAT, beta);
-            check((int) gemmStridedBatchedEx.invokeExact(handle, g.transa(), g.transb(), g.m(), g.n(), g.k(), al, b,
-                    type, g.lda(), strideB, a, type, g.ldb(), strideA, be, c, type, g.ldc(), strideC, batch, compute,
-                    CUBLAS_GEMM_DEFAULT), "cublasGemmStridedBatchedEx(" + g + ", batch " + batch + ")");
+        MemorySegment scalars = scalars(alpha, beta);
+        int status;
+        try {
+            status = (int) gemmStridedBatchedEx.invokeExact(handle, g.transa(), g.transb(), g.m(), g.n(), g.k(),
+                    scalars, b, type, g.lda(), strideB, a, type, g.ldb(), strideA, scalars.asSlice(Float.BYTES), c,
+                    type, g.ldc(), strideC, batch, compute, CUBLAS_GEMM_DEFAULT);
         } catch (Throwable t) {
             throw rethrow(t);
         }
+        if (status != CUBLAS_STATUS_SUCCESS) {
+            check(status, "cublasGemmStridedBatchedEx(" + g + ", batch " + batch + ")");
+        }
+    }
+
+    /**
+     * alpha and beta in the calling thread's scratch memory ({@link HostScratch}): with the host pointer mode cuBLAS
+     * reads them during the call, so they need to live only until it returns.
+     */
+    private static MemorySegment scalars(float alpha, float beta) {
+        MemorySegment s = HostScratch.get(2 * Float.BYTES);
+        s.set(JAVA_FLOAT, 0, alpha);
+        s.set(JAVA_FLOAT, Float.BYTES, beta);
+        return s;
     }
 
     /** @return the name of a status, from {@code cublasGetStatusName} */

@@ -16,7 +16,24 @@ public final class ExecutionContext {
      * @param detail e.g. the backward node's name, or null
      * @param parent the enclosing frame, or null
      */
-    private record Frame(String kind, String module, String detail, Frame parent) {
+    private record Frame(String kind, String module, String detail, Frame parent) implements Captured {
+        @Override
+        public String describe() {
+            StringBuilder sb = new StringBuilder(kind);
+            if (module != null) {
+                sb.append(' ').append(module.isEmpty() ? "(model)" : module);
+            }
+            if (detail != null) {
+                sb.append(" (").append(detail).append(')');
+            }
+            return sb.toString();
+        }
+    }
+
+    /** A region as {@link #capture()} found it, described later (text is made only for the reports that show it). */
+    public interface Captured {
+        /** @return as {@link ExecutionContext#describe()} said when the region was captured */
+        String describe();
     }
 
     /** An open region; closing it restores the enclosing one. */
@@ -83,16 +100,11 @@ public final class ExecutionContext {
      */
     public static String describe() {
         Frame f = CURRENT.get();
-        if (f == null) {
-            return "";
-        }
-        StringBuilder sb = new StringBuilder(f.kind());
-        if (f.module() != null) {
-            sb.append(' ').append(f.module().isEmpty() ? "(model)" : f.module());
-        }
-        if (f.detail() != null) {
-            sb.append(" (").append(f.detail()).append(')');
-        }
-        return sb.toString();
+        return f == null ? "" : f.describe();
+    }
+
+    /** @return the current region, to describe later (cheap: one read of a thread-local), or null outside any */
+    public static Captured capture() {
+        return CURRENT.get();
     }
 }
