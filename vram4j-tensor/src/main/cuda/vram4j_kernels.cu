@@ -917,9 +917,257 @@ __device__ __forceinline__ void attention_backward_dq(In q, In k, In v, AttnRows
     });
 }
 
+// Head dimensions up to 64 (GPT-2's is 64) take the paths below: a thread keeps its own rows (its query or key row,
+// the output's gradient row) and its accumulators in registers, where the generic versions above keep the
+// accumulators in the result's memory and read and write them d times for every key (or query) of the inner loop.
+// D is the compile-time bound of d; the arithmetic and its order are the generic versions', so are the bits.
+#ifdef __CUDACC__
+#define V4J_UNROLL _Pragma("unroll")
+#else
+#define V4J_UNROLL
+#endif
+
+template <int D, typename In>
+__device__ __forceinline__ void attention_forward_r(In q, In k, In v, AttnRows rows, float* out, float* lse, int t,
+                                                    int d, float scale, int causal, int tile) {
+    int p = blockIdx.y;
+    s64 base = rows.base(p);
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    In qi = q + (base + (s64) i * rows.st);
+    float qr[D];
+    float o[D];
+    V4J_UNROLL
+    for (int x = 0; x < D; x++) {
+        qr[x] = i < t && x < d ? qi[x] : 0.0f;
+        o[x] = 0.0f;
+    }
+    float m = -CUDART_INF_F;
+    float l = 0.0f;
+    attn_key_tiles(k + base, v + base, rows.st, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
+        for (int c = 0; c < n; c++) {
+            const float* kc = kt + (s64) c * d;
+            const float* vc = vt + (s64) c * d;
+            float s = 0.0f;
+            V4J_UNROLL
+            for (int x = 0; x < D; x++) {
+                if (x < d) {
+                    s += qr[x] * kc[x];
+                }
+            }
+            s *= scale;
+            if (s > m) {
+                float a = expf(m - s);
+                l *= a;
+                V4J_UNROLL
+                for (int x = 0; x < D; x++) {
+                    o[x] *= a;
+                }
+                m = s;
+            }
+            float pr = expf(s - m);
+            l += pr;
+            V4J_UNROLL
+            for (int x = 0; x < D; x++) {
+                if (x < d) {
+                    o[x] += pr * vc[x];
+                }
+            }
+        }
+    });
+    if (i < t) {
+        float* oi = out + (s64) p * t * d + (s64) i * d;
+        V4J_UNROLL
+        for (int x = 0; x < D; x++) {
+            if (x < d) {
+                oi[x] = o[x] / l;
+            }
+        }
+        lse[(s64) p * t + i] = m + logf(l);
+    }
+}
+
+// KV: the thread's key and value rows in registers too (d up to 32); at 64, four rows of registers would spill, so
+// only the accumulators are, and the dot products read the thread's own k and v rows from memory (cached)
+template <int D, bool KV, typename In>
+__device__ __forceinline__ void attention_backward_dkdv_r(In q, In k, In v, AttnRows rows, In out, const float* lse,
+                                                          In dout, AttnRows grows, float* dk, float* dv, int t, int d,
+                                                          float scale, int causal, int tile) {
+    extern __shared__ float attn_rows[];
+    float* qt = attn_rows;
+    float* gt = attn_rows + (s64) tile * d;
+    float* lt = gt + (s64) tile * d;
+    float* dt = lt + tile;
+    int p = blockIdx.y;
+    s64 base = rows.base(p);
+    s64 gbase = grows.base(p);
+    s64 obase = (s64) p * t * d;
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    bool active = j < t;
+    In kj = k + (base + (s64) j * rows.st);
+    In vj = v + (base + (s64) j * rows.st);
+    float kr[D];
+    float vr[D];
+    float dka[D];
+    float dva[D];
+    V4J_UNROLL
+    for (int x = 0; x < D; x++) {
+        kr[x] = KV && active && x < d ? kj[x] : 0.0f;
+        vr[x] = KV && active && x < d ? vj[x] : 0.0f;
+        dka[x] = 0.0f;
+        dva[x] = 0.0f;
+    }
+    for (int i0 = causal ? (int) (blockIdx.x * blockDim.x) : 0; i0 < t; i0 += tile) {
+        int nrows = min(tile, t - i0);
+        __syncthreads();
+        attn_stage(q + base, rows.st, dout + gbase, grows.st, qt, gt, i0, nrows, d);
+        for (int r = threadIdx.x; r < nrows; r += blockDim.x) {
+            lt[r] = lse[(s64) p * t + i0 + r];
+            dt[r] = attn_dot(dout + (gbase + (s64) (i0 + r) * grows.st), out + (obase + (s64) (i0 + r) * d), d);
+        }
+        __syncthreads();
+        if (!active) {
+            continue;
+        }
+        for (int r = 0; r < nrows; r++) {
+            if (causal && i0 + r < j) {
+                continue;
+            }
+            if (!KV) {
+                asm volatile("" ::: "memory");   // k's and v's rows are read here each time, not hoisted into registers
+            }
+            const float* qr = qt + (s64) r * d;
+            const float* gr = gt + (s64) r * d;
+            float sq = 0.0f;
+            float sg = 0.0f;
+            V4J_UNROLL
+            for (int x = 0; x < D; x++) {
+                if (x < d) {
+                    sq += qr[x] * (KV ? kr[x] : kj[x]);
+                    sg += gr[x] * (KV ? vr[x] : vj[x]);
+                }
+            }
+            float pr = expf(sq * scale - lt[r]);
+            float ds = pr * (sg - dt[r]) * scale;
+            V4J_UNROLL
+            for (int x = 0; x < D; x++) {
+                if (x < d) {
+                    dva[x] += pr * gr[x];
+                    dka[x] += ds * qr[x];
+                }
+            }
+        }
+    }
+    if (active) {
+        V4J_UNROLL
+        for (int x = 0; x < D; x++) {
+            if (x < d) {
+                dk[obase + (s64) j * d + x] = dka[x];
+                dv[obase + (s64) j * d + x] = dva[x];
+            }
+        }
+    }
+}
+
+template <int D, typename In>
+__device__ __forceinline__ void attention_backward_dq_r(In q, In k, In v, AttnRows rows, In out, const float* lse,
+                                                        In dout, AttnRows grows, float* dq, int t, int d, float scale,
+                                                        int causal, int tile) {
+    int p = blockIdx.y;
+    s64 base = rows.base(p);
+    s64 obase = (s64) p * t * d;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    In qi = q + (base + (s64) i * rows.st);
+    In gi = dout + (grows.base(p) + (s64) i * grows.st);
+    float qr[D];
+    float gr[D];
+    float dqa[D];
+    V4J_UNROLL
+    for (int x = 0; x < D; x++) {
+        qr[x] = i < t && x < d ? qi[x] : 0.0f;
+        gr[x] = i < t && x < d ? gi[x] : 0.0f;
+        dqa[x] = 0.0f;
+    }
+    float di = 0.0f;
+    float lsei = 0.0f;
+    if (i < t) {
+        di = attn_dot(gi, out + (obase + (s64) i * d), d);
+        lsei = lse[(s64) p * t + i];
+    }
+    attn_key_tiles(k + base, v + base, rows.st, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
+        for (int c = 0; c < n; c++) {
+            const float* kc = kt + (s64) c * d;
+            const float* vc = vt + (s64) c * d;
+            float sq = 0.0f;
+            float sg = 0.0f;
+            V4J_UNROLL
+            for (int x = 0; x < D; x++) {
+                if (x < d) {
+                    sq += qr[x] * kc[x];
+                    sg += gr[x] * vc[x];
+                }
+            }
+            float pr = expf(sq * scale - lsei);
+            float ds = pr * (sg - di) * scale;
+            V4J_UNROLL
+            for (int x = 0; x < D; x++) {
+                if (x < d) {
+                    dqa[x] += ds * kc[x];
+                }
+            }
+        }
+    });
+    if (i < t) {
+        V4J_UNROLL
+        for (int x = 0; x < D; x++) {
+            if (x < d) {
+                dq[obase + (s64) i * d + x] = dqa[x];
+            }
+        }
+    }
+}
+
+// Each entry below takes the register paths for d up to 32 and up to 64, else the generic one.
+template <typename In>
+__device__ __forceinline__ void attention_forward_any(In q, In k, In v, AttnRows rows, float* out, float* lse, int t,
+                                                      int d, float scale, int causal, int tile) {
+    if (d <= 32) {
+        attention_forward_r<32>(q, k, v, rows, out, lse, t, d, scale, causal, tile);
+    } else if (d <= 64) {
+        attention_forward_r<64>(q, k, v, rows, out, lse, t, d, scale, causal, tile);
+    } else {
+        attention_forward(q, k, v, rows, out, lse, t, d, scale, causal, tile);
+    }
+}
+
+template <typename In>
+__device__ __forceinline__ void attention_backward_dkdv_any(In q, In k, In v, AttnRows rows, In out, const float* lse,
+                                                            In dout, AttnRows grows, float* dk, float* dv, int t,
+                                                            int d, float scale, int causal, int tile) {
+    if (d <= 32) {
+        attention_backward_dkdv_r<32, true>(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale, causal, tile);
+    } else if (d <= 64) {
+        attention_backward_dkdv_r<64, false>(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale, causal, tile);
+    } else {
+        attention_backward_dkdv(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale, causal, tile);
+    }
+}
+
+template <typename In>
+__device__ __forceinline__ void attention_backward_dq_any(In q, In k, In v, AttnRows rows, In out, const float* lse,
+                                                          In dout, AttnRows grows, float* dq, int t, int d,
+                                                          float scale, int causal, int tile) {
+    if (d <= 32) {
+        attention_backward_dq_r<32>(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal, tile);
+    } else if (d <= 64) {
+        attention_backward_dq_r<64>(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal, tile);
+    } else {
+        attention_backward_dq(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal, tile);
+    }
+}
+
 extern "C" __global__ void v4j_attention_forward_f32(const float* q, const float* k, const float* v, float* out,
                                                      float* lse, int t, int d, float scale, int causal, int tile) {
-    attention_forward(F32In{q}, F32In{k}, F32In{v}, attn_contiguous(t, d), out, lse, t, d, scale, causal, tile);
+    attention_forward_any(F32In{q}, F32In{k}, F32In{v}, attn_contiguous(t, d), out, lse, t, d, scale, causal, tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dkdv_f32(const float* q, const float* k, const float* v,
@@ -927,15 +1175,15 @@ extern "C" __global__ void v4j_attention_backward_dkdv_f32(const float* q, const
                                                            float* dk, float* dv, int t, int d, float scale, int causal,
                                                            int tile) {
     AttnRows rows = attn_contiguous(t, d);
-    attention_backward_dkdv(F32In{q}, F32In{k}, F32In{v}, rows, F32In{out}, lse, F32In{dout}, rows, dk, dv, t, d, scale,
-                            causal, tile);
+    attention_backward_dkdv_any(F32In{q}, F32In{k}, F32In{v}, rows, F32In{out}, lse, F32In{dout}, rows, dk, dv, t, d,
+                                scale, causal, tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dq_f32(const float* q, const float* k, const float* v,
                                                          const float* out, const float* lse, const float* dout,
                                                          float* dq, int t, int d, float scale, int causal, int tile) {
     AttnRows rows = attn_contiguous(t, d);
-    attention_backward_dq(F32In{q}, F32In{k}, F32In{v}, rows, F32In{out}, lse, F32In{dout}, rows, dq, t, d, scale,
+    attention_backward_dq_any(F32In{q}, F32In{k}, F32In{v}, rows, F32In{out}, lse, F32In{dout}, rows, dq, t, d, scale,
                           causal, tile);
 }
 
@@ -946,7 +1194,7 @@ extern "C" __global__ void v4j_attention_forward16(int type, const unsigned shor
                                                    const unsigned short* v, float* out, float* lse, int t, int d,
                                                    float scale, int causal, int tile, int heads, s64 sb, s64 sh,
                                                    s64 st) {
-    attention_forward(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st}, out, lse, t, d,
+    attention_forward_any(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st}, out, lse, t, d,
                       scale, causal, tile);
 }
 
@@ -956,7 +1204,7 @@ extern "C" __global__ void v4j_attention_backward_dkdv16(int type, const unsigne
                                                          float* dv, int t, int d, float scale, int causal, int tile,
                                                          int heads, s64 sb, s64 sh, s64 st, s64 gsb, s64 gsh,
                                                          s64 gst) {
-    attention_backward_dkdv(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
+    attention_backward_dkdv_any(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
                             H16In{out, type}, lse, H16In{dout, type}, AttnRows{heads, gsb, gsh, gst}, dk, dv, t, d,
                             scale, causal, tile);
 }
@@ -966,7 +1214,7 @@ extern "C" __global__ void v4j_attention_backward_dq16(int type, const unsigned 
                                                        const float* lse, const unsigned short* dout, float* dq, int t,
                                                        int d, float scale, int causal, int tile, int heads, s64 sb,
                                                        s64 sh, s64 st, s64 gsb, s64 gsh, s64 gst) {
-    attention_backward_dq(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
+    attention_backward_dq_any(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
                           H16In{out, type}, lse, H16In{dout, type}, AttnRows{heads, gsb, gsh, gst}, dq, t, d, scale,
                           causal, tile);
 }

@@ -15,6 +15,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -807,7 +809,8 @@ class GpuCudaKernelsTest {
     /**
      * The fused attention kernels (forward; backward in its two passes) against the scalar reference: t across the
      * 64-row blocks, odd head dimensions and one (200) where the shared-memory tile shrinks below 64 rows, causal
-     * and not. Sums run in another order, so the absolute floor grows with the t terms of each sum.
+     * and not; the head dimensions take each path of the CUDA kernels (7: rows in registers up to 32; 33 and 64: up
+     * to 64; 200: in memory). Sums run in another order, so the absolute floor grows with the t terms of each sum.
      */
     @Test
     void fusedAttentionForwardAndBackward() {
@@ -863,11 +866,15 @@ class GpuCudaKernelsTest {
         assertArrayEquals(expected, backHalves(out, 2 * rows * cols), "copy16 of a transpose into every other row");
     }
 
-    @Test
-    void fusedAttentionOnSixteenBitInputsMatchesTheCpuKernels() {
+    /**
+     * The 16-bit attention, strided as the Transformer's head split leaves q, k and v, against the CPU kernels, at a
+     * head dimension of each of the CUDA kernels' paths: rows in registers up to 32 and up to 64, in memory above.
+     */
+    @ParameterizedTest(name = "d = {0}")
+    @ValueSource(ints = {20, 33, 80})
+    void fusedAttentionOnSixteenBitInputsMatchesTheCpuKernels(int d) {
         int bh = 3;
         int t = 130;
-        int d = 33;
         int n = bh * t * d;
         float scale = (float) (1 / Math.sqrt(d));
         for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
@@ -894,7 +901,8 @@ class GpuCudaKernelsTest {
                     gqkv, 3L * d, gqkv, 6L * d, onGpu(out), 0, lse, 0, onGpu(dout), 0, g[2], 0, g[3], 0, g[4], 0);
             String[] names = {"out", "lse", "dq", "dk", "dv"};
             for (int i = 0; i < names.length; i++) {
-                closeSums(e[i], back(g[i], e[i].length), t, "16-bit attention " + names[i] + " type " + type);
+                closeSums(e[i], back(g[i], e[i].length), t,
+                        "16-bit attention " + names[i] + " type " + type + " d " + d);
             }
         }
     }
