@@ -927,6 +927,58 @@ __device__ __forceinline__ void attention_backward_dq(In q, In k, In v, AttnRows
 #define V4J_UNROLL
 #endif
 
+// a[0..d) . b[0..d), a in registers, b a row staged in shared memory, summed in order of x. When d is a multiple of 4
+// every staged row starts 16 bytes aligned, and b is read 4 floats per load (a 128-bit load serves four FMAs; one
+// 32-bit load per FMA would leave the FMA units waiting for the shared memory pipe).
+template <int D>
+__device__ __forceinline__ float attn_dot_r(const float (&a)[D], const float* b, int d) {
+    float s = 0.0f;
+    if ((d & 3) == 0) {
+        V4J_UNROLL
+        for (int x = 0; x < D; x += 4) {
+            if (x < d) {
+                float4 b4 = *reinterpret_cast<const float4*>(b + x);
+                s += a[x] * b4.x;
+                s += a[x + 1] * b4.y;
+                s += a[x + 2] * b4.z;
+                s += a[x + 3] * b4.w;
+            }
+        }
+    } else {
+        V4J_UNROLL
+        for (int x = 0; x < D; x++) {
+            if (x < d) {
+                s += a[x] * b[x];
+            }
+        }
+    }
+    return s;
+}
+
+// acc[x] += f * b[x] for x < d, acc in registers, b a staged row (read as attn_dot_r reads it)
+template <int D>
+__device__ __forceinline__ void attn_axpy_r(float (&acc)[D], float f, const float* b, int d) {
+    if ((d & 3) == 0) {
+        V4J_UNROLL
+        for (int x = 0; x < D; x += 4) {
+            if (x < d) {
+                float4 b4 = *reinterpret_cast<const float4*>(b + x);
+                acc[x] += f * b4.x;
+                acc[x + 1] += f * b4.y;
+                acc[x + 2] += f * b4.z;
+                acc[x + 3] += f * b4.w;
+            }
+        }
+    } else {
+        V4J_UNROLL
+        for (int x = 0; x < D; x++) {
+            if (x < d) {
+                acc[x] += f * b[x];
+            }
+        }
+    }
+}
+
 template <int D, typename In>
 __device__ __forceinline__ void attention_forward_r(In q, In k, In v, AttnRows rows, float* out, float* lse, int t,
                                                     int d, float scale, int causal, int tile) {
@@ -945,16 +997,7 @@ __device__ __forceinline__ void attention_forward_r(In q, In k, In v, AttnRows r
     float l = 0.0f;
     attn_key_tiles(k + base, v + base, rows.st, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
         for (int c = 0; c < n; c++) {
-            const float* kc = kt + (s64) c * d;
-            const float* vc = vt + (s64) c * d;
-            float s = 0.0f;
-            V4J_UNROLL
-            for (int x = 0; x < D; x++) {
-                if (x < d) {
-                    s += qr[x] * kc[x];
-                }
-            }
-            s *= scale;
+            float s = attn_dot_r(qr, kt + (s64) c * d, d) * scale;
             if (s > m) {
                 float a = expf(m - s);
                 l *= a;
@@ -966,12 +1009,7 @@ __device__ __forceinline__ void attention_forward_r(In q, In k, In v, AttnRows r
             }
             float pr = expf(s - m);
             l += pr;
-            V4J_UNROLL
-            for (int x = 0; x < D; x++) {
-                if (x < d) {
-                    o[x] += pr * vc[x];
-                }
-            }
+            attn_axpy_r(o, pr, vt + (s64) c * d, d);
         }
     });
     if (i < t) {
@@ -1037,24 +1075,19 @@ __device__ __forceinline__ void attention_backward_dkdv_r(In q, In k, In v, Attn
             }
             const float* qr = qt + (s64) r * d;
             const float* gr = gt + (s64) r * d;
-            float sq = 0.0f;
-            float sg = 0.0f;
-            V4J_UNROLL
-            for (int x = 0; x < D; x++) {
-                if (x < d) {
-                    sq += qr[x] * (KV ? kr[x] : kj[x]);
-                    sg += gr[x] * (KV ? vr[x] : vj[x]);
-                }
+            float sq;
+            float sg;
+            if (KV) {
+                sq = attn_dot_r(kr, qr, d);
+                sg = attn_dot_r(vr, gr, d);
+            } else {
+                sq = attn_dot(qr, kj, d);
+                sg = attn_dot(gr, vj, d);
             }
             float pr = expf(sq * scale - lt[r]);
             float ds = pr * (sg - dt[r]) * scale;
-            V4J_UNROLL
-            for (int x = 0; x < D; x++) {
-                if (x < d) {
-                    dva[x] += pr * gr[x];
-                    dka[x] += ds * qr[x];
-                }
-            }
+            attn_axpy_r(dva, pr, gr, d);
+            attn_axpy_r(dka, ds, qr, d);
         }
     }
     if (active) {
@@ -1096,24 +1129,9 @@ __device__ __forceinline__ void attention_backward_dq_r(In q, In k, In v, AttnRo
     attn_key_tiles(k + base, v + base, rows.st, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
         for (int c = 0; c < n; c++) {
             const float* kc = kt + (s64) c * d;
-            const float* vc = vt + (s64) c * d;
-            float sq = 0.0f;
-            float sg = 0.0f;
-            V4J_UNROLL
-            for (int x = 0; x < D; x++) {
-                if (x < d) {
-                    sq += qr[x] * kc[x];
-                    sg += gr[x] * vc[x];
-                }
-            }
-            float pr = expf(sq * scale - lsei);
-            float ds = pr * (sg - di) * scale;
-            V4J_UNROLL
-            for (int x = 0; x < D; x++) {
-                if (x < d) {
-                    dqa[x] += ds * kc[x];
-                }
-            }
+            float pr = expf(attn_dot_r(qr, kc, d) * scale - lsei);
+            float ds = pr * (attn_dot_r(gr, vt + (s64) c * d, d) - di) * scale;
+            attn_axpy_r(dqa, ds, kc, d);
         }
     });
     if (i < t) {

@@ -50,6 +50,9 @@ inline int max(int a, int b) { return a > b ? a : b; }
 inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 
+/* CUDA's 16-byte vector of floats (a 128-bit shared or global load) */
+struct alignas(16) float4 { float x, y, z, w; };
+
 /* Fibers run one at a time, so an atomic add is a plain one. */
 inline float atomicAdd(float *address, float v) { float old = *address; *address = old + v; return old; }
 
