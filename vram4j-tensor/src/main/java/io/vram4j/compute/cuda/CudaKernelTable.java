@@ -61,7 +61,7 @@ final class CudaKernelTable {
     static final CudaKernel LAYER_NORM_BACKWARD_ROWS = CudaKernel.of("v4j_layer_norm_backward_rows_f32",
             PTR, PTR, PTR, PTR, PTR, PTR, I32, I32);
     static final CudaKernel LAYER_NORM_PARAM_GRADS = CudaKernel.of("v4j_layer_norm_param_grads_f32",
-            PTR, PTR, PTR, PTR, PTR, PTR, I32, I32);
+            PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, I32);
     static final CudaKernel MASK_UPPER = CudaKernel.of("v4j_mask_upper_f32", PTR, PTR, U64, I32, I32, F32);
     // embedding
     static final CudaKernel EMBEDDING = CudaKernel.of("v4j_embedding_f32", PTR, PTR, PTR, U64, I32, S64, PTR);
@@ -105,7 +105,7 @@ final class CudaKernelTable {
             I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32, S64, S64, S64, S64, S64, S64);
 
     // dimension reductions (Kernels.sumDim, Kernels.maxDim)
-    static final CudaKernel SUM_DIM = CudaKernel.of("v4j_sum_dim_f32", PTR, PTR, I32, I32, I32);
+    static final CudaKernel SUM_DIM = CudaKernel.of("v4j_sum_dim_f32", PTR, PTR, I32, I32, I32, I32);
     static final CudaKernel MAX_DIM = CudaKernel.of("v4j_max_dim_f32", PTR, PTR, PTR, I32, I32, I32);
     // positions (Kernels.iota)
     static final CudaKernel IOTA = CudaKernel.of("v4j_iota_s64", PTR, U64);

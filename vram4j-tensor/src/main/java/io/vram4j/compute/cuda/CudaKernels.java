@@ -440,10 +440,44 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                     ptr(dy, dyOff), ptr(x, xOff), ptr(mean, meanOff), ptr(rstd, rstdOff), ptrOrNull(gamma, gammaOff),
                     ptr(dx, dxOff), rows, cols);
         }
-        if (dgamma != null || dbeta != null) {
-            gpu.launch(CudaKernelTable.LAYER_NORM_PARAM_GRADS, LaunchConfig.columns(cols), stream, ptr(dy, dyOff),
-                    ptr(x, xOff), ptr(mean, meanOff), ptr(rstd, rstdOff), ptrOrNull(dgamma, dgammaOff),
-                    ptrOrNull(dbeta, dbetaOff), rows, cols);
+        if ((dgamma != null || dbeta != null) && cols > 0) {
+            layerNormParamGrads(ptr(dy, dyOff), ptr(x, xOff), ptr(mean, meanOff), ptr(rstd, rstdOff),
+                    ptrOrNull(dgamma, dgammaOff), ptrOrNull(dbeta, dbetaOff), rows, cols);
+        }
+    }
+
+    /**
+     * dgamma and dbeta (either address may be 0) as column sums over the rows: one launch when the rows fit one
+     * chunk of {@link #SUM_ROWS_PER_THREAD} rows a thread, else a launch writing a partial sum per chunk and
+     * {@link #sumColumns} over them.
+     */
+    private void layerNormParamGrads(long dy, long x, long mean, long rstd, long dgamma, long dbeta, int rows,
+                                     int cols) {
+        int chunk = SUM_ROWS_PER_THREAD * (LaunchConfig.BLOCK / SUM_COLUMNS);
+        int chunks = Math.max(1, (rows + chunk - 1) / chunk);
+        LaunchConfig config = LaunchConfig.columnSums(Math.multiplyExact((cols + SUM_COLUMNS - 1) / SUM_COLUMNS,
+                chunks), 1, 2);
+        if (chunks == 1) {
+            gpu.launch(CudaKernelTable.LAYER_NORM_PARAM_GRADS, config, stream, dy, x, mean, rstd, dgamma, dbeta, rows,
+                    cols, chunk);
+            return;
+        }
+        long bytes = (long) chunks * cols * Float.BYTES;
+        long pg = dgamma == 0 ? 0 : allocator.malloc(bytes, stream);
+        long pb = 0;
+        try {
+            pb = dbeta == 0 ? 0 : allocator.malloc(bytes, stream);
+            gpu.launch(CudaKernelTable.LAYER_NORM_PARAM_GRADS, config, stream, dy, x, mean, rstd, pg, pb, rows, cols,
+                    chunk);
+            if (pg != 0) {
+                sumColumns(pg, dgamma, 1, chunks, cols);
+            }
+            if (pb != 0) {
+                sumColumns(pb, dbeta, 1, chunks, cols);
+            }
+        } finally {
+            allocator.free(pg);
+            allocator.free(pb);
         }
     }
 
@@ -647,9 +681,46 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                 ptr(out, outOff), new int[] {d0, d1, d2, d3});
     }
 
+    /**
+     * In parallel and in a fixed order (a tree over each block's lanes, then over chunks of rows), not the host
+     * loop's order: the bits can differ from the CPU kernels' in the last places, and a repeated call gives the same
+     * ones (as PyTorch's deterministic reductions).
+     */
     @Override
     public void sumDim(int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        elementwise(CudaKernelTable.SUM_DIM, (long) outer * inner, ptr(x, xOff), ptr(out, outOff), outer, n, inner);
+        sumColumns(ptr(x, xOff), ptr(out, outOff), outer, n, inner);
+    }
+
+    /** Columns a block of the column sums takes (one warp's coalesced row segment); a row sum (inner 1) takes 1. */
+    static final int SUM_COLUMNS = 32;
+    /** Rows each thread of a column sum adds before the tree: a block's chunk is this times its lanes. */
+    static final int SUM_ROWS_PER_THREAD = 32;
+
+    /**
+     * {@code v4j_sum_dim_f32} over {@code [outer, n, inner]} at {@code x} into {@code out}: one launch when the rows
+     * fit one chunk, else a launch writing {@code [chunks, outer, inner]} partial sums (from the caching allocator)
+     * and this again over them.
+     */
+    private void sumColumns(long x, long out, int outer, int n, int inner) {
+        if ((long) outer * inner == 0) {
+            return;
+        }
+        int width = inner == 1 ? 1 : SUM_COLUMNS;
+        int chunk = SUM_ROWS_PER_THREAD * (LaunchConfig.BLOCK / width);
+        int chunks = Math.max(1, (int) (((long) n + chunk - 1) / chunk));
+        LaunchConfig config = LaunchConfig.columnSums(Math.multiplyExact((inner + width - 1) / width, chunks), outer,
+                1);
+        if (chunks == 1) {
+            gpu.launch(CudaKernelTable.SUM_DIM, config, stream, x, out, outer, n, inner, chunk);
+            return;
+        }
+        long partial = allocator.malloc((long) chunks * outer * inner * Float.BYTES, stream);
+        try {
+            gpu.launch(CudaKernelTable.SUM_DIM, config, stream, x, partial, outer, n, inner, chunk);
+            sumColumns(partial, out, 1, chunks, Math.multiplyExact(outer, inner));
+        } finally {
+            allocator.free(partial);
+        }
     }
 
     @Override

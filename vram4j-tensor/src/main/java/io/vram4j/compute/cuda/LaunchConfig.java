@@ -57,10 +57,19 @@ record LaunchConfig(int gridX, int gridY, int blockX, int sharedBytes) {
         return new LaunchConfig(cols == 0 ? 0 : rows, 1, block, block * Float.BYTES);
     }
 
-    /** @return one thread per column (the parameter gradients of layer norm) */
-    static LaunchConfig columns(int cols) {
-        nonNegative(cols, "cols");
-        return new LaunchConfig((int) blocks(cols, BLOCK), 1, BLOCK, 0);
+    /**
+     * @param blocks blocks along x: column groups times row chunks
+     * @param problems independent sums along y, at most {@value #MAX_GRID_Y} blocks (the kernel takes the rest in
+     *     turn)
+     * @param arrays the sums each thread keeps (one float of shared memory per thread for each)
+     * @return a column-sum launch ({@code v4j_sum_dim_f32}, {@code v4j_layer_norm_param_grads_f32}): blocks of
+     *     {@value #BLOCK} threads, which add their lanes' sums in a tree in shared memory
+     */
+    static LaunchConfig columnSums(int blocks, int problems, int arrays) {
+        nonNegative(blocks, "blocks");
+        nonNegative(problems, "problems");
+        return new LaunchConfig(problems == 0 ? 0 : blocks, Math.min(problems, MAX_GRID_Y), BLOCK,
+                arrays * BLOCK * Float.BYTES);
     }
 
     /** @return one block of {@value #BLOCK} threads (the NLL loss, summed in a fixed order) */

@@ -278,8 +278,36 @@ class GpuCudaKernelsTest {
         MemorySegment gb = empty(cols);
         cuda.layerNormBackwardRows(rows, cols, onGpu(dyv), 0, onGpu(x), 0, dm, 0, dr, 0, dg, 0, gx, 0, gg, 0, gb, 0);
         close(edx, back(gx, n), "layerNormBackward dx " + cols);
-        close(edg, back(gg, cols), "layerNormBackward dgamma " + cols);
-        close(edb, back(gb, cols), "layerNormBackward dbeta " + cols);
+        closeSums(edg, back(gg, cols), rows, "layerNormBackward dgamma " + cols);
+        closeSums(edb, back(gb, cols), rows, "layerNormBackward dbeta " + cols);
+    }
+
+    /**
+     * Layer norm's parameter gradients over more rows than one block's chunk (256): partial sums per chunk, then
+     * their sum; dgamma alone and dbeta alone too (the other output absent).
+     */
+    @Test
+    void layerNormParameterGradientsOverManyRows() {
+        int rows = 1000;
+        int cols = 40;
+        float[] x = values(rows * cols, -4, 4);
+        float[] dyv = values(rows * cols, -1, 1);
+        layerNorm(rows, cols, x, dyv);
+        float[] mean = values(rows, -0.5f, 0.5f);
+        float[] rstd = values(rows, 0.5f, 2f);
+        float[] edg = new float[cols];
+        float[] edb = new float[cols];
+        CPU.layerNormBackwardRows(rows, cols, MemorySegment.ofArray(dyv), 0, MemorySegment.ofArray(x), 0,
+                MemorySegment.ofArray(mean), 0, MemorySegment.ofArray(rstd), 0, null, 0, null, 0,
+                MemorySegment.ofArray(edg), 0, MemorySegment.ofArray(edb), 0);
+        MemorySegment gg = empty(cols);
+        MemorySegment gb = empty(cols);
+        cuda.layerNormBackwardRows(rows, cols, onGpu(dyv), 0, onGpu(x), 0, onGpu(mean), 0, onGpu(rstd), 0, null, 0,
+                null, 0, gg, 0, null, 0);
+        cuda.layerNormBackwardRows(rows, cols, onGpu(dyv), 0, onGpu(x), 0, onGpu(mean), 0, onGpu(rstd), 0, null, 0,
+                null, 0, null, 0, gb, 0);
+        closeSums(edg, back(gg, cols), rows, "dgamma alone");
+        closeSums(edb, back(gb, cols), rows, "dbeta alone");
     }
 
     @Test
@@ -684,6 +712,14 @@ class GpuCudaKernelsTest {
         close(r[0], r[1], "sumDim inner 5");
         r = both((k, in, out) -> k.sumDim(20, 300, 1, in[0], 0, out, 0), 20, x);
         close(r[0], r[1], "sumDim inner 1");
+        // more rows than one block's chunk: partial sums per chunk, then their sum (a bias gradient's shape; row sums)
+        float[] big = values(40_000, -2, 2);
+        r = both((k, in, out) -> k.sumDim(1, 2000, 20, in[0], 0, out, 0), 20, big);
+        closeSums(r[0], r[1], 2000, "sumDim of 2000 rows");
+        r = both((k, in, out) -> k.sumDim(2, 20_000, 1, in[0], 0, out, 0), 2, big);
+        closeSums(r[0], r[1], 20_000, "sumDim of rows of 20,000");
+        r = both((k, in, out) -> k.sumDim(3, 0, 4, in[0], 0, out, 0), 12, big);
+        assertArrayEquals(new float[12], r[1], "sums of no rows");
         x[7] = Float.NaN;
         x[1000] = 5f;
         x[1005] = 5f;   // equal maxima: the first index wins

@@ -38,7 +38,9 @@ class LaunchConfigTest {
         assertEquals(1024, LaunchConfig.reductionPartial(1L << 30).gridX());
         assertEquals(new LaunchConfig(1, 1, 256, 1024), LaunchConfig.reductionFinal());
         assertEquals(new LaunchConfig(1, 1, 256, 1024), LaunchConfig.singleBlock());
-        assertEquals(new LaunchConfig(2, 1, 256, 0), LaunchConfig.columns(300));
+        assertEquals(new LaunchConfig(24 * 32, 1, 256, 2048), LaunchConfig.columnSums(24 * 32, 1, 2));
+        assertEquals(new LaunchConfig(3, 65535, 256, 1024), LaunchConfig.columnSums(3, 100_000, 1));
+        assertTrue(LaunchConfig.columnSums(3, 0, 1).isEmpty());
     }
 
     @Test
