@@ -522,6 +522,21 @@ __device__ __forceinline__ void store16(unsigned short* p, u64 i, int type, floa
     }
 }
 
+// Inputs that kernels read as float32: float32 memory, or float16/bfloat16 memory widened as it is read (the fused
+// attention and the dimension sums are templates over these).
+struct F32In {
+    const float* p;
+    __device__ __forceinline__ float operator[](s64 i) const { return p[i]; }
+    __device__ __forceinline__ F32In operator+(s64 o) const { return F32In{p + o}; }
+};
+
+struct H16In {
+    const unsigned short* p;
+    int type;
+    __device__ __forceinline__ float operator[](s64 i) const { return load16(p, (u64) i, type); }
+    __device__ __forceinline__ H16In operator+(s64 o) const { return H16In{p + o, type}; }
+};
+
 // op: 0 neg, 1 exp, 2 log, 3 sqrt, 4 tanh, 5 relu, 6 gelu (as the float32 kernels above)
 extern "C" __global__ void v4j_unary16(int op, int type, const unsigned short* x, unsigned short* out, u64 n) {
     GRID_STRIDE(i, n) {
@@ -673,7 +688,8 @@ extern "C" __global__ void v4j_nll_loss_backward_f32(const float* g, const s64* 
 // take the problems in turn), writing out[c][o][i]: the sums themselves when there is one chunk, else partial sums
 // that a second launch adds. With inner 1 a block's threads all take the one column (a row's sum). Shared memory:
 // blockDim.x floats.
-extern "C" __global__ void v4j_sum_dim_f32(const float* x, float* out, int outer, int n, int inner, int chunk) {
+template <typename In>
+__device__ __forceinline__ void sum_dim(In x, float* out, int outer, int n, int inner, int chunk) {
     extern __shared__ float dim_sums[];
     int width = inner == 1 ? 1 : 32;
     int lanes = blockDim.x / width;
@@ -686,7 +702,7 @@ extern "C" __global__ void v4j_sum_dim_f32(const float* x, float* out, int outer
     for (int o = blockIdx.y; o < outer; o += gridDim.y) {
         float s = 0.0f;
         if (i < inner) {
-            const float* p = x + (s64) o * n * inner + i;
+            In p = x + ((s64) o * n * inner + i);
             for (int j = c * chunk + ty; j < j1; j += lanes) {
                 s += p[(s64) j * inner];
             }
@@ -704,6 +720,17 @@ extern "C" __global__ void v4j_sum_dim_f32(const float* x, float* out, int outer
             out[((s64) c * outer + o) * inner + i] = dim_sums[tx];
         }
     }
+}
+
+extern "C" __global__ void v4j_sum_dim_f32(const float* x, float* out, int outer, int n, int inner, int chunk) {
+    sum_dim(F32In{x}, out, outer, n, inner, chunk);
+}
+
+// The same over float16 (type 0) or bfloat16 (type 1) values, widened as read: the sums (or partial sums) have the
+// bits of the float32 kernel over the widened block, and no widened copy is made (Kernels.sumDim16).
+extern "C" __global__ void v4j_sum_dim16(int type, const unsigned short* x, float* out, int outer, int n, int inner,
+                                         int chunk) {
+    sum_dim(H16In{x, type}, out, outer, n, inner, chunk);
 }
 
 // The maximum over the middle dimension of [outer, n, inner] and its first index (NaN wins, then the first of
@@ -762,20 +789,8 @@ extern "C" __global__ void v4j_iota_s64(s64* out, u64 n) {
 // recomputes p = exp(scale q.k - lse) (FlashAttention-2) in two passes, dk/dv then dq, so no atomics are needed
 // and repeating a launch gives the same bits.
 
-// The attention kernels' inputs: float32 memory, or float16/bfloat16 memory widened as it is read (the 16-bit
-// entries: q, k, v, out and dout of one 16-bit type; lse and the results stay float32).
-struct F32In {
-    const float* p;
-    __device__ __forceinline__ float operator[](s64 i) const { return p[i]; }
-    __device__ __forceinline__ F32In operator+(s64 o) const { return F32In{p + o}; }
-};
-
-struct H16In {
-    const unsigned short* p;
-    int type;
-    __device__ __forceinline__ float operator[](s64 i) const { return load16(p, (u64) i, type); }
-    __device__ __forceinline__ H16In operator+(s64 o) const { return H16In{p + o, type}; }
-};
+// The attention kernels read q, k, v, out and dout through F32In or H16In (above): the 16-bit entries take one 16-bit
+// type for all five; lse and the results stay float32.
 
 // Where the rows of problem p lie in an input: p is (p / heads, p % heads) of a [batch, heads, t, d] view with element
 // strides (sb, sh, st, 1), as the heads split off one projection give them; a contiguous [problems, t, d] input has

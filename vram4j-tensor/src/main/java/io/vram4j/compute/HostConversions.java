@@ -76,6 +76,34 @@ interface HostConversions extends Kernels {
         }
     }
 
+    /**
+     * Widens each slice the float32 {@link #sumDim} reads at once (a row of {@code inner} values; with {@code inner}
+     * 1 a whole problem's {@code n}, summed by {@link #sum}) and runs it on the slice, so the sums have its bits.
+     */
+    @Override
+    default void sumDim16(int type, int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out,
+                          long outOff) {
+        try (Arena arena = Arena.ofConfined()) {
+            if (inner == 1) {
+                MemorySegment w = arena.allocate(Math.max(1, n) * (long) Float.BYTES, Float.BYTES);
+                for (long o = 0; o < outer; o++) {
+                    widen(type, n, x, xOff + o * n, w);
+                    sumDim(1, n, 1, w, 0, out, outOff + o);
+                }
+                return;
+            }
+            MemorySegment w = arena.allocate(Math.max(1, inner) * (long) Float.BYTES, Float.BYTES);
+            for (long o = 0; o < outer; o++) {
+                long oo = outOff + o * inner;
+                fill(inner, 0f, out, oo);
+                for (long j = 0; j < n; j++) {
+                    widen(type, inner, x, xOff + (o * n + j) * inner, w);
+                    axpy(inner, 1f, w, 0, out, oo);
+                }
+            }
+        }
+    }
+
     /** {@code n} 16-bit values of {@code type} at {@code off} of {@code src}, widened into new memory of {@code arena}. */
     private MemorySegment widened(Arena arena, int type, long n, MemorySegment src, long off) {
         MemorySegment f = arena.allocate(Math.max(1, n) * Float.BYTES, Float.BYTES);

@@ -517,6 +517,17 @@ public interface Kernels {
     void sumDim(int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out, long outOff);
 
     /**
+     * {@link #sumDim} of a contiguous {@code [outer, n, inner]} block of float16 or bfloat16 values ({@code type}:
+     * {@link #FLOAT16}, {@link #BFLOAT16}; {@code xOff} in 16-bit elements) into {@code outer * inner} floats: each
+     * value is widened as it is read (exactly) and added as {@link #sumDim} adds the widened block, so the sums have
+     * its bits and no widened copy of the block is made (PyTorch's sum of a bf16 tensor accumulates in float32 too).
+     *
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException for another type, a negative extent, or {@code out} read-only
+     */
+    void sumDim16(int type, int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out, long outOff);
+
+    /**
      * The maximum of the middle dimension of a contiguous {@code [outer, n, inner]} block and its first index
      * ({@code torch.max(x, dim)}): NaN wins (its first index), else the first of equal maxima.
      *

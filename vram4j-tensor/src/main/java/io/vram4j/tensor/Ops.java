@@ -370,10 +370,12 @@ final class Ops {
             return false;
         }
         Kernels k = out.device.kernels();
-        Host.F32View r = Host.readContiguous(x, sc);
+        // a contiguous 16-bit input in device memory is read in place, widened as read (no float32 copy of it)
+        int half = Host.halfKernelType(x);
+        Host.F32View r = half >= 0 ? null : Host.readContiguous(x, sc);
         Host.F32View w = Host.write(out, sc);
-        MemorySegment seg = r.seg();
-        long off = r.off();
+        MemorySegment seg = half >= 0 ? x.storage.kernelSegment() : r.seg();
+        long off = half >= 0 ? x.offset : r.off();
         int[] shape = x.shape.clone();
         for (int i = runs.size() - 1; i >= 0; i--) {
             int lo = runs.get(i)[0];
@@ -382,23 +384,34 @@ final class Ops {
             int n = Math.toIntExact(Shapes.numel(Arrays.copyOfRange(shape, lo, hi + 1)));
             int inner = Math.toIntExact(Shapes.numel(Arrays.copyOfRange(shape, hi + 1, shape.length)));
             if (i == 0) {
-                k.sumDim(outer, n, inner, seg, off, w.seg(), w.off());
+                sumDim(k, half, outer, n, inner, seg, off, w.seg(), w.off());
             } else {
                 Tensor partial = sc.tensor(out.device, new int[] {outer * inner});
-                k.sumDim(outer, n, inner, seg, off, partial.storage.kernelSegment(), partial.offset);
+                sumDim(k, half, outer, n, inner, seg, off, partial.storage.kernelSegment(), partial.offset);
                 seg = partial.storage.kernelSegment();
                 off = partial.offset;
+                half = -1;   // the partial sums are float32
                 Arrays.fill(shape, lo, hi + 1, 1);
             }
         }
         if (runs.isEmpty()) {
-            k.sumDim(1, 1, Math.toIntExact(out.numel()), seg, off, w.seg(), w.off());
+            sumDim(k, half, 1, 1, Math.toIntExact(out.numel()), seg, off, w.seg(), w.off());
         }
         if (scale != 1f) {
             k.scale(out.numel(), scale, w.seg(), w.off(), w.seg(), w.off());
         }
         Host.commit(out, w);
         return true;
+    }
+
+    /** {@code Kernels.sumDim}, or {@code sumDim16} when {@code half} is a 16-bit type code (-1: float32 input). */
+    private static void sumDim(Kernels k, int half, int outer, int n, int inner, MemorySegment x, long xOff,
+                               MemorySegment out, long outOff) {
+        if (half >= 0) {
+            k.sumDim16(half, outer, n, inner, x, xOff, out, outOff);
+        } else {
+            k.sumDim(outer, n, inner, x, xOff, out, outOff);
+        }
     }
 
     /** @return the last dimension before {@code d} of extent above 1, or -1 */

@@ -204,6 +204,31 @@ class HalfElementwiseKernelsTest {
         }
     }
 
+    /**
+     * Sums over a dimension of 16-bit values have the bits of the float32 kernel over the widened values: columns
+     * ({@code [outer, n, inner]} with inner 70, a bias gradient's shape) and rows (inner 1, each row longer than a
+     * vector and than {@link HostConversions#CHUNK}, which the row sums must not split).
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void sumDim16IsTheFloat32SumOfTheWidenedValues(Kernels k) {
+        int[][] shapes = {{2, 300, 70}, {3, HostConversions.CHUNK + 1001, 1}, {1, 0, 5}};
+        try (Arena a = Arena.ofConfined()) {
+            for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
+                for (int[] sh : shapes) {
+                    long count = (long) sh[0] * sh[1] * sh[2];
+                    MemorySegment x = halves(a, type, count + 3, -2, 2, 11 + sh[2]);
+                    MemorySegment want = a.allocate((long) sh[0] * sh[2] * Float.BYTES + 4);
+                    MemorySegment got = a.allocate((long) sh[0] * sh[2] * Float.BYTES + 4);
+                    k.sumDim(sh[0], sh[1], sh[2], widen(a, type, x, 3, count), 0, want, 1);
+                    k.sumDim16(type, sh[0], sh[1], sh[2], x, 3, got, 1);
+                    assertEquals(-1L, want.mismatch(got), k.name() + " sumDim16 type " + type + " "
+                            + java.util.Arrays.toString(sh));
+                }
+            }
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("implementations")
     void copy16CopiesTheBitsOfAStridedViewIntoAStridedLayout(Kernels k) {

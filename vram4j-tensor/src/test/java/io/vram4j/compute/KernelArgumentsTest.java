@@ -105,6 +105,7 @@ class KernelArgumentsTest {
             Map.entry("binary4", "op d0=1 d1=1 d2=3 d3=3 a aOff as0=0 as1=0 as2=3 as3=1 b bOff bs0=0 bs1=0 bs2=0 bs3=1 "
                     + "out* outOff"),
             Map.entry("sumDim", "outer n inner x xOff out* outOff"),
+            Map.entry("sumDim16", "type=1 outer n inner x xOff out* outOff"),
             Map.entry("maxDim", "outer n inner x xOff values?* valuesOff indices* indicesOff"),
             Map.entry("dropout", "n p scale seed~ x xOff out* outOff mask* maskOff"),
             Map.entry("dropoutBackward", "n scale dy dyOff mask maskOff dx* dxOff"),

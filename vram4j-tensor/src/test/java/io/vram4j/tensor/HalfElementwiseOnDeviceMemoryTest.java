@@ -9,6 +9,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
@@ -176,6 +177,47 @@ class HalfElementwiseOnDeviceMemoryTest {
                         dGelu.toFloatArray(), "geluBackward");
                 assertBits(expected(type, (k, n, a, b, o) -> k.reluBackward(n, a, 0, b, 0, o, 0), gw, xw),
                         dRelu.toFloatArray(), "reluBackward");
+            }
+        }
+    }
+
+    /**
+     * A bias gradient's sum over the rows (and a sum over the columns) reads the 16-bit values in place: one
+     * {@code sumDim16} launch, no widening, no float32 copy of the input; the peak is the result and its float32
+     * sums ({@code COLS} floats). The sums are the float32 path's, rounded once.
+     */
+    @ParameterizedTest
+    @EnumSource(names = {"FLOAT16", "BFLOAT16"})
+    void sumsOverADimensionReadTheSixteenBitValuesInPlace(DType type) {
+        try (Tensor g = tensor(values(-2, 2), type)) {
+            float[] gw = g.toFloatArray();
+            float[] columnSums = new float[COLS];
+            float[] rowSums = new float[ROWS];
+            Kernels.scalar().sumDim(1, ROWS, COLS, MemorySegment.ofArray(gw), 0, MemorySegment.ofArray(columnSums), 0);
+            Kernels.scalar().sumDim(ROWS, COLS, 1, MemorySegment.ofArray(gw), 0, MemorySegment.ofArray(rowSums), 0);
+            for (UnaryOperator<Tensor> sum : List.<UnaryOperator<Tensor>>of(t -> t.sumToSize(COLS), t -> t.sum(1, false))) {
+                alloc.resetPeakMemoryStats();
+                long before = alloc.memoryAllocated();
+                Map<String, Long> launches = Map.copyOf(counters.byKernel());
+                try (Tensor r = sum.apply(g)) {
+                    long resultBytes = alloc.memoryAllocated() - before;
+                    long sumsBytes = (r.numel() * Float.BYTES + 511) / 512 * 512;   // a block, as round_size
+                    assertTrue(alloc.maxMemoryAllocated() - before <= resultBytes + sumsBytes,
+                            "peak " + (alloc.maxMemoryAllocated() - before) + " bytes: the result (" + resultBytes
+                                    + ") and its float32 sums, no float32 copy of the " + g.numel() + " values");
+                    assertEquals(launches.getOrDefault("sumDim16", 0L) + 1, counters.byKernel().get("sumDim16"));
+                    for (String widen : new String[] {"bf16ToFloat", "fp16ToFloat"}) {
+                        assertEquals(launches.getOrDefault(widen, 0L), counters.byKernel().getOrDefault(widen, 0L),
+                                "no " + widen);
+                    }
+                    assertEquals(type, r.dtype());
+                    float[] want = r.numel() == COLS ? columnSums : rowSums;
+                    float[] rounded = new float[want.length];
+                    for (int i = 0; i < want.length; i++) {
+                        rounded[i] = round(type, want[i]);
+                    }
+                    assertBits(rounded, r.toFloatArray(), "sum over " + (r.numel() == COLS ? "rows" : "columns"));
+                }
             }
         }
     }

@@ -106,6 +106,7 @@ final class CudaKernelTable {
 
     // dimension reductions (Kernels.sumDim, Kernels.maxDim)
     static final CudaKernel SUM_DIM = CudaKernel.of("v4j_sum_dim_f32", PTR, PTR, I32, I32, I32, I32);
+    static final CudaKernel SUM_DIM16 = CudaKernel.of("v4j_sum_dim16", I32, PTR, PTR, I32, I32, I32, I32);
     static final CudaKernel MAX_DIM = CudaKernel.of("v4j_max_dim_f32", PTR, PTR, PTR, I32, I32, I32);
     // positions (Kernels.iota)
     static final CudaKernel IOTA = CudaKernel.of("v4j_iota_s64", PTR, U64);
@@ -124,7 +125,7 @@ final class CudaKernelTable {
             DROPOUT_BACKWARD, F32_TO_F16, F16_TO_F32, F32_TO_BF16, BF16_TO_F32, UNARY16, POINTWISE_BACKWARD16, BINARY16_BCAST4,
             SGD_MULTI, ADAMW_MULTI, NLL_LOSS,
             NLL_LOSS_BACKWARD, ATTENTION_FORWARD, ATTENTION_BACKWARD_DKDV, ATTENTION_BACKWARD_DQ,
-            ATTENTION_FORWARD16, ATTENTION_BACKWARD_DKDV16, ATTENTION_BACKWARD_DQ16, SUM_DIM, MAX_DIM, COPY4,
+            ATTENTION_FORWARD16, ATTENTION_BACKWARD_DKDV16, ATTENTION_BACKWARD_DQ16, SUM_DIM, SUM_DIM16, MAX_DIM, COPY4,
             COPY4_16, IOTA);
 
     private CudaKernelTable() {

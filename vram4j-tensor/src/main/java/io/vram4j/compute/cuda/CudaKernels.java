@@ -470,10 +470,10 @@ public final class CudaKernels implements Kernels, AutoCloseable {
             gpu.launch(CudaKernelTable.LAYER_NORM_PARAM_GRADS, config, stream, dy, x, mean, rstd, pg, pb, rows, cols,
                     chunk);
             if (pg != 0) {
-                sumColumns(pg, dgamma, 1, chunks, cols);
+                sumColumns(-1, pg, dgamma, 1, chunks, cols);
             }
             if (pb != 0) {
-                sumColumns(pb, dbeta, 1, chunks, cols);
+                sumColumns(-1, pb, dbeta, 1, chunks, cols);
             }
         } finally {
             allocator.free(pg);
@@ -688,7 +688,14 @@ public final class CudaKernels implements Kernels, AutoCloseable {
      */
     @Override
     public void sumDim(int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        sumColumns(ptr(x, xOff), ptr(out, outOff), outer, n, inner);
+        sumColumns(-1, ptr(x, xOff), ptr(out, outOff), outer, n, inner);
+    }
+
+    /** As {@link #sumDim}, reading the 16-bit values widened ({@code v4j_sum_dim16}); partial sums are float32. */
+    @Override
+    public void sumDim16(int type, int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out,
+                         long outOff) {
+        sumColumns(type, ptr16(x, xOff), ptr(out, outOff), outer, n, inner);
     }
 
     /** Columns a block of the column sums takes (one warp's coalesced row segment); a row sum (inner 1) takes 1. */
@@ -697,11 +704,12 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     static final int SUM_ROWS_PER_THREAD = 32;
 
     /**
-     * {@code v4j_sum_dim_f32} over {@code [outer, n, inner]} at {@code x} into {@code out}: one launch when the rows
-     * fit one chunk, else a launch writing {@code [chunks, outer, inner]} partial sums (from the caching allocator)
-     * and this again over them.
+     * {@code v4j_sum_dim_f32} (or, for a 16-bit {@code type} of x, {@code v4j_sum_dim16}; -1 for float32) over
+     * {@code [outer, n, inner]} at {@code x} into {@code out}: one launch when the rows fit one chunk, else a launch
+     * writing {@code [chunks, outer, inner]} float32 partial sums (from the caching allocator) and this again over
+     * them.
      */
-    private void sumColumns(long x, long out, int outer, int n, int inner) {
+    private void sumColumns(int type, long x, long out, int outer, int n, int inner) {
         if ((long) outer * inner == 0) {
             return;
         }
@@ -711,15 +719,23 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         LaunchConfig config = LaunchConfig.columnSums(Math.multiplyExact((inner + width - 1) / width, chunks), outer,
                 1);
         if (chunks == 1) {
-            gpu.launch(CudaKernelTable.SUM_DIM, config, stream, x, out, outer, n, inner, chunk);
+            launchSumDim(type, config, x, out, outer, n, inner, chunk);
             return;
         }
         long partial = allocator.malloc((long) chunks * outer * inner * Float.BYTES, stream);
         try {
-            gpu.launch(CudaKernelTable.SUM_DIM, config, stream, x, partial, outer, n, inner, chunk);
-            sumColumns(partial, out, 1, chunks, Math.multiplyExact(outer, inner));
+            launchSumDim(type, config, x, partial, outer, n, inner, chunk);
+            sumColumns(-1, partial, out, 1, chunks, Math.multiplyExact(outer, inner));
         } finally {
             allocator.free(partial);
+        }
+    }
+
+    private void launchSumDim(int type, LaunchConfig config, long x, long out, int outer, int n, int inner, int chunk) {
+        if (type < 0) {
+            gpu.launch(CudaKernelTable.SUM_DIM, config, stream, x, out, outer, n, inner, chunk);
+        } else {
+            gpu.launch(CudaKernelTable.SUM_DIM16, config, stream, type, x, out, outer, n, inner, chunk);
         }
     }
 

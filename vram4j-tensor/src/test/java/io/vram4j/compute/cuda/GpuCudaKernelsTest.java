@@ -705,6 +705,35 @@ class GpuCudaKernelsTest {
         }
     }
 
+    /**
+     * Sums over a dimension of 16-bit values read in place: the bits of the float32 kernel over the widened values
+     * (one chunk, and several whose partial sums a second launch adds), and within tolerance of the CPU kernels.
+     */
+    @Test
+    void sixteenBitDimensionSumsAreTheFloat32KernelOnTheWidenedValues() {
+        int[][] shapes = {{4, 30, 5}, {1, 2000, 20}, {3, 20_000, 1}};
+        for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
+            for (int[] sh : shapes) {
+                int count = sh[0] * sh[1] * sh[2];
+                int m = sh[0] * sh[2];
+                short[] h = halves(type, count, -2, 2);
+                float[] wide = new float[count];
+                for (int i = 0; i < count; i++) {
+                    wide[i] = type == Kernels.FLOAT16 ? Half.fp16ToFloat(h[i]) : Half.bf16ToFloat(h[i]);
+                }
+                MemorySegment got = empty(m);
+                MemorySegment want = empty(m);
+                cuda.sumDim16(type, sh[0], sh[1], sh[2], onGpu(h), 0, got, 0);
+                cuda.sumDim(sh[0], sh[1], sh[2], onGpu(wide), 0, want, 0);
+                String what = "sumDim16 type " + type + " " + java.util.Arrays.toString(sh);
+                assertArrayEquals(back(want, m), back(got, m), what);
+                float[] cpu = new float[m];
+                CPU.sumDim16(type, sh[0], sh[1], sh[2], MemorySegment.ofArray(h), 0, MemorySegment.ofArray(cpu), 0);
+                closeSums(cpu, back(got, m), sh[1], what + " against the CPU kernels");
+            }
+        }
+    }
+
     @Test
     void dimensionReductionsMatchTheCpuKernels() {
         float[] x = values(4 * 300 * 5, -2, 2);
