@@ -19,7 +19,8 @@
 #   techniques    ./vram4j bench techniques --device cuda --json (the deep MLP and the 12-block Transformer; then
 #                 the 784-512-512-10 MLP) beside gpu/techniques_pytorch.py: eager, then torch.compile for at most
 #                 COMPILE_SECONDS (default 60; the rows it finished are kept; TECH_MODES=eager leaves it out)
-#   gpt2          the same at GPT-2-small size (12 blocks of width 768, 12 heads, context 1024)
+#   gpt2          the same at GPT-2-small size (12 blocks of width 768, 12 heads, context 1024), then a bf16 dry
+#                 run with every kernel timed (VRAM4J_KERNEL_TIMES: gpt2-kernels.txt)
 #   attention     ./vram4j bench attention --device cuda at contexts 256, 512, 1024 (fused vs unfused)
 #   lm            ./vram4j train --model transformer --device cuda, one short epoch, with a sample
 #   fbs           ./vram4j find-batch-size --device cuda --memory-fraction FRACTION (default 0.01), then the dry run it
@@ -208,6 +209,11 @@ stage_gpt2() {
   java_cmd
   techniques_pair gpt2 --model transformer --layers 12 --hidden 768 --heads 12 --block-size 1024 --batch-size 8
   local rc=$?
+  # where the GPU time goes: a bf16 dry run (three training steps and an evaluation batch, computed) with every
+  # launch, product and copy timed between CUDA events (VRAM4J_KERNEL_TIMES; the table is written at close)
+  VRAM4J_KERNEL_TIMES="$LOG/gpt2-kernels.txt" "${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --dry-run --device cuda \
+    --model transformer --layers 12 --hidden 768 --heads 12 --block-size 1024 --batch-size 8 --amp bf16 \
+    > "$LOG/gpt2-kernels-run.txt" 2>&1 || rc=1
   result "$(targets gpt2)"
   return $rc
 }
@@ -332,6 +338,7 @@ done
   for f in bench-vram4j.txt bench-pytorch.txt techniques-compare.txt techniques-mlp-compare.txt gpt2-compare.txt attention.txt; do
     [[ -s "$LOG/$f" ]] && { echo; echo "-- $f"; grep -v -i 'incubator modules' "$LOG/$f"; }
   done
+  [[ -s "$LOG/gpt2-kernels.txt" ]] && { echo; echo "-- gpt2-kernels.txt (top 25)"; head -27 "$LOG/gpt2-kernels.txt"; }
 } > "$LOG/summary.txt"
 cp "$LOG/summary.txt" "$OUT/summary.txt"
 # logs without the large files; the run folders apart; each archive under the 16 MiB a file that comes back

@@ -56,7 +56,9 @@ typedef struct fake_op fake_op;
 /* A stream: its queued work, and how many event records it has been given and has run. A destroyed stream stays
    in memory (marked dead, its work run), so events recorded on it and waits queued on it still read it. */
 struct fake_stream { unsigned long long recorded, completed; fake_op *head, *tail; fake_stream *next; int dead; };
-typedef struct fake_event { fake_stream *stream; unsigned long long seq; } fake_event;
+/* An event: the stream and record it waits for; with timing (created with flags 0), the stand-in's clock at the record,
+   which advances one microsecond per kernel launch, counted when the launch is made (cuEventElapsedTime). */
+typedef struct fake_event { fake_stream *stream; unsigned long long seq; int timing; long clock; } fake_event;
 typedef struct fake_mapping { CUdeviceptr base; size_t size; CUmemGenericAllocationHandle handle; } fake_mapping;
 
 /* Recursive: queued work runs under it, and running a kernel may set the sticky error. */
@@ -570,8 +572,10 @@ CUresult cuStreamQuery(CUstream s) {
 }
 CUresult cuEventCreate(CUevent *e, unsigned int flags) {
     NEED_CONTEXT();
-    if (!e || flags != CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_VALUE; /* vram4j never times */
+    /* vram4j's own events are created without timing; a GpuTimer's with (flags 0) */
+    if (!e || (flags != CU_EVENT_DISABLE_TIMING && flags != 0)) return CUDA_ERROR_INVALID_VALUE;
     *e = (CUevent) calloc(1, sizeof(fake_event));
+    ((fake_event *) *e)->timing = flags == 0;
     pthread_mutex_lock(&lock); live_events++; pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
@@ -584,6 +588,7 @@ CUresult cuEventRecord(CUevent e, CUstream s) {
     fake_event *ev = (fake_event *) e;
     ev->stream = stream_of(s);
     ev->seq = op->seq = ++ev->stream->recorded;
+    ev->clock = launches;
     enqueue(ev->stream, op);
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
@@ -605,6 +610,20 @@ CUresult cuEventSynchronize(CUevent e) {
     fake_event *ev = (fake_event *) e;
     if (ev->stream) drain(ev->stream, ev->seq);
     CUresult r = sticky;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+    NEED_CONTEXT();
+    if (!ms) return CUDA_ERROR_INVALID_VALUE;
+    if (!start || !end) return CUDA_ERROR_INVALID_HANDLE;
+    fake_event *a = (fake_event *) start;
+    fake_event *b = (fake_event *) end;
+    pthread_mutex_lock(&lock);
+    CUresult r = CUDA_SUCCESS;
+    if (!a->timing || !b->timing || !a->stream || !b->stream) r = CUDA_ERROR_INVALID_HANDLE;
+    else if (a->stream->completed < a->seq || b->stream->completed < b->seq) r = CUDA_ERROR_NOT_READY;
+    else *ms = (float) (b->clock - a->clock) * 0.001f;
     pthread_mutex_unlock(&lock);
     return r;
 }

@@ -403,6 +403,41 @@ public final class CudaDevice extends AbstractDevice {
     }
 
     /**
+     * @return a timer of GPU time on this device's streams (two events created with timing)
+     * @throws IllegalStateException if the device is closed
+     */
+    public GpuTimer newTimer() {
+        checkOpen();
+        CudaDriver d = context.current();
+        long start = d.eventCreate(0);
+        try {
+            return new GpuTimer(this, start, d.eventCreate(0));
+        } catch (RuntimeException e) {
+            d.eventDestroy(start);
+            throw e;
+        }
+    }
+
+    void recordTimingEvent(long event, Stream stream) {
+        context.current().eventRecord(event, handleOf(stream));
+    }
+
+    float elapsedMs(long start, long end) {
+        CudaDriver d = context.current();
+        d.eventSynchronize(end);
+        return d.eventElapsedMs(start, end);
+    }
+
+    void destroyTimingEvents(long start, long end) {
+        CudaDriver d = context.current();
+        try {
+            d.eventDestroy(start);
+        } finally {
+            d.eventDestroy(end);
+        }
+    }
+
+    /**
      * Page-locked host memory of this device's context ({@code cuMemHostAlloc} with default flags, as PyTorch's
      * {@code cudaHostAlloc}; {@code cuMemFreeHost}), for a {@link io.vram4j.alloc.CachingHostAllocator}: copies
      * from it with {@link #copyFromHostAsync} overlap other work.

@@ -18,6 +18,7 @@ import static io.vram4j.device.NativeCalls.rethrow;
 import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
@@ -135,6 +136,7 @@ final class CudaDriver {
     private final MethodHandle cuEventQuery;
     private final MethodHandle cuEventSynchronize;
     private final MethodHandle cuEventDestroy;
+    private final MethodHandle cuEventElapsedTime;
     private final MethodHandle cuMemcpyHtoD;
     private final MethodHandle cuMemcpyDtoH;
     private final MethodHandle cuMemcpyDtoD;
@@ -188,6 +190,9 @@ final class CudaDriver {
         cuEventQuery = b.bind("cuEventQuery", I_L);
         cuEventSynchronize = b.bind("cuEventSynchronize", I_L);
         cuEventDestroy = b.bind("cuEventDestroy_v2", I_L);
+        // CUDA 13's cuda.h maps the name to _v2 (same signature); drivers before 12.8 have only the first
+        cuEventElapsedTime = b.bindFirst(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG),
+                "cuEventElapsedTime_v2", "cuEventElapsedTime");
         cuMemcpyHtoD = b.bind("cuMemcpyHtoD_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG));
         cuMemcpyDtoH = b.bind("cuMemcpyDtoH_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG));
         cuMemcpyDtoD = b.bind("cuMemcpyDtoD_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
@@ -756,6 +761,23 @@ final class CudaDriver {
         }
     }
 
+    /**
+     * @return milliseconds between two completed events created with timing ({@code cuEventElapsedTime}; about
+     *     0.5 microseconds of resolution)
+     */
+    float eventElapsedMs(long start, long end) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment ms = a.allocate(JAVA_FLOAT);
+            int result = (int) cuEventElapsedTime.invokeExact(ms, start, end);
+            if (result != CUDA_SUCCESS) {
+                throw failure(result, "cuEventElapsedTime(" + hex(start) + ", " + hex(end) + ")");
+            }
+            return ms.get(JAVA_FLOAT, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     /** {@code cuEventDestroy_v2}. */
     void eventDestroy(long event) {
         try {
@@ -922,6 +944,16 @@ final class CudaDriver {
             MemorySegment symbol = lookup.find(name).orElseThrow(() -> new DeviceUnavailableException(
                     "no usable CUDA driver: " + library + " has no " + name + " (a driver for CUDA 12 or newer is needed)"));
             return Linker.nativeLinker().downcallHandle(symbol, descriptor);
+        }
+
+        /** Binds the first of {@code names} the library has (a versioned entry point, then the older one). */
+        MethodHandle bindFirst(FunctionDescriptor descriptor, String... names) {
+            for (String name : names) {
+                if (lookup.find(name).isPresent()) {
+                    return bind(name, descriptor);
+                }
+            }
+            return bind(names[0], descriptor);   // fails naming the first
         }
     }
 }

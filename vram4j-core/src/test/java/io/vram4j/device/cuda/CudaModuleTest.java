@@ -106,6 +106,34 @@ class CudaModuleTest {
         }
     }
 
+    /**
+     * A {@link GpuTimer} reads the GPU time between its two records ({@code cuEventElapsedTime}); on the stand-in, whose
+     * clock advances one microsecond per launch, two launches between them measure 0.002 ms. Reading before the end
+     * is recorded fails naming the call; closing destroys both events.
+     */
+    @Test
+    void aTimerMeasuresTheGpuTimeBetweenItsRecords() {
+        long events = live("events");
+        try (CudaModule m = device.loadModule(ptx()); GpuTimer timer = device.newTimer()) {
+            assertEquals(events + 2, live("events"));
+            Stream s = device.newStream();
+            CudaException early = assertThrows(CudaException.class, timer::elapsedMs);
+            assertTrue(early.getMessage().contains("cuEventElapsedTime"), early.getMessage());
+            timer.start(s);
+            CudaFunction rows = m.function("v4j_rows");
+            for (int i = 0; i < 2; i++) {
+                rows.launch(1, 1, 32, 0, s, KernelArgs.of().ptr(1L << 40).i32(0).i32(1));
+            }
+            timer.stop(s);
+            assertEquals(0.002f, timer.elapsedMs(), 1e-6f);
+            try (io.vram4j.device.DeviceBackend other = io.vram4j.device.Devices.open("sim:1MiB")) {
+                assertThrows(IllegalArgumentException.class, () -> timer.start(other.defaultStream()),
+                        "a stream of another device");
+            }
+        }
+        assertEquals(events, live("events"));
+    }
+
     @Test
     void launchesPassEveryParameterValueWithItsSize() throws Throwable {
         long before = live("launches");

@@ -11,7 +11,8 @@ import java.util.Map;
 /**
  * {@link GpuQueue} on a CUDA GPU: the kernels of {@code vram4j_kernels.cu} loaded into the device
  * ({@link CudaLauncher}), cuBLAS found at the first product ({@link Cublas#load(Map)}), and the device's
- * asynchronous copies.
+ * asynchronous copies; each call timed on the GPU when {@code VRAM4J_KERNEL_TIMES} names a report file
+ * ({@link KernelClock}).
  *
  * <p>Thread-safe for launches and copies; the cuBLAS handle is used by one thread at a time (the caller's lock).
  */
@@ -20,8 +21,11 @@ final class DriverQueue implements GpuQueue {
     private final CudaModule module;
     private final CudaLauncher launcher;
     private final Map<String, String> env;
+    /** Times every call when {@code VRAM4J_KERNEL_TIMES} names a report file; null otherwise. */
+    private final KernelClock clock;
     private Cublas cublas;
     private long handle;
+    private Stream blasStream;
 
     /**
      * @param device the GPU
@@ -30,6 +34,7 @@ final class DriverQueue implements GpuQueue {
      */
     DriverQueue(CudaDevice device, Map<String, String> env) {
         this.device = device;
+        this.clock = KernelClock.fromEnvironment(device, env);
         this.module = device.loadModule(CudaKernelTable.ptx());
         this.launcher = new CudaLauncher(module);
         this.env = env;
@@ -37,7 +42,15 @@ final class DriverQueue implements GpuQueue {
 
     @Override
     public void launch(CudaKernel kernel, LaunchConfig config, Stream stream, Object... values) {
-        launcher.launch(kernel, config, stream, values);
+        if (clock == null) {
+            launcher.launch(kernel, config, stream, values);
+        } else {
+            clock.time(kernel.name(), stream, () -> launcher.launch(kernel, config, stream, values));
+        }
+    }
+
+    private static String typeName(int type) {
+        return type == Cublas.CUDA_R_32F ? "f32" : type == Cublas.CUDA_R_16F ? "f16" : "bf16";
     }
 
     @Override
@@ -52,6 +65,7 @@ final class DriverQueue implements GpuQueue {
         }
         cublas = c;
         handle = h;
+        blasStream = stream;
     }
 
     @Override
@@ -61,14 +75,24 @@ final class DriverQueue implements GpuQueue {
 
     @Override
     public void gemm(ColumnMajorGemm g, float alpha, long a, long b, float beta, long c, int type) {
-        cublas.gemm(handle, g, alpha, a, b, beta, c, type, Cublas.CUBLAS_COMPUTE_32F);
+        if (clock == null) {
+            cublas.gemm(handle, g, alpha, a, b, beta, c, type, Cublas.CUBLAS_COMPUTE_32F);
+        } else {
+            clock.time("cublasGemmEx " + typeName(type), blasStream,
+                    () -> cublas.gemm(handle, g, alpha, a, b, beta, c, type, Cublas.CUBLAS_COMPUTE_32F));
+        }
     }
 
     @Override
     public void gemmBatched(ColumnMajorGemm g, float alpha, long a, long strideA, long b, long strideB, float beta,
                             long c, long strideC, int batch, int type) {
-        cublas.gemmBatched(handle, g, alpha, a, strideA, b, strideB, beta, c, strideC, batch, type,
-                Cublas.CUBLAS_COMPUTE_32F);
+        if (clock == null) {
+            cublas.gemmBatched(handle, g, alpha, a, strideA, b, strideB, beta, c, strideC, batch, type,
+                    Cublas.CUBLAS_COMPUTE_32F);
+        } else {
+            clock.time("cublasGemmStridedBatchedEx " + typeName(type), blasStream, () -> cublas.gemmBatched(handle,
+                    g, alpha, a, strideA, b, strideB, beta, c, strideC, batch, type, Cublas.CUBLAS_COMPUTE_32F));
+        }
     }
 
     @Override
@@ -82,17 +106,29 @@ final class DriverQueue implements GpuQueue {
 
     @Override
     public void fill(long dst, long bytes, byte value, Stream stream) {
-        device.fillAsync(dst, bytes, value, stream);
+        if (clock == null) {
+            device.fillAsync(dst, bytes, value, stream);
+        } else {
+            clock.time("cuMemsetD8Async", stream, () -> device.fillAsync(dst, bytes, value, stream));
+        }
     }
 
     @Override
     public void copyDeviceToDevice(long src, long dst, long bytes, Stream stream) {
-        device.copyDeviceToDeviceAsync(src, dst, bytes, stream);
+        if (clock == null) {
+            device.copyDeviceToDeviceAsync(src, dst, bytes, stream);
+        } else {
+            clock.time("cuMemcpyDtoDAsync", stream, () -> device.copyDeviceToDeviceAsync(src, dst, bytes, stream));
+        }
     }
 
     @Override
     public void copyFromHost(MemorySegment src, long dst, Stream stream) {
-        device.copyFromHostAsync(src, dst, stream);
+        if (clock == null) {
+            device.copyFromHostAsync(src, dst, stream);
+        } else {
+            clock.time("cuMemcpyHtoDAsync", stream, () -> device.copyFromHostAsync(src, dst, stream));
+        }
     }
 
     @Override
@@ -103,8 +139,15 @@ final class DriverQueue implements GpuQueue {
         return host.get(ValueLayout.JAVA_FLOAT, 0);
     }
 
+    /** Writes the kernel times first when the clock is on ({@link KernelClock#report}), then unloads the module. */
     @Override
     public void close() {
-        module.close();
+        try {
+            if (clock != null) {
+                clock.report();
+            }
+        } finally {
+            module.close();
+        }
     }
 }
