@@ -895,12 +895,14 @@ __device__ __forceinline__ void attention_forward(In q, In k, In v, AttnRows row
     }
 }
 
-// dk, dv for one key row per thread; q, k, v share the layout rows, dout has its own (grows), out, lse and the
-// results are contiguous. Shared memory: 2 * tile * d + 2 * tile floats (q, dout, lse and D tiles)
-template <typename In>
-__device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, AttnRows rows, In out, const float* lse,
-                                                        In dout, AttnRows grows, float* dk, float* dv, int t, int d,
-                                                        float scale, int causal, int tile) {
+// Stages the query-side tiles a block of key rows needs (causal: the queries from its first key row on): `tile` rows
+// of q and of dout into shared memory with each row's lse and D = dout . out, and calls row(qr, gr, lse_r, D_r) for
+// each query row that key row j sees, on the threads whose key row exists. q shares the layout rows with k and v,
+// dout has its own (grows); out and lse are contiguous. Shared memory: 2 * tile * d + 2 * tile floats. Every thread
+// reaches every __syncthreads().
+template <typename In, typename Row>
+__device__ __forceinline__ void attn_query_tiles(In q, In dout, In out, const float* lse, AttnRows rows,
+                                                 AttnRows grows, int t, int d, int causal, int tile, int j, Row row) {
     extern __shared__ float attn_rows[];
     float* qt = attn_rows;
     float* gt = attn_rows + (s64) tile * d;
@@ -910,18 +912,6 @@ __device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, AttnRo
     s64 base = rows.base(p);
     s64 gbase = grows.base(p);
     s64 obase = (s64) p * t * d;
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
-    bool active = j < t;
-    In kj = k + (base + (s64) j * rows.st);
-    In vj = v + (base + (s64) j * rows.st);
-    float* dkj = dk + obase + (s64) j * d;
-    float* dvj = dv + obase + (s64) j * d;
-    if (active) {
-        for (int x = 0; x < d; x++) {
-            dkj[x] = 0.0f;
-            dvj[x] = 0.0f;
-        }
-    }
     for (int i0 = causal ? (int) (blockIdx.x * blockDim.x) : 0; i0 < t; i0 += tile) {
         int nrows = min(tile, t - i0);
         __syncthreads();
@@ -931,23 +921,45 @@ __device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, AttnRo
             dt[r] = attn_dot(dout + (gbase + (s64) (i0 + r) * grows.st), out + (obase + (s64) (i0 + r) * d), d);
         }
         __syncthreads();
-        if (!active) {
+        if (j >= t) {
             continue;
         }
         for (int r = 0; r < nrows; r++) {
-            if (causal && i0 + r < j) {
-                continue;
-            }
-            const float* qr = qt + (s64) r * d;
-            const float* gr = gt + (s64) r * d;
-            float pr = expf(attn_dot(qr, kj, d) * scale - lt[r]);
-            float ds = pr * (attn_dot(gr, vj, d) - dt[r]) * scale;
-            for (int x = 0; x < d; x++) {
-                dvj[x] += pr * gr[x];
-                dkj[x] += ds * qr[x];
+            if (!causal || i0 + r >= j) {
+                row(qt + (s64) r * d, gt + (s64) r * d, lt[r], dt[r]);
             }
         }
     }
+}
+
+// dk, dv for one key row per thread (layouts as attn_query_tiles; the results contiguous)
+template <typename In>
+__device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, AttnRows rows, In out, const float* lse,
+                                                        In dout, AttnRows grows, float* dk, float* dv, int t, int d,
+                                                        float scale, int causal, int tile) {
+    int p = blockIdx.y;
+    s64 base = rows.base(p);
+    s64 obase = (s64) p * t * d;
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    In kj = k + (base + (s64) j * rows.st);
+    In vj = v + (base + (s64) j * rows.st);
+    float* dkj = dk + obase + (s64) j * d;
+    float* dvj = dv + obase + (s64) j * d;
+    if (j < t) {
+        for (int x = 0; x < d; x++) {
+            dkj[x] = 0.0f;
+            dvj[x] = 0.0f;
+        }
+    }
+    attn_query_tiles(q, dout, out, lse, rows, grows, t, d, causal, tile, j,
+                     [&](const float* qr, const float* gr, float lr, float dr) {
+        float pr = expf(attn_dot(qr, kj, d) * scale - lr);
+        float ds = pr * (attn_dot(gr, vj, d) - dr) * scale;
+        for (int x = 0; x < d; x++) {
+            dvj[x] += pr * gr[x];
+            dkj[x] += ds * qr[x];
+        }
+    });
 }
 
 // dq for one query row per thread; layouts as attention_backward_dkdv. Shared memory: 2 * tile * d floats (k and v
@@ -1097,14 +1109,8 @@ template <int D, bool KV, typename In>
 __device__ __forceinline__ void attention_backward_dkdv_r(In q, In k, In v, AttnRows rows, In out, const float* lse,
                                                           In dout, AttnRows grows, float* dk, float* dv, int t, int d,
                                                           float scale, int causal, int tile) {
-    extern __shared__ float attn_rows[];
-    float* qt = attn_rows;
-    float* gt = attn_rows + (s64) tile * d;
-    float* lt = gt + (s64) tile * d;
-    float* dt = lt + tile;
     int p = blockIdx.y;
     s64 base = rows.base(p);
-    s64 gbase = grows.base(p);
     s64 obase = (s64) p * t * d;
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     bool active = j < t;
@@ -1121,42 +1127,25 @@ __device__ __forceinline__ void attention_backward_dkdv_r(In q, In k, In v, Attn
         dka[x] = 0.0f;
         dva[x] = 0.0f;
     }
-    for (int i0 = causal ? (int) (blockIdx.x * blockDim.x) : 0; i0 < t; i0 += tile) {
-        int nrows = min(tile, t - i0);
-        __syncthreads();
-        attn_stage(q + base, rows.st, dout + gbase, grows.st, qt, gt, i0, nrows, d);
-        for (int r = threadIdx.x; r < nrows; r += blockDim.x) {
-            lt[r] = lse[(s64) p * t + i0 + r];
-            dt[r] = attn_dot(dout + (gbase + (s64) (i0 + r) * grows.st), out + (obase + (s64) (i0 + r) * d), d);
+    attn_query_tiles(q, dout, out, lse, rows, grows, t, d, causal, tile, j,
+                     [&](const float* qr, const float* gr, float lr, float dr) {
+        if (!KV) {
+            asm volatile("" ::: "memory");   // k's and v's rows are read here each time, not hoisted into registers
         }
-        __syncthreads();
-        if (!active) {
-            continue;
+        float sq;
+        float sg;
+        if (KV) {
+            sq = attn_dot_r(kr, qr, d);
+            sg = attn_dot_r(vr, gr, d);
+        } else {
+            sq = attn_dot(qr, kj, d);
+            sg = attn_dot(gr, vj, d);
         }
-        for (int r = 0; r < nrows; r++) {
-            if (causal && i0 + r < j) {
-                continue;
-            }
-            if (!KV) {
-                asm volatile("" ::: "memory");   // k's and v's rows are read here each time, not hoisted into registers
-            }
-            const float* qr = qt + (s64) r * d;
-            const float* gr = gt + (s64) r * d;
-            float sq;
-            float sg;
-            if (KV) {
-                sq = attn_dot_r(kr, qr, d);
-                sg = attn_dot_r(vr, gr, d);
-            } else {
-                sq = attn_dot(qr, kj, d);
-                sg = attn_dot(gr, vj, d);
-            }
-            float pr = expf(sq * scale - lt[r]);
-            float ds = pr * (sg - dt[r]) * scale;
-            attn_axpy_r(dva, pr, gr, d);
-            attn_axpy_r(dka, ds, qr, d);
-        }
-    }
+        float pr = expf(sq * scale - lr);
+        float ds = pr * (sg - dr) * scale;
+        attn_axpy_r(dva, pr, gr, d);
+        attn_axpy_r(dka, ds, qr, d);
+    });
     if (active) {
         V4J_UNROLL
         for (int x = 0; x < D; x++) {

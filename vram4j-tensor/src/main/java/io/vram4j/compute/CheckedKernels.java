@@ -147,20 +147,22 @@ final class CheckedKernels implements Kernels {
 
     @Override
     public void copyBytes(long bytes, MemorySegment src, long srcByteOff, MemorySegment dst, long dstByteOff) {
-        Checks.nonNegative(bytes, "bytes");
-        Checks.range(src, srcByteOff, bytes, "src", 1, "bytes");
-        Checks.range(dst, dstByteOff, bytes, "dst", 1, "bytes");
-        Checks.writable(dst, "dst");
+        checkByteCopy(bytes, src, srcByteOff, dst, dstByteOff);
         unchecked.copyBytes(bytes, src, srcByteOff, dst, dstByteOff);
     }
 
     @Override
     public void copyFromHost(long bytes, MemorySegment src, long srcByteOff, MemorySegment dst, long dstByteOff) {
+        checkByteCopy(bytes, src, srcByteOff, dst, dstByteOff);
+        unchecked.copyFromHost(bytes, src, srcByteOff, dst, dstByteOff);
+    }
+
+    private static void checkByteCopy(long bytes, MemorySegment src, long srcByteOff, MemorySegment dst,
+                                      long dstByteOff) {
         Checks.nonNegative(bytes, "bytes");
         Checks.range(src, srcByteOff, bytes, "src", 1, "bytes");
         Checks.range(dst, dstByteOff, bytes, "dst", 1, "bytes");
         Checks.writable(dst, "dst");
-        unchecked.copyFromHost(bytes, src, srcByteOff, dst, dstByteOff);
     }
 
     // ------------------------------------------------------------------------------------------------ conversions
