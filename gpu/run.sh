@@ -20,7 +20,8 @@
 #                 the 784-512-512-10 MLP) beside gpu/techniques_pytorch.py: eager, then torch.compile for at most
 #                 COMPILE_SECONDS (default 60; the rows it finished are kept; TECH_MODES=eager leaves it out)
 #   gpt2          the same at GPT-2-small size (12 blocks of width 768, 12 heads, context 1024), then a bf16 dry
-#                 run with every kernel timed (VRAM4J_KERNEL_TIMES: gpt2-kernels.txt)
+#                 run with every kernel timed (VRAM4J_KERNEL_TIMES: gpt2-kernels.txt) beside torch.profiler's times
+#                 of one eager bf16 step (gpt2-kernels-pytorch.txt)
 #   attention     ./vram4j bench attention --device cuda at contexts 256, 512, 1024 (fused vs unfused)
 #   lm            ./vram4j train --model transformer --device cuda, one short epoch, with a sample
 #   fbs           ./vram4j find-batch-size --device cuda --memory-fraction FRACTION (default 0.01), then the dry run it
@@ -173,7 +174,7 @@ techniques_pair() {
   "${JAVA[@]}" -jar "$B/lib/vram4j.jar" bench techniques --device cuda --json "$@" \
     > "$LOG/$name-vram4j.json" 2> "$LOG/$name-vram4j.txt" || rc=1
   python3 gpu/techniques_pytorch.py run "$LOG/$name-vram4j.json" --modes eager --out "$LOG/$name-pytorch.json" \
-    2> "$LOG/$name-pytorch.txt" || rc=1
+    ${PROFILE_OUT:+--profile-out "$PROFILE_OUT"} 2> "$LOG/$name-pytorch.txt" || rc=1
   files=("$LOG/$name-pytorch.json")
   if [[ "$TECH_MODES" == *compile* && -s "$LOG/$name-pytorch.json" ]]; then
     timeout -k 5 "$COMPILE_SECONDS" python3 gpu/techniques_pytorch.py run "$LOG/$name-vram4j.json" --modes compile \
@@ -207,7 +208,8 @@ stage_techniques() {
 
 stage_gpt2() {
   java_cmd
-  techniques_pair gpt2 --model transformer --layers 12 --hidden 768 --heads 12 --block-size 1024 --batch-size 8
+  PROFILE_OUT="$LOG/gpt2-kernels-pytorch.txt" techniques_pair gpt2 --model transformer --layers 12 --hidden 768 \
+    --heads 12 --block-size 1024 --batch-size 8
   local rc=$?
   # where the GPU time goes: a bf16 dry run (three training steps and an evaluation batch, computed) with every
   # launch, product and copy timed between CUDA events (VRAM4J_KERNEL_TIMES; the table is written at close)
@@ -339,6 +341,7 @@ done
     [[ -s "$LOG/$f" ]] && { echo; echo "-- $f"; grep -v -i 'incubator modules' "$LOG/$f"; }
   done
   [[ -s "$LOG/gpt2-kernels.txt" ]] && { echo; echo "-- gpt2-kernels.txt (top 25)"; head -27 "$LOG/gpt2-kernels.txt"; }
+  [[ -s "$LOG/gpt2-kernels-pytorch.txt" ]] && { echo; echo "-- gpt2-kernels-pytorch.txt"; head -32 "$LOG/gpt2-kernels-pytorch.txt"; }
 } > "$LOG/summary.txt"
 cp "$LOG/summary.txt" "$OUT/summary.txt"
 # logs without the large files; the run folders apart; each archive under the 16 MiB a file that comes back

@@ -178,6 +178,29 @@ def run(args):
                                      weight_decay=cfg["weight_decay"])
         return torch.optim.SGD(params, lr=cfg["lr"], momentum=cfg["momentum"], weight_decay=cfg["weight_decay"])
 
+    def profiled(opts, mode):
+        """The row --profile-out asks for: eager bf16 autocast, nothing else, fused attention."""
+        return bool(args.profile_out) and cuda and mode == "eager" and opts["amp"] == "bf16" \
+            and not opts["checkpoint"] and opts["accumulate"] == 1 and opts["attention"] != "math"
+
+    def profile_step(step, what):
+        """One more step under torch.profiler; its GPU time by kernel, largest first, appended to --profile-out."""
+        try:
+            from torch.profiler import profile, ProfilerActivity
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                step()
+                torch.cuda.synchronize()
+            averages = prof.key_averages()
+            try:
+                table = averages.table(sort_by="device_time_total", row_limit=25)
+            except Exception:   # PyTorch before the name device_time_total
+                table = averages.table(sort_by="cuda_time_total", row_limit=25)
+        except Exception as e:   # the profile is extra: a failure is reported, not fatal
+            table = f"torch.profiler failed: {type(e).__name__}: {e}"
+        with open(args.profile_out, "a", encoding="utf-8") as f:
+            f.write(f"# PyTorch {torch.__version__}: GPU time by kernel in one step of {what} (torch.profiler)\n")
+            f.write(table + "\n")
+
     def measure(cfg, row, mode, steps):
         opts = row["options"]
         amp = opts["amp"]
@@ -236,6 +259,8 @@ def run(args):
                     if cuda:
                         torch.cuda.synchronize()
                     times.append(time.perf_counter() - t0)
+                if profiled(opts, mode):
+                    profile_step(step, f"{cfg['kind']} {row['technique']}")
         except Exception as e:   # an OOM or a compile failure is a result of the row, not the end of the run
             del model, net, opt
             return {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]}
@@ -457,6 +482,7 @@ def main():
     r.add_argument("vram4j")
     r.add_argument("--modes", default="eager,compile", help="eager and/or compile (default: eager,compile)")
     r.add_argument("--out", help="write the results here after every row (default: stdout at the end)")
+    r.add_argument("--profile-out", help="append torch.profiler's GPU time by kernel of one eager bf16 step here")
     c = sub.add_parser("compare", help="print vram4j and PyTorch side by side with the issue's targets")
     c.add_argument("vram4j")
     c.add_argument("pytorch", nargs="+")
