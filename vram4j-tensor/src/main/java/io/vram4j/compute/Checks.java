@@ -23,11 +23,16 @@ final class Checks {
     /** Checks that elements {@code [off, off + n)} of {@code bytes} bytes each lie inside {@code seg}. */
     static void range(MemorySegment seg, long off, long n, String name, int bytes, String unit) {
         Objects.requireNonNull(seg, name);
-        if (off < 0 || n < 0 || n > (Long.MAX_VALUE >> 3) || off > (Long.MAX_VALUE >> 3) - n
-                || (off + n) * bytes > seg.byteSize()) {
+        if (!fits(seg, off, n, bytes)) {
             throw new IndexOutOfBoundsException(name + ": " + unit + " [" + off + ", " + off + " + " + n
                     + ") do not fit a segment of " + seg.byteSize() + " bytes");
         }
+    }
+
+    /** @return whether elements {@code [off, off + n)} of {@code bytes} bytes each lie inside {@code seg} */
+    private static boolean fits(MemorySegment seg, long off, long n, int bytes) {
+        return off >= 0 && n >= 0 && n <= (Long.MAX_VALUE >> 3) && off <= (Long.MAX_VALUE >> 3) - n
+                && (off + n) * bytes <= seg.byteSize();
     }
 
     /**
@@ -251,7 +256,7 @@ final class Checks {
         for (int i = 0; i < count; i++) {
             MemorySegment s = segs[i];
             // the label is made only for a failing entry: fused optimizers check every parameter on every step
-            if (s == null || sizes[i] < 0 || sizes[i] > (s.byteSize() >> 2) || (output && s.isReadOnly())) {
+            if (s == null || !fits(s, 0, sizes[i], Float.BYTES) || (output && s.isReadOnly())) {
                 String label = name + ": [" + i + "]";
                 range(s, 0, sizes[i], label);
                 writable(s, label);

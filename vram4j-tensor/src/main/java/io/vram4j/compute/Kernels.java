@@ -509,10 +509,15 @@ public interface Kernels {
                  MemorySegment out, long outOff);
 
     /**
-     * Sums the middle dimension of a contiguous {@code [outer, n, inner]} block:
-     * {@code out[o][i] = 0 + x[o][0][i] + x[o][1][i] + ...} in that order, or, when {@code inner == 1},
-     * {@code 0 + sum(x[o][0..n))} with this implementation's {@link #sum} (the order the tensor ops' host loop
-     * adds in, so results equal it bit for bit).
+     * Sums the middle dimension of a contiguous {@code [outer, n, inner]} block into {@code outer * inner} floats
+     * ({@code out[o][i] = x[o][0][i] + x[o][1][i] + ...}). The CPU kernels add
+     * {@code 0 + x[o][0][i] + x[o][1][i] + ...} in that order, or, when {@code inner == 1},
+     * {@code 0 + sum(x[o][0..n))} with their {@link #sum} (the order the tensor ops' host loop adds in, so results
+     * equal it bit for bit); the CUDA kernels add in parallel in another fixed order, so a repeated call gives the
+     * same bits but they can differ from the CPU's in the last places ({@code CudaKernels#sumDim}).
+     *
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException for a negative extent, or {@code out} read-only
      */
     void sumDim(int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out, long outOff);
 

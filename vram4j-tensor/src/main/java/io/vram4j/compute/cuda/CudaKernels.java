@@ -682,6 +682,14 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     }
 
     /**
+     * Columns a block of the column sums takes (one warp's coalesced row segment; a row sum, inner 1, takes 1): the
+     * width {@code v4j_sum_dim_f32}, {@code v4j_sum_dim16} and {@code v4j_layer_norm_param_grads_f32} assume.
+     */
+    static final int SUM_COLUMNS = 32;
+    /** Rows each thread of a column sum adds before the tree: a block's chunk is this times its lanes. */
+    static final int SUM_ROWS_PER_THREAD = 32;
+
+    /**
      * In parallel and in a fixed order (a tree over each block's lanes, then over chunks of rows), not the host
      * loop's order: the bits can differ from the CPU kernels' in the last places, and a repeated call gives the same
      * ones (as PyTorch's deterministic reductions).
@@ -697,11 +705,6 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                          long outOff) {
         sumColumns(type, ptr16(x, xOff), ptr(out, outOff), outer, n, inner);
     }
-
-    /** Columns a block of the column sums takes (one warp's coalesced row segment); a row sum (inner 1) takes 1. */
-    static final int SUM_COLUMNS = 32;
-    /** Rows each thread of a column sum adds before the tree: a block's chunk is this times its lanes. */
-    static final int SUM_ROWS_PER_THREAD = 32;
 
     /**
      * {@code v4j_sum_dim_f32} (or, for a 16-bit {@code type} of x, {@code v4j_sum_dim16}; -1 for float32) over
