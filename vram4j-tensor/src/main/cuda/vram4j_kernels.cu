@@ -1292,3 +1292,395 @@ extern "C" __global__ void v4j_attention_backward_dq16(int type, const unsigned 
                           H16In{out, type}, lse, H16In{dout, type}, AttnRows{heads, gsb, gsh, gst}, dq, t, d, scale,
                           causal, tile);
 }
+
+// ------------------------------------------------------------------------------------------------ attention on tensor cores
+// The 16-bit attention above at head dimensions up to 64, with its matrix products on tensor cores (the warp matrix
+// functions, 16 x 16 x 16 tiles of float16 or bfloat16 with float32 accumulators), as FlashAttention-2 runs under
+// autocast. Same entries' arguments and results; what differs from the CUDA-core kernels:
+//  - q k^T, p v and the backward's products multiply 16-bit values and add in float32: the probabilities p and the
+//    backward's ds = p (dp - D) are rounded to the inputs' type before their products, and the output divides by
+//    the sum of the rounded p (so it stays a weighted mean of v's rows);
+//  - a block of TC_THREADS threads (four warps) owns TC_ROWS query rows (forward, dq) or key rows (dk/dv), 16 per
+//    warp, and walks tiles of TC_TILE rows of the other operand; every operand is staged into shared memory as
+//    16-bit, head dimension d padded with zeros to D (32 or 64), rows past t as zeros;
+//  - the element-wise steps (online softmax, p, ds) run on the block's threads between barriers, on float32
+//    tiles the products stored in shared memory (a fragment's layout across a warp is unspecified, so no kernel
+//    reads a fragment's elements).
+// The order of every sum is fixed, so a launch repeated gives the same bits. Shared memory stays under 48 KiB
+// (attn_tc_shared_floats; CudaKernels.attentionTensorCoreShared computes the same).
+
+#include <mma.h>
+
+#define TC_THREADS 128
+#define TC_ROWS 64
+#define TC_TILE 32
+
+namespace wmma = nvcuda::wmma;
+typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> tc_acc;
+
+// the type code of load16 and store16 for a fragment's 16-bit type
+template <typename T> struct TcType;
+template <> struct TcType<__half> { static constexpr int code = 0; };
+template <> struct TcType<__nv_bfloat16> { static constexpr int code = 1; };
+
+// rows [r0, r0 + n) of a 16-bit input (rows st apart, d elements each) into dst, rows of D: zeros past d and past t
+template <int D>
+__device__ __forceinline__ void tc_stage(const unsigned short* src, s64 st, int r0, int n, int t, int d,
+                                         unsigned short* dst) {
+    for (int e = threadIdx.x; e < n * D; e += blockDim.x) {
+        int r = e / D;
+        int x = e % D;
+        dst[e] = r0 + r < t && x < d ? src[(s64) (r0 + r) * st + x] : (unsigned short) 0;
+    }
+}
+
+// out (16 rows, ld ldo, float) = a (16 rows of D, 16-bit) times the transpose of b (N rows of D, 16-bit)
+template <int D, int N, typename T>
+__device__ __forceinline__ void tc_abt(const unsigned short* a, const unsigned short* b, float* out, int ldo) {
+    for (int n0 = 0; n0 < N; n0 += 16) {
+        tc_acc acc;
+        wmma::fill_fragment(acc, 0.0f);
+        for (int k0 = 0; k0 < D; k0 += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
+            wmma::load_matrix_sync(fa, (const T*) (a + k0), D);
+            wmma::load_matrix_sync(fb, (const T*) (b + (s64) n0 * D + k0), D);
+            wmma::mma_sync(acc, fa, fb, acc);
+        }
+        wmma::store_matrix_sync(out + n0, acc, ldo, wmma::mem_row_major);
+    }
+}
+
+// acc[D / 16] (16 rows of D) += a (16 rows of K, 16-bit) times b (K rows of D, 16-bit)
+template <int D, int K, typename T>
+__device__ __forceinline__ void tc_ab(tc_acc* acc, const unsigned short* a, const unsigned short* b) {
+    for (int n = 0; n < D / 16; n++) {
+        for (int k0 = 0; k0 < K; k0 += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
+            wmma::load_matrix_sync(fa, (const T*) (a + k0), K);
+            wmma::load_matrix_sync(fb, (const T*) (b + (s64) k0 * D + n * 16), D);
+            wmma::mma_sync(acc[n], fa, fb, acc[n]);
+        }
+    }
+}
+
+// rowsum(dout_i * out_i) of query row i (the backward's D_i): dout in the layout grows, out contiguous; 0 past t
+__device__ __forceinline__ float tc_row_delta(const unsigned short* out, const unsigned short* dout, AttnRows grows,
+                                              int p, int i, int t, int d, int type) {
+    if (i >= t) {
+        return 0.0f;
+    }
+    const unsigned short* o = out + (s64) p * t * d + (s64) i * d;
+    const unsigned short* g = dout + grows.base(p) + (s64) i * grows.st;
+    float s = 0.0f;
+    for (int x = 0; x < d; x++) {
+        s += load16(g, x, type) * load16(o, x, type);
+    }
+    return s;
+}
+
+// whether query i sees key j
+__device__ __forceinline__ bool tc_visible(int i, int j, int t, int causal) {
+    return i < t && j < t && (!causal || j <= i);
+}
+
+// Forward. Shared memory (floats): O [TC_ROWS, D], S [TC_ROWS, TC_TILE], m and l [TC_ROWS], then 16-bit Q [TC_ROWS, D],
+// K and V [TC_TILE, D], P [TC_ROWS, TC_TILE].
+template <int D, typename T>
+__device__ __forceinline__ void attention_forward_tc(const unsigned short* q, const unsigned short* k,
+                                                     const unsigned short* v, AttnRows rows, float* out, float* lse,
+                                                     int t, int d, float scale, int causal) {
+    extern __shared__ __align__(128) float attn_tc[];
+    const int type = TcType<T>::code;
+    float* O = attn_tc;
+    float* S = O + TC_ROWS * D;
+    float* M = S + TC_ROWS * TC_TILE;
+    float* L = M + TC_ROWS;
+    unsigned short* Qs = (unsigned short*) (L + TC_ROWS);
+    unsigned short* Ks = Qs + TC_ROWS * D;
+    unsigned short* Vs = Ks + TC_TILE * D;
+    unsigned short* P = Vs + TC_TILE * D;
+    int p = blockIdx.y;
+    int w = threadIdx.x / 32;
+    int q0 = blockIdx.x * TC_ROWS;
+    s64 base = rows.base(p);
+    tc_stage<D>(q + base, rows.st, q0, TC_ROWS, t, d, Qs);
+    for (int e = threadIdx.x; e < TC_ROWS * D; e += blockDim.x) {
+        O[e] = 0.0f;
+    }
+    if (threadIdx.x < TC_ROWS) {
+        M[threadIdx.x] = -CUDART_INF_F;
+        L[threadIdx.x] = 0.0f;
+    }
+    int keys = causal ? min(t, q0 + TC_ROWS) : t;
+    for (int j0 = 0; j0 < keys; j0 += TC_TILE) {
+        __syncthreads();
+        tc_stage<D>(k + base, rows.st, j0, TC_TILE, t, d, Ks);
+        tc_stage<D>(v + base, rows.st, j0, TC_TILE, t, d, Vs);
+        __syncthreads();
+        tc_abt<D, TC_TILE, T>(Qs + w * 16 * D, Ks, S + w * 16 * TC_TILE, TC_TILE);
+        __syncthreads();
+        if (threadIdx.x < TC_ROWS) {
+            // online softmax of row r over this tile: new maximum, rescale l and the row of O, rounded p
+            int r = threadIdx.x;
+            int i = q0 + r;
+            const float* sr = S + r * TC_TILE;
+            float m = M[r];
+            float mt = m;
+            for (int c = 0; c < TC_TILE; c++) {
+                if (tc_visible(i, j0 + c, t, causal)) {
+                    mt = fmaxf(mt, sr[c] * scale);
+                }
+            }
+            float a = mt == -CUDART_INF_F ? 1.0f : expf(m - mt);
+            float sum = 0.0f;
+            for (int c = 0; c < TC_TILE; c++) {
+                float pr = tc_visible(i, j0 + c, t, causal) ? expf(sr[c] * scale - mt) : 0.0f;
+                store16(P, (u64) (r * TC_TILE + c), type, pr);
+                sum += load16(P, (u64) (r * TC_TILE + c), type);
+            }
+            L[r] = L[r] * a + sum;
+            M[r] = mt;
+            for (int x = 0; x < D; x++) {
+                O[r * D + x] *= a;
+            }
+        }
+        __syncthreads();
+        tc_acc acc[D / 16];
+        for (int n = 0; n < D / 16; n++) {
+            wmma::load_matrix_sync(acc[n], O + w * 16 * D + n * 16, D, wmma::mem_row_major);
+        }
+        tc_ab<D, TC_TILE, T>(acc, P + w * 16 * TC_TILE, Vs);
+        for (int n = 0; n < D / 16; n++) {
+            wmma::store_matrix_sync(O + w * 16 * D + n * 16, acc[n], D, wmma::mem_row_major);
+        }
+    }
+    __syncthreads();
+    int r = threadIdx.x;
+    int i = q0 + r;
+    if (r < TC_ROWS && i < t) {
+        float l = L[r];
+        float* oi = out + (s64) p * t * d + (s64) i * d;
+        for (int x = 0; x < d; x++) {
+            oi[x] = O[r * D + x] / l;
+        }
+        lse[(s64) p * t + i] = M[r] + logf(l);
+    }
+}
+
+// Backward, dk and dv of this block's TC_ROWS keys. Shared memory (floats): 16-bit K and V [TC_ROWS, D] (reused for
+// the results at the end, TC_ROWS * D floats), 16-bit Q and dout [TC_TILE, D], F [TC_ROWS, TC_TILE] (s^T, then
+// dp^T), 16-bit P^T and dS^T [TC_ROWS, TC_TILE], lse and D [TC_TILE].
+template <int D, typename T>
+__device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short* q, const unsigned short* k,
+                                                           const unsigned short* v, AttnRows rows,
+                                                           const unsigned short* out, const float* lse,
+                                                           const unsigned short* dout, AttnRows grows, float* dk,
+                                                           float* dv, int t, int d, float scale, int causal) {
+    extern __shared__ __align__(128) float attn_tc[];
+    const int type = TcType<T>::code;
+    unsigned short* Ks = (unsigned short*) attn_tc;
+    unsigned short* Vs = Ks + TC_ROWS * D;
+    unsigned short* Qs = Vs + TC_ROWS * D;
+    unsigned short* Gs = Qs + TC_TILE * D;
+    float* F = (float*) (Gs + TC_TILE * D);
+    unsigned short* Pt = (unsigned short*) (F + TC_ROWS * TC_TILE);
+    unsigned short* St = Pt + TC_ROWS * TC_TILE;
+    float* Ls = (float*) (St + TC_ROWS * TC_TILE);
+    float* Ds = Ls + TC_TILE;
+    int p = blockIdx.y;
+    int w = threadIdx.x / 32;
+    int k0 = blockIdx.x * TC_ROWS;
+    s64 base = rows.base(p);
+    tc_stage<D>(k + base, rows.st, k0, TC_ROWS, t, d, Ks);
+    tc_stage<D>(v + base, rows.st, k0, TC_ROWS, t, d, Vs);
+    tc_acc dka[D / 16];
+    tc_acc dva[D / 16];
+    for (int n = 0; n < D / 16; n++) {
+        wmma::fill_fragment(dka[n], 0.0f);
+        wmma::fill_fragment(dva[n], 0.0f);
+    }
+    for (int i0 = causal ? k0 : 0; i0 < t; i0 += TC_TILE) {
+        __syncthreads();
+        tc_stage<D>(q + base, rows.st, i0, TC_TILE, t, d, Qs);
+        tc_stage<D>(dout + grows.base(p), grows.st, i0, TC_TILE, t, d, Gs);
+        if (threadIdx.x < TC_TILE) {
+            int i = i0 + threadIdx.x;
+            Ls[threadIdx.x] = i < t ? lse[(s64) p * t + i] : 0.0f;
+            Ds[threadIdx.x] = tc_row_delta(out, dout, grows, p, i, t, d, type);
+        }
+        __syncthreads();
+        tc_abt<D, TC_TILE, T>(Ks + w * 16 * D, Qs, F + w * 16 * TC_TILE, TC_TILE);   // s^T
+        __syncthreads();
+        for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
+            int c = e % TC_TILE;
+            bool seen = tc_visible(i0 + c, k0 + e / TC_TILE, t, causal);
+            store16(Pt, (u64) e, type, seen ? expf(F[e] * scale - Ls[c]) : 0.0f);
+        }
+        __syncthreads();
+        tc_abt<D, TC_TILE, T>(Vs + w * 16 * D, Gs, F + w * 16 * TC_TILE, TC_TILE);   // dp^T
+        tc_ab<D, TC_TILE, T>(dva, Pt + w * 16 * TC_TILE, Gs);                        // dv += p^T dout
+        __syncthreads();
+        for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
+            store16(St, (u64) e, type, load16(Pt, (u64) e, type) * (F[e] - Ds[e % TC_TILE]));
+        }
+        __syncthreads();
+        tc_ab<D, TC_TILE, T>(dka, St + w * 16 * TC_TILE, Qs);                         // dk += ds^T q
+    }
+    __syncthreads();
+    float* R = attn_tc;   // TC_ROWS * D floats over K and V, no longer read
+    for (int n = 0; n < D / 16; n++) {
+        wmma::store_matrix_sync(R + w * 16 * D + n * 16, dva[n], D, wmma::mem_row_major);
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < TC_ROWS * D; e += blockDim.x) {
+        int j = k0 + e / D;
+        if (j < t && e % D < d) {
+            dv[(s64) p * t * d + (s64) j * d + e % D] = R[e];
+        }
+    }
+    __syncthreads();
+    for (int n = 0; n < D / 16; n++) {
+        wmma::store_matrix_sync(R + w * 16 * D + n * 16, dka[n], D, wmma::mem_row_major);
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < TC_ROWS * D; e += blockDim.x) {
+        int j = k0 + e / D;
+        if (j < t && e % D < d) {
+            dk[(s64) p * t * d + (s64) j * d + e % D] = R[e] * scale;
+        }
+    }
+}
+
+// Backward, dq of this block's TC_ROWS queries. Shared memory (floats): 16-bit Q and dout [TC_ROWS, D] (reused for
+// the result at the end), 16-bit K and V [TC_TILE, D], F [TC_ROWS, TC_TILE] (s, then dp), 16-bit P and dS
+// [TC_ROWS, TC_TILE], lse and D [TC_ROWS].
+template <int D, typename T>
+__device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q, const unsigned short* k,
+                                                         const unsigned short* v, AttnRows rows,
+                                                         const unsigned short* out, const float* lse,
+                                                         const unsigned short* dout, AttnRows grows, float* dq, int t,
+                                                         int d, float scale, int causal) {
+    extern __shared__ __align__(128) float attn_tc[];
+    const int type = TcType<T>::code;
+    unsigned short* Qs = (unsigned short*) attn_tc;
+    unsigned short* Gs = Qs + TC_ROWS * D;
+    unsigned short* Ks = Gs + TC_ROWS * D;
+    unsigned short* Vs = Ks + TC_TILE * D;
+    float* F = (float*) (Vs + TC_TILE * D);
+    unsigned short* Ps = (unsigned short*) (F + TC_ROWS * TC_TILE);
+    unsigned short* Ss = Ps + TC_ROWS * TC_TILE;
+    float* Ls = (float*) (Ss + TC_ROWS * TC_TILE);
+    float* Ds = Ls + TC_ROWS;
+    int p = blockIdx.y;
+    int w = threadIdx.x / 32;
+    int q0 = blockIdx.x * TC_ROWS;
+    s64 base = rows.base(p);
+    tc_stage<D>(q + base, rows.st, q0, TC_ROWS, t, d, Qs);
+    tc_stage<D>(dout + grows.base(p), grows.st, q0, TC_ROWS, t, d, Gs);
+    if (threadIdx.x < TC_ROWS) {
+        int i = q0 + threadIdx.x;
+        Ls[threadIdx.x] = i < t ? lse[(s64) p * t + i] : 0.0f;
+        Ds[threadIdx.x] = tc_row_delta(out, dout, grows, p, i, t, d, type);
+    }
+    tc_acc dqa[D / 16];
+    for (int n = 0; n < D / 16; n++) {
+        wmma::fill_fragment(dqa[n], 0.0f);
+    }
+    int keys = causal ? min(t, q0 + TC_ROWS) : t;
+    for (int j0 = 0; j0 < keys; j0 += TC_TILE) {
+        __syncthreads();
+        tc_stage<D>(k + base, rows.st, j0, TC_TILE, t, d, Ks);
+        tc_stage<D>(v + base, rows.st, j0, TC_TILE, t, d, Vs);
+        __syncthreads();
+        tc_abt<D, TC_TILE, T>(Qs + w * 16 * D, Ks, F + w * 16 * TC_TILE, TC_TILE);   // s
+        __syncthreads();
+        for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
+            int r = e / TC_TILE;
+            bool seen = tc_visible(q0 + r, j0 + e % TC_TILE, t, causal);
+            store16(Ps, (u64) e, type, seen ? expf(F[e] * scale - Ls[r]) : 0.0f);
+        }
+        __syncthreads();
+        tc_abt<D, TC_TILE, T>(Gs + w * 16 * D, Vs, F + w * 16 * TC_TILE, TC_TILE);   // dp
+        __syncthreads();
+        for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
+            store16(Ss, (u64) e, type, load16(Ps, (u64) e, type) * (F[e] - Ds[e / TC_TILE]));
+        }
+        __syncthreads();
+        tc_ab<D, TC_TILE, T>(dqa, Ss + w * 16 * TC_TILE, Ks);                         // dq += ds k
+    }
+    __syncthreads();
+    float* R = attn_tc;   // TC_ROWS * D floats over Q and dout, no longer read
+    for (int n = 0; n < D / 16; n++) {
+        wmma::store_matrix_sync(R + w * 16 * D + n * 16, dqa[n], D, wmma::mem_row_major);
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < TC_ROWS * D; e += blockDim.x) {
+        int i = q0 + e / D;
+        if (i < t && e % D < d) {
+            dq[(s64) p * t * d + (s64) i * d + e % D] = R[e] * scale;
+        }
+    }
+}
+
+// The entries: arguments as v4j_attention_forward16 and the backward's passes, without the CUDA-core kernels' tile;
+// d at most 64 (D = 32 up to 32, else 64), blocks of TC_THREADS threads, one per TC_ROWS rows.
+extern "C" __global__ void v4j_attention_forward_tc(int type, const unsigned short* q, const unsigned short* k,
+                                                    const unsigned short* v, float* out, float* lse, int t, int d,
+                                                    float scale, int causal, int heads, s64 sb, s64 sh, s64 st) {
+    AttnRows rows{heads, sb, sh, st};
+    if (d <= 32) {
+        if (type == 0) {
+            attention_forward_tc<32, __half>(q, k, v, rows, out, lse, t, d, scale, causal);
+        } else {
+            attention_forward_tc<32, __nv_bfloat16>(q, k, v, rows, out, lse, t, d, scale, causal);
+        }
+    } else if (type == 0) {
+        attention_forward_tc<64, __half>(q, k, v, rows, out, lse, t, d, scale, causal);
+    } else {
+        attention_forward_tc<64, __nv_bfloat16>(q, k, v, rows, out, lse, t, d, scale, causal);
+    }
+}
+
+extern "C" __global__ void v4j_attention_backward_dkdv_tc(int type, const unsigned short* q, const unsigned short* k,
+                                                          const unsigned short* v, const unsigned short* out,
+                                                          const float* lse, const unsigned short* dout, float* dk,
+                                                          float* dv, int t, int d, float scale, int causal, int heads,
+                                                          s64 sb, s64 sh, s64 st, s64 gsb, s64 gsh, s64 gst) {
+    AttnRows rows{heads, sb, sh, st};
+    AttnRows grows{heads, gsb, gsh, gst};
+    if (d <= 32) {
+        if (type == 0) {
+            attention_backward_dkdv_tc<32, __half>(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale, causal);
+        } else {
+            attention_backward_dkdv_tc<32, __nv_bfloat16>(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale,
+                                                          causal);
+        }
+    } else if (type == 0) {
+        attention_backward_dkdv_tc<64, __half>(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale, causal);
+    } else {
+        attention_backward_dkdv_tc<64, __nv_bfloat16>(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale,
+                                                      causal);
+    }
+}
+
+extern "C" __global__ void v4j_attention_backward_dq_tc(int type, const unsigned short* q, const unsigned short* k,
+                                                        const unsigned short* v, const unsigned short* out,
+                                                        const float* lse, const unsigned short* dout, float* dq, int t,
+                                                        int d, float scale, int causal, int heads, s64 sb, s64 sh,
+                                                        s64 st, s64 gsb, s64 gsh, s64 gst) {
+    AttnRows rows{heads, sb, sh, st};
+    AttnRows grows{heads, gsb, gsh, gst};
+    if (d <= 32) {
+        if (type == 0) {
+            attention_backward_dq_tc<32, __half>(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal);
+        } else {
+            attention_backward_dq_tc<32, __nv_bfloat16>(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal);
+        }
+    } else if (type == 0) {
+        attention_backward_dq_tc<64, __half>(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal);
+    } else {
+        attention_backward_dq_tc<64, __nv_bfloat16>(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal);
+    }
+}

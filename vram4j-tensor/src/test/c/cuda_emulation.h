@@ -26,6 +26,11 @@ extern dim3 thread_idx, block_idx, block_dim, grid_dim;
 void syncthreads();
 /* ends the launch with an error, as a device-side trap does */
 [[noreturn]] void trap();
+/* ends the launch with an error naming what the running thread did that a GPU does not allow (a misaligned
+   warp-matrix load, say): message, formatted as printf */
+[[noreturn]] void misuse(const char *format, ...);
+/* the running fiber's lane in its warp (blocks are one-dimensional where warp-wide operations are used) */
+inline unsigned lane() { return thread_idx.x % 32; }
 /* the launch's dynamic shared memory */
 void *dynamic_shared();
 }
@@ -60,5 +65,8 @@ inline float atomicAdd(float *address, float v) { float old = *address; *address
 struct __half { _Float16 v; };
 inline __half __float2half_rn(float f) { return __half{(_Float16) f}; }
 inline float __half2float(__half h) { return (float) h.v; }
+
+/* bfloat16 as its bits (the kernels convert with their own bf16_bits / bf16_value) */
+struct __nv_bfloat16 { unsigned short x; };
 
 #endif

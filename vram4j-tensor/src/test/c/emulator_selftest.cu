@@ -1,6 +1,9 @@
 // Kernels that hold the kernel emulator (kernel_emulator.cpp) to what a GPU does and to what it must report;
 // KernelEmulatorTest builds an emulator over this file instead of vram4j_kernels.cu. Test-only.
 
+#include <cuda_fp16.h>
+#include <mma.h>
+
 typedef unsigned long long u64;
 
 // out[b * threads + t] = the flat thread index, block index and dimensions of each thread, packed
@@ -58,4 +61,18 @@ extern "C" __global__ void t_race(float* out) {
     unsigned t = threadIdx.x;
     sh[t] = (float) t;
     out[t] = sh[(t + 1) % blockDim.x];
+}
+
+// one warp: c (16 x 16 floats, row-major) = 1 + a (16 x 16 float16 bits, row-major, from a + offset) times b (16 x 16
+// float16 bits, column-major), through the warp matrix functions; an offset that is not a multiple of 16 elements
+// misaligns a's pointer, which the emulator must report
+extern "C" __global__ void t_wmma(const unsigned short* a, const unsigned short* b, float* c, int offset) {
+    nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __half, nvcuda::wmma::row_major> fa;
+    nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, __half, nvcuda::wmma::col_major> fb;
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> fc;
+    nvcuda::wmma::fill_fragment(fc, 1.0f);
+    nvcuda::wmma::load_matrix_sync(fa, (const __half*) (a + offset), 16);
+    nvcuda::wmma::load_matrix_sync(fb, (const __half*) b, 16);
+    nvcuda::wmma::mma_sync(fc, fa, fb, fc);
+    nvcuda::wmma::store_matrix_sync(c, fc, 16, nvcuda::wmma::mem_row_major);
 }

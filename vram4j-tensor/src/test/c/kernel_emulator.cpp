@@ -25,8 +25,11 @@
  * emu_set_reverse(1)) both run in reverse index order. A GPU promises neither, so a kernel whose results differ
  * between the two orders reads what another thread or block writes without a barrier between them (a race); the
  * emulated GPU run runs the kernels' test in both.
- * Not emulated: warps (no kernel uses warp primitives), blocks running at the same time, streams (the stand-in driver
- * runs a launch when it is made).
+ * Warps: the one warp-wide operation the kernels use is the warp matrix functions (nvcuda::wmma, for the tensor-core
+ * attention), which emu-include/mma.h emulates per thread (each thread stores only its lane's elements; see there).
+ * A warp matrix function misused (a misaligned tile, a bad leading dimension) fails the launch with a message.
+ * Not emulated: warps otherwise (no kernel uses shuffles or votes), blocks running at the same time, streams (the
+ * stand-in driver runs a launch when it is made).
  * Test-only: never shipped.
  */
 #include "cuda_emulation.h"
@@ -143,7 +146,7 @@ void **body_params;
    launch's range again (undefined contents: NaN); after a launch that used it, the words past the range must still
    hold the fill (else a write went past it), and the range gets the fill back for the next launch. Launches that
    never ask for shared memory cost nothing here. */
-alignas(16) unsigned shared[SHARED_BYTES / 4];
+alignas(128) unsigned shared[SHARED_BYTES / 4];   /* aligned as a block's shared window */
 size_t shared_words;         /* the launch's range, in words */
 bool shared_used;            /* some block of this launch asked for it */
 bool block_shared_ready;     /* this block's range was filled */
@@ -282,6 +285,19 @@ void trap() {
     running->state = DONE;
     switch_context(running->context, scheduler);
     std::abort();  /* a trapped fiber is never resumed */
+}
+
+void misuse(const char *format, ...) {
+    char message[384];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
+    fail("block (%u, %u, %u) thread (%u, %u, %u): %s", block_idx.x, block_idx.y, block_idx.z, thread_idx.x,
+         thread_idx.y, thread_idx.z, message);
+    running->state = DONE;
+    switch_context(running->context, scheduler);
+    std::abort();  /* a failed fiber is never resumed */
 }
 
 void *dynamic_shared() {

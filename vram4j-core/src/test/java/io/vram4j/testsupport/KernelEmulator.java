@@ -33,7 +33,8 @@ public final class KernelEmulator {
     public static final Path KERNELS = Path.of("..", "vram4j-tensor", "src", "main", "cuda", "vram4j_kernels.cu")
             .toAbsolutePath().normalize();
     private static final Path SOURCES = Path.of("..", "vram4j-tensor", "src", "test", "c").toAbsolutePath().normalize();
-    private static final Pattern SHARED = Pattern.compile("extern __shared__ float (\\w+)\\[\\];");
+    private static final Pattern SHARED = Pattern.compile(
+            "extern __shared__ (?:__align__\\(\\d+\\) )?float (\\w+)\\[\\];");
     private static final Pattern ENTRY = Pattern.compile("extern \"C\" __global__ void (\\w+)\\(");
 
     private KernelEmulator() {
@@ -89,8 +90,9 @@ public final class KernelEmulator {
 
     /**
      * @param source the kernels' CUDA C++
-     * @return the same text with each {@code extern __shared__ float NAME[];} declaring a pointer to the launch's
-     *     dynamic shared memory instead
+     * @return the same text with each {@code extern __shared__ float NAME[];} (or
+     *     {@code extern __shared__ __align__(N) float NAME[];}) declaring a pointer to the launch's dynamic shared
+     *     memory instead (which the emulator aligns to 128 bytes)
      * @throws AssertionError when another use of {@code __shared__} is left, which the emulator does not know
      */
     public static String hostSource(String source) {

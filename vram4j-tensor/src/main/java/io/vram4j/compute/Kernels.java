@@ -715,7 +715,10 @@ public interface Kernels {
      * contiguous {@code [batchHeads, t, d]} input is {@code heads} 1, {@code batchStride} {@code t * d},
      * {@code headStride} 0, {@code rowStride} {@code d}). {@code out} and {@code lse} are float32 and contiguous as
      * there, with the values of {@link #attentionForward} on the widened inputs. Offsets and strides of the 16-bit
-     * operands count 16-bit elements.
+     * operands count 16-bit elements. The CUDA kernels at {@code d} up to 64 multiply on tensor cores, as
+     * FlashAttention-2 under autocast: they round the probabilities to {@code type} before multiplying them with
+     * {@code v} and divide by the sum of the rounded probabilities, so their values are within a few units of
+     * {@code type}'s roundoff (of the result's largest magnitude) of these, not equal up to float32's last bits.
      *
      * @param type {@link #FLOAT16} or {@link #BFLOAT16}
      * @param heads at least 1, dividing {@code batchHeads}
@@ -733,7 +736,8 @@ public interface Kernels {
      * {@code doutBatchStride}, {@code doutHeadStride}, {@code doutRowStride}, with the same {@code heads}) of
      * {@code type}, read in place and widened as they are read; {@code lse} and the gradients {@code dq},
      * {@code dk}, {@code dv} are float32 and contiguous, with the values of {@link #attentionBackward} on the
-     * widened inputs.
+     * widened inputs (the CUDA kernels at {@code d} up to 64: within a few units of {@code type}'s roundoff, as
+     * {@link #attentionForward16} says; they also round {@code ds} to {@code type} before its products).
      *
      * @param type {@link #FLOAT16} or {@link #BFLOAT16}
      * @throws IllegalArgumentException as {@link #attentionForward16}

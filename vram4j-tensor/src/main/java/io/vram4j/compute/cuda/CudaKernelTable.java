@@ -103,6 +103,13 @@ final class CudaKernelTable {
             I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DQ16 = CudaKernel.of("v4j_attention_backward_dq16",
             I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32, S64, S64, S64, S64, S64, S64);
+    // the same on tensor cores, head dimension at most 64 (CudaKernels.attentionOnTensorCores)
+    static final CudaKernel ATTENTION_FORWARD_TC = CudaKernel.of("v4j_attention_forward_tc",
+            I32, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, S64, S64, S64);
+    static final CudaKernel ATTENTION_BACKWARD_DKDV_TC = CudaKernel.of("v4j_attention_backward_dkdv_tc",
+            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, S64, S64, S64, S64, S64, S64);
+    static final CudaKernel ATTENTION_BACKWARD_DQ_TC = CudaKernel.of("v4j_attention_backward_dq_tc",
+            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, S64, S64, S64, S64, S64, S64);
 
     // dimension reductions (Kernels.sumDim, Kernels.maxDim)
     static final CudaKernel SUM_DIM = CudaKernel.of("v4j_sum_dim_f32", PTR, PTR, I32, I32, I32, I32);
@@ -125,7 +132,8 @@ final class CudaKernelTable {
             DROPOUT_BACKWARD, F32_TO_F16, F16_TO_F32, F32_TO_BF16, BF16_TO_F32, UNARY16, POINTWISE_BACKWARD16, BINARY16_BCAST4,
             SGD_MULTI, ADAMW_MULTI, NLL_LOSS,
             NLL_LOSS_BACKWARD, ATTENTION_FORWARD, ATTENTION_BACKWARD_DKDV, ATTENTION_BACKWARD_DQ,
-            ATTENTION_FORWARD16, ATTENTION_BACKWARD_DKDV16, ATTENTION_BACKWARD_DQ16, SUM_DIM, SUM_DIM16, MAX_DIM, COPY4,
+            ATTENTION_FORWARD16, ATTENTION_BACKWARD_DKDV16, ATTENTION_BACKWARD_DQ16, ATTENTION_FORWARD_TC,
+            ATTENTION_BACKWARD_DKDV_TC, ATTENTION_BACKWARD_DQ_TC, SUM_DIM, SUM_DIM16, MAX_DIM, COPY4,
             COPY4_16, IOTA);
 
     private CudaKernelTable() {

@@ -902,6 +902,52 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         return tile;
     }
 
+    /** Threads per block of the tensor-core attention kernels (four warps). */
+    static final int ATTENTION_TC_BLOCK = 128;
+    /** Rows a tensor-core attention block owns: queries (forward, dq) or keys (dk/dv), 16 per warp. */
+    static final int ATTENTION_TC_ROWS = 64;
+    /** Rows of the other operand per staged tile of the tensor-core attention kernels. */
+    static final int ATTENTION_TC_TILE = 32;
+    /** Largest head dimension the tensor-core attention kernels take (padded to 32 or 64 in shared memory). */
+    static final int ATTENTION_TC_MAX_D = 64;
+
+    /**
+     * @return whether the 16-bit attention of head dimension {@code d} runs on tensor cores ({@code d} at most
+     *     {@value #ATTENTION_TC_MAX_D}, as GPT-2's 64); else it runs on the CUDA-core kernels
+     */
+    static boolean attentionOnTensorCores(int d) {
+        return d <= ATTENTION_TC_MAX_D;
+    }
+
+    /**
+     * @return dynamic shared memory of one tensor-core attention launch, in bytes, at head dimension {@code d}
+     *     (padded to {@code D} = 32 or 64), as the kernels lay it out: the forward holds a float32 output tile and
+     *     score tile, the maxima and sums, and 16-bit q, k, v and probability tiles; each backward pass holds
+     *     16-bit tiles of its own rows (two operands), of the other operand's tile (two), a float32 product tile,
+     *     two 16-bit element-wise tiles, and lse and D of the query rows it sees
+     */
+    static int attentionTensorCoreShared(TcPass pass, int d) {
+        int dd = d <= 32 ? 32 : 64;
+        int rows = ATTENTION_TC_ROWS;
+        int tile = ATTENTION_TC_TILE;
+        int floats = switch (pass) {
+            case FORWARD -> rows * dd + rows * tile + 2 * rows + (rows * dd + 2 * tile * dd + rows * tile) / 2;
+            case DKDV -> (2 * rows * dd + 2 * tile * dd) / 2 + rows * tile + rows * tile + 2 * tile;
+            case DQ -> (2 * rows * dd + 2 * tile * dd) / 2 + rows * tile + rows * tile + 2 * rows;
+        };
+        return floats * Float.BYTES;
+    }
+
+    /** The tensor-core attention's launches: the forward, then the backward's dk/dv and dq passes. */
+    enum TcPass { FORWARD, DKDV, DQ }
+
+    private static LaunchConfig attentionTensorCoreLaunch(TcPass pass, int batchHeads, int t, int d) {
+        attentionTile(batchHeads, d);   // the grid's limit
+        int blocks = (t + ATTENTION_TC_ROWS - 1) / ATTENTION_TC_ROWS;
+        return new LaunchConfig(batchHeads == 0 ? 0 : blocks, batchHeads, ATTENTION_TC_BLOCK,
+                attentionTensorCoreShared(pass, d));
+    }
+
     private static LaunchConfig attentionLaunch(int batchHeads, int t, int sharedFloats) {
         int blocks = (t + ATTENTION_BLOCK - 1) / ATTENTION_BLOCK;
         return new LaunchConfig(batchHeads == 0 ? 0 : blocks, batchHeads, ATTENTION_BLOCK, sharedFloats * Float.BYTES);
@@ -945,6 +991,15 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                                    long rowStride, int t, int d, float scale, boolean causal, MemorySegment q,
                                    long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
                                    MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
+        if (attentionOnTensorCores(d)) {
+            LaunchConfig config = attentionTensorCoreLaunch(TcPass.FORWARD, batchHeads, t, d);
+            if (!config.isEmpty()) {
+                gpu.launch(CudaKernelTable.ATTENTION_FORWARD_TC, config, stream, type, ptr16(q, qOff), ptr16(k, kOff),
+                        ptr16(v, vOff), ptr(out, outOff), ptr(lse, lseOff), t, d, scale, causal ? 1 : 0, heads,
+                        batchStride, headStride, rowStride);
+            }
+            return;
+        }
         int tile = attentionTile(batchHeads, d);
         LaunchConfig config = attentionLaunch(batchHeads, t, 2 * tile * d);
         if (!config.isEmpty()) {
@@ -962,12 +1017,27 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                                     long outOff, MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
                                     MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
                                     long dvOff) {
+        int c = causal ? 1 : 0;
+        if (attentionOnTensorCores(d)) {
+            LaunchConfig config = attentionTensorCoreLaunch(TcPass.DKDV, batchHeads, t, d);
+            if (config.isEmpty()) {
+                return;
+            }
+            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV_TC, config, stream, type, ptr16(q, qOff),
+                    ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), ptr16(dout, doutOff),
+                    ptr(dk, dkOff), ptr(dv, dvOff), t, d, scale, c, heads, batchStride, headStride, rowStride,
+                    doutBatchStride, doutHeadStride, doutRowStride);
+            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ_TC, attentionTensorCoreLaunch(TcPass.DQ, batchHeads, t, d),
+                    stream, type, ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff),
+                    ptr(lse, lseOff), ptr16(dout, doutOff), ptr(dq, dqOff), t, d, scale, c, heads, batchStride,
+                    headStride, rowStride, doutBatchStride, doutHeadStride, doutRowStride);
+            return;
+        }
         int tile = attentionTile(batchHeads, d);
         LaunchConfig config = attentionLaunch(batchHeads, t, 2 * tile * d + 2 * tile);
         if (config.isEmpty()) {
             return;
         }
-        int c = causal ? 1 : 0;
         gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV16, config, stream, type, ptr16(q, qOff), ptr16(k, kOff),
                 ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), ptr16(dout, doutOff), ptr(dk, dkOff),
                 ptr(dv, dvOff), t, d, scale, c, tile, heads, batchStride, headStride, rowStride, doutBatchStride,

@@ -1,5 +1,6 @@
 package io.vram4j.compute.cuda;
 
+import io.vram4j.compute.Half;
 import io.vram4j.device.cuda.CudaDevice;
 import io.vram4j.device.cuda.CudaException;
 import io.vram4j.device.cuda.CudaModule;
@@ -25,6 +26,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -123,6 +125,46 @@ class KernelEmulatorTest {
         }
         assertEquals(0, seen[0][n - 1]);
         assertTrue(Float.isNaN(seen[1][n - 1]));
+    }
+
+    /**
+     * The warp matrix functions: a 16 x 16 x 16 product of one warp, each thread storing its lane's elements (so the
+     * whole tile is there only once all 32 did), and a misaligned pointer reported by name, as the CUDA programming
+     * guide requires 256-bit aligned tiles.
+     */
+    @Test
+    void warpMatrixProductsComputeAndCheckAlignment() throws Throwable {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment ma = a.allocate(2 * 16 * 16 + 64, 32);
+            MemorySegment mb = a.allocate(2 * 16 * 16, 32);
+            MemorySegment mc = a.allocate(4 * 16 * 16, 32);
+            int[][] x = new int[16][16];
+            int[][] y = new int[16][16];
+            for (int i = 0; i < 16; i++) {
+                for (int j = 0; j < 16; j++) {
+                    x[i][j] = (i * 3 + j * 5) % 7 - 3;
+                    y[i][j] = (i * 2 + j) % 5 - 2;
+                    ma.setAtIndex(JAVA_SHORT, i * 16 + j, Half.floatToFp16(x[i][j]));
+                    mb.setAtIndex(JAVA_SHORT, i + j * 16, Half.floatToFp16(y[i][j]));   // column-major
+                }
+            }
+            assertEquals(new Outcome(0, ""), run(a, "t_wmma", new int[] {1, 1, 1, 32, 1, 1, 0}, ma.address(),
+                    mb.address(), mc.address(), 0));
+            for (int i = 0; i < 16; i++) {
+                for (int j = 0; j < 16; j++) {
+                    int s = 1;
+                    for (int k = 0; k < 16; k++) {
+                        s += x[i][k] * y[k][j];
+                    }
+                    assertEquals(s, mc.getAtIndex(JAVA_FLOAT, i * 16 + j), "c[" + i + "][" + j + "]");
+                }
+            }
+            Outcome misaligned = run(a, "t_wmma", new int[] {1, 1, 1, 32, 1, 1, 0}, ma.address(), mb.address(),
+                    mc.address(), 8);
+            assertEquals(2, misaligned.code(), misaligned.message());
+            assertTrue(misaligned.message().contains("load_matrix_sync") && misaligned.message().contains(
+                    "not 32-byte aligned"), misaligned.message());
+        }
     }
 
     @Test

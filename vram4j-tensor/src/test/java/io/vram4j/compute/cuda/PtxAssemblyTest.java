@@ -65,7 +65,10 @@ class PtxAssemblyTest {
 
     /** @return the most threads a block of this entry is launched with */
     private static int largestBlock(String entry) {
-        return entry.startsWith("v4j_attention_") ? CudaKernels.ATTENTION_BLOCK : LaunchConfig.MAX_BLOCK;
+        if (entry.startsWith("v4j_attention_")) {
+            return entry.endsWith("_tc") ? CudaKernels.ATTENTION_TC_BLOCK : CudaKernels.ATTENTION_BLOCK;
+        }
+        return LaunchConfig.MAX_BLOCK;
     }
 
     @Test
