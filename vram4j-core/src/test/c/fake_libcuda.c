@@ -20,7 +20,9 @@
  *    touch the host side when they run; pageable host memory is read at the call and written before it returns, as
  *    the driver stages it;
  *  - counters of live objects (fake_cuda_live) let tests check that nothing leaks; "host_waits" counts the calls
- *    that make the host wait for queued work (synchronizes, synchronous copies), which a GPU program keeps few;
+ *    that make the host wait for queued work (synchronizes, synchronous copies), which a GPU program keeps few, and
+ *    "launches_at_first_wait" the kernel launches made when the first wait since fake_cuda_reset_first_wait came
+ *    (so a test can check that a step queues all its work before it waits);
  *  - a trace (fake_cuda_trace_start / fake_cuda_trace_read) lists the host-alloc, copy, event, wait and launch
  *    calls in order with their streams, so tests can check the order a GPU would see them in;
  *  - modules keep their PTX text: cuModuleGetFunction finds an entry only if the text declares it, and
@@ -72,6 +74,7 @@ static long calls_set_current;
 static long live_modules, launches;
 static long queued_ops, deferred_runs; /* work queued on streams now; queued work run so far */
 static long host_waits; /* calls that made the host wait for queued work: synchronizes and synchronous copies */
+static long launches_at_first_wait = -1; /* launches made when the first host wait since the last reset came; -1: none */
 static fake_stream legacy_stream;
 static fake_stream *created_streams; /* every stream cuStreamCreate made, dead ones too */
 static fake_mapping mappings[MAX_MAPPINGS];
@@ -80,7 +83,22 @@ static __thread CUcontext current_ctx;
 static char the_context; /* the primary context's identity */
 static CUresult init_result = CUDA_SUCCESS;
 
+/* A host wait: counted, and the launches made by then kept at the first one since fake_cuda_reset_first_wait.
+   Called under the lock. */
+static void count_host_wait(void) {
+    host_waits++;
+    if (launches_at_first_wait < 0) {
+        launches_at_first_wait = launches;
+    }
+}
+
 /* Test hooks (not CUDA API). */
+void fake_cuda_reset_first_wait(void) {
+    pthread_mutex_lock(&lock);
+    launches_at_first_wait = -1;
+    pthread_mutex_unlock(&lock);
+}
+
 void fake_cuda_configure(int device_count, size_t total) {
     pthread_mutex_lock(&lock);
     devices = device_count;
@@ -106,6 +124,9 @@ long fake_cuda_live(const char *what) {
     if (!strcmp(what, "queued")) { pthread_mutex_lock(&lock); long n = queued_ops; pthread_mutex_unlock(&lock); return n; }
     if (!strcmp(what, "deferred_runs")) { pthread_mutex_lock(&lock); long n = deferred_runs; pthread_mutex_unlock(&lock); return n; }
     if (!strcmp(what, "host_waits")) { pthread_mutex_lock(&lock); long n = host_waits; pthread_mutex_unlock(&lock); return n; }
+    if (!strcmp(what, "launches_at_first_wait")) {
+        pthread_mutex_lock(&lock); long n = launches_at_first_wait; pthread_mutex_unlock(&lock); return n;
+    }
     return -1;
 }
 
@@ -320,7 +341,7 @@ CUresult cuCtxSetCurrent(CUcontext ctx) {
 CUresult cuCtxSynchronize(void) {
     NEED_CONTEXT();
     pthread_mutex_lock(&lock);
-    host_waits++;
+    count_host_wait();
     drain_all();
     CUresult r = sticky;
     pthread_mutex_unlock(&lock);
@@ -453,7 +474,7 @@ static int pinned(const void *p, size_t n);
 
 static CUresult copy_now(void *d, const void *s, size_t n) {
     pthread_mutex_lock(&lock);
-    host_waits++;
+    count_host_wait();
     drain(&legacy_stream, 0);
     CUresult r = sticky;
     if (r == CUDA_SUCCESS) memmove(d, s, n);
@@ -489,7 +510,7 @@ CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream st) {
     NEED_CONTEXT();
     if (pinned(d, n)) return queue_copy(st, d, (const void *) s, n, 0);
     pthread_mutex_lock(&lock);
-    host_waits++;
+    count_host_wait();
     drain(stream_of(st), 0);
     CUresult r = sticky;
     if (r == CUDA_SUCCESS) memmove(d, (const void *) s, n);
@@ -540,7 +561,7 @@ CUresult cuStreamDestroy(CUstream s) {
 CUresult cuStreamSynchronize(CUstream s) {
     NEED_CONTEXT();
     pthread_mutex_lock(&lock);
-    host_waits++;
+    count_host_wait();
     drain(stream_of(s), 0);
     CUresult r = sticky;
     pthread_mutex_unlock(&lock);
@@ -606,7 +627,7 @@ CUresult cuEventSynchronize(CUevent e) {
     NEED_CONTEXT();
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&lock);
-    host_waits++;
+    count_host_wait();
     fake_event *ev = (fake_event *) e;
     if (ev->stream) drain(ev->stream, ev->seq);
     CUresult r = sticky;

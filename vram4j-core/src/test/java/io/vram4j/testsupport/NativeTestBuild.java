@@ -94,6 +94,18 @@ public final class NativeTestBuild {
         }
     }
 
+    /**
+     * Forgets the fake driver's first host wait ({@code fake_cuda_reset_first_wait}): the next wait sets
+     * {@code fakeDriverLive("launches_at_first_wait")} to the kernel launches made by then (-1 until a wait comes).
+     */
+    public static void fakeDriverResetFirstWait() {
+        try {
+            LiveHook.RESET_FIRST_WAIT.invokeExact();
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
     /** Starts the fake driver's call trace afresh ({@code fake_cuda_trace_start}). */
     public static void fakeDriverTraceStart() {
         try {
@@ -123,6 +135,8 @@ public final class NativeTestBuild {
         static final MethodHandle LIVE = fakeDriverHook("fake_cuda_live",
                 FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
         static final MethodHandle TRACE_START = fakeDriverHook("fake_cuda_trace_start", FunctionDescriptor.ofVoid());
+        static final MethodHandle RESET_FIRST_WAIT = fakeDriverHook("fake_cuda_reset_first_wait",
+                FunctionDescriptor.ofVoid());
         static final MethodHandle TRACE_READ = fakeDriverHook("fake_cuda_trace_read",
                 FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
     }

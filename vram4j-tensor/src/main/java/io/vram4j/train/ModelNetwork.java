@@ -177,10 +177,14 @@ abstract class ModelNetwork implements Network {
                 }
             } else {
                 Tensor[] lossAndLogits = forwardLoss(xy[0], xy[1], true);
-                StepStats s = stats(lossAndLogits[1], lossAndLogits[0], xy[1], size);
-                lossSum[0] += s.lossSum();
-                correct[0] += s.correct();
-                accumulation.backward(lossAndLogits[0]); // divides by N, steps every N-th batch, zero_grad(set_to_none)
+                // the predictions are taken now, read once the backward pass and the step are queued: the host
+                // waits for the device only at the step's end, as loss.item() after optimizer.step() in PyTorch
+                try (Readback pending = readback(lossAndLogits[1], lossAndLogits[0], xy[1], size)) {
+                    accumulation.backward(lossAndLogits[0]); // divides by N, steps every N-th batch, zero_grad(set_to_none)
+                    StepStats s = pending.read();
+                    lossSum[0] += s.lossSum();
+                    correct[0] += s.correct();
+                }
             }
         }
         return new StepStats(lossSum[0], correct[0], size * predictionsPerSample());
@@ -215,31 +219,56 @@ abstract class ModelNetwork implements Network {
     }
 
     /**
-     * @return loss summed over predictions and correct predictions (NaN and 0 on {@code sim}, where the argmax is
-     *     allocated all the same, so that a simulated step allocates exactly as a real one; reading the values
-     *     back allocates no device memory, and the sim synchronizes the compute stream as reading back does)
+     * @return loss summed over predictions and correct predictions, read at once (see {@link Readback#read})
      */
     private StepStats stats(Tensor logits, Tensor loss, Tensor targets, int samples) {
-        int n = samples * predictionsPerSample();
-        long[] predicted;
-        long[] truth;
-        try (NoGrad noGrad = NoGrad.enter(); Tensor argmax = logits.argmax(-1, false)) {
+        try (Readback pending = readback(logits, loss, targets, samples)) {
+            return pending.read();
+        }
+    }
+
+    /** @return the step's predictions ({@code logits}' argmax, on the device), to be read with its loss later */
+    private Readback readback(Tensor logits, Tensor loss, Tensor targets, int samples) {
+        try (NoGrad noGrad = NoGrad.enter()) {
+            return new Readback(logits.argmax(-1, false), loss, targets, samples * predictionsPerSample());
+        }
+    }
+
+    /**
+     * What a step reads back: its predictions (owned, closed with this), loss and targets (the caller's).
+     *
+     * @param n predictions in the batch
+     */
+    private record Readback(Tensor argmax, Tensor loss, Tensor targets, int n) implements AutoCloseable {
+        /**
+         * @return loss summed over predictions and correct predictions (NaN and 0 on {@code sim}, where the argmax
+         *     is allocated all the same, so that a simulated step allocates exactly as a real one; reading the
+         *     values back allocates no device memory, and the sim synchronizes the compute stream as reading back
+         *     does)
+         */
+        StepStats read() {
+            Device dev = argmax.device();
             if (dev.isSimulated()) {
                 // the read-back below waits for the compute stream (HostAccess): so does the sim, so that the
                 // events of blocks used by it (recordStream, e.g. batches from a side stream) complete as there
                 dev.stream().synchronize();
                 return new StepStats(Double.NaN, 0, n);
             }
-            predicted = argmax.toLongArray();
-            truth = targets.toLongArray();
-        }
-        int correct = 0;
-        for (int i = 0; i < predicted.length; i++) {
-            if (predicted[i] == truth[i]) {
-                correct++;
+            long[] predicted = argmax.toLongArray();
+            long[] truth = targets.toLongArray();
+            int correct = 0;
+            for (int i = 0; i < predicted.length; i++) {
+                if (predicted[i] == truth[i]) {
+                    correct++;
+                }
             }
+            return new StepStats((double) loss.item() * n, correct, n);
         }
-        return new StepStats((double) loss.item() * n, correct, n);
+
+        @Override
+        public void close() {
+            argmax.close();
+        }
     }
 
     /** @return the loss scaler's statistics, or null without fp16 */

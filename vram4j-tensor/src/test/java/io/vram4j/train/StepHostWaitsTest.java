@@ -25,7 +25,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * On a GPU the host queues work and the device runs it later; each time the host waits for the device (a stream
  * synchronize, a synchronous copy) the queue runs dry and the GPU idles until the host has queued more. A training
  * step should wait only where it reads values back (the loss and the predictions, as {@code loss.item()} in
- * PyTorch's loop). Counted here on {@code cuda} over the stand-in driver ({@code fake_cuda_live("host_waits")}):
+ * PyTorch's loop), and only once all its work is queued (a wait before the backward pass would leave the GPU idle
+ * while the host queues it). Counted here on {@code cuda} over the stand-in driver ({@code fake_cuda_live("host_waits")}):
  * writes from the host, zero fills and device-to-device copies are queued on the compute stream, and the waits of a
  * step do not grow with the model's depth. Values still come back right: the stand-in runs queued copies and fills
  * in stream order when the host waits, so a write queued out of order would read back wrong.
@@ -78,7 +79,11 @@ class StepHostWaitsTest {
     private long stepWaits(Trainer trainer, Batch batch) {
         trainer.trainStep(batch);    // the first step allocates the optimizer state
         long before = waits();
+        NativeTestBuild.fakeDriverResetFirstWait();
         trainer.trainStep(batch);
+        long launched = NativeTestBuild.fakeDriverLive("launches");
+        assertEquals(launched, NativeTestBuild.fakeDriverLive("launches_at_first_wait"),
+                "every kernel of the step (forward, backward, optimizer) is queued before the step first waits");
         return waits() - before;
     }
 
