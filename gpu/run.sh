@@ -20,7 +20,8 @@
 #                 the 784-512-512-10 MLP) beside gpu/techniques_pytorch.py: eager, then torch.compile for at most
 #                 COMPILE_SECONDS (default 60; the rows it finished are kept; TECH_MODES=eager leaves it out)
 #   gpt2          the same at GPT-2-small size (12 blocks of width 768, 12 heads, context 1024), then bf16 and
-#                 float32 dry runs with every kernel timed (VRAM4J_KERNEL_TIMES: gpt2-kernels.txt, -f32.txt) beside
+#                 float32 dry runs with every kernel timed (VRAM4J_KERNEL_TIMES: gpt2-kernels.txt, -f32.txt; and
+#                 bf16 with VRAM4J_CUDA_ATTENTION=cuda-cores, -cudacores.txt, against the tensor-core attention) beside
 #                 torch.profiler's times of one eager bf16 step (gpt2-kernels-pytorch.txt)
 #   attention     ./vram4j bench attention --device cuda at contexts 256, 512, 1024 (fused vs unfused)
 #   lm            ./vram4j train --model transformer --device cuda, one short epoch, with a sample
@@ -216,6 +217,10 @@ stage_gpt2() {
   VRAM4J_KERNEL_TIMES="$LOG/gpt2-kernels.txt" "${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --dry-run --device cuda \
     --model transformer --layers 12 --hidden 768 --heads 12 --block-size 1024 --batch-size 8 --amp bf16 \
     > "$LOG/gpt2-kernels-run.txt" 2>&1 || rc=1
+  # the same bf16 run with the 16-bit attention on the CUDA-core kernels: what the tensor-core kernels save
+  VRAM4J_CUDA_ATTENTION=cuda-cores VRAM4J_KERNEL_TIMES="$LOG/gpt2-kernels-cudacores.txt" "${JAVA[@]}" -jar \
+    "$B/lib/vram4j.jar" train --dry-run --device cuda --model transformer --layers 12 --hidden 768 --heads 12 \
+    --block-size 1024 --batch-size 8 --amp bf16 > "$LOG/gpt2-kernels-cudacores-run.txt" 2>&1 || rc=1
   # and in float32, for issue 10's "bf16 at least 25% faster than float32" (which kernels do not get faster)
   VRAM4J_KERNEL_TIMES="$LOG/gpt2-kernels-f32.txt" "${JAVA[@]}" -jar "$B/lib/vram4j.jar" train --dry-run \
     --device cuda --model transformer --layers 12 --hidden 768 --heads 12 --block-size 1024 --batch-size 8 \
@@ -345,6 +350,7 @@ done
     [[ -s "$LOG/$f" ]] && { echo; echo "-- $f"; grep -v -i 'incubator modules' "$LOG/$f"; }
   done
   [[ -s "$LOG/gpt2-kernels.txt" ]] && { echo; echo "-- gpt2-kernels.txt (top 25)"; head -27 "$LOG/gpt2-kernels.txt"; }
+  [[ -s "$LOG/gpt2-kernels-cudacores.txt" ]] && { echo; echo "-- attention on CUDA cores (gpt2-kernels-cudacores.txt)"; grep -i "attention\|total" "$LOG/gpt2-kernels-cudacores.txt" | head -8; }
   [[ -s "$LOG/gpt2-kernels-f32.txt" ]] && { echo; echo "-- gpt2-kernels-f32.txt (top 15)"; head -17 "$LOG/gpt2-kernels-f32.txt"; }
   [[ -s "$LOG/gpt2-kernels-pytorch.txt" ]] && { echo; echo "-- gpt2-kernels-pytorch.txt"; head -32 "$LOG/gpt2-kernels-pytorch.txt"; }
 } > "$LOG/summary.txt"

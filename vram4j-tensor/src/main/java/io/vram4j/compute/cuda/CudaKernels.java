@@ -48,6 +48,8 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     private final GpuQueue gpu;
     private final boolean simulated;
     private final Map<String, String> env;
+    /** False when {@link #ATTENTION_ENV} rules the tensor-core attention out. */
+    private final boolean tensorCoreAttention;
     private final ComputeCapability capability;
     private boolean blasStarted;
     private long workspace;
@@ -60,6 +62,32 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         this.simulated = simulated;
         this.env = env;
         this.capability = capability;
+        this.tensorCoreAttention = tensorCoreAttention(env);
+    }
+
+    /**
+     * The variable that chooses the 16-bit fused attention's kernels: {@code tensor-cores} (the default; head
+     * dimensions up to {@value #ATTENTION_TC_MAX_D}, above that the CUDA-core kernels run) or {@code cuda-cores}
+     * (the CUDA-core kernels at every head dimension: the float32 kernels' arithmetic on the widened inputs), for
+     * comparing the two on a GPU or ruling the tensor-core kernels out.
+     */
+    public static final String ATTENTION_ENV = "VRAM4J_CUDA_ATTENTION";
+
+    /**
+     * @return whether {@code env} leaves the 16-bit attention on tensor cores ({@link #ATTENTION_ENV})
+     * @throws IllegalArgumentException for another value than {@code tensor-cores} or {@code cuda-cores} (one line
+     *     naming the variable)
+     */
+    static boolean tensorCoreAttention(Map<String, String> env) {
+        String value = env.get(ATTENTION_ENV);
+        if (value == null || value.isEmpty() || value.equals("tensor-cores")) {
+            return true;
+        }
+        if (value.equals("cuda-cores")) {
+            return false;
+        }
+        throw new IllegalArgumentException(ATTENTION_ENV + "='" + value + "': expected tensor-cores (the default) or "
+                + "cuda-cores");
     }
 
     /**
@@ -82,8 +110,9 @@ public final class CudaKernels implements Kernels, AutoCloseable {
      * {@code VRAM4J_LIBCUBLAS} at a library or to set {@code CUBLAS_WORKSPACE_CONFIG} from a program.
      *
      * @param env the variables read: {@code VRAM4J_LIBCUBLAS}, {@code CUDA_HOME}, {@code PYTHONPATH},
-     *     {@code VIRTUAL_ENV}, {@code CONDA_PREFIX}, {@code HOME} ({@link CublasLocator}) and
-     *     {@code CUBLAS_WORKSPACE_CONFIG} ({@link CublasWorkspace})
+     *     {@code VIRTUAL_ENV}, {@code CONDA_PREFIX}, {@code HOME} ({@link CublasLocator}),
+     *     {@code CUBLAS_WORKSPACE_CONFIG} ({@link CublasWorkspace}) and {@link #ATTENTION_ENV}
+     * @throws IllegalArgumentException also for a value of {@link #ATTENTION_ENV} it does not know
      */
     public static CudaKernels create(CachingAllocator allocator, Stream stream, Map<String, String> env) {
         Map<String, String> e = Map.copyOf(env);
@@ -913,10 +942,11 @@ public final class CudaKernels implements Kernels, AutoCloseable {
 
     /**
      * @return whether the 16-bit attention of head dimension {@code d} runs on tensor cores ({@code d} at most
-     *     {@value #ATTENTION_TC_MAX_D}, as GPT-2's 64); else it runs on the CUDA-core kernels
+     *     {@value #ATTENTION_TC_MAX_D}, as GPT-2's 64, unless {@link #ATTENTION_ENV} says {@code cuda-cores}); else
+     *     it runs on the CUDA-core kernels
      */
-    static boolean attentionOnTensorCores(int d) {
-        return d <= ATTENTION_TC_MAX_D;
+    boolean attentionOnTensorCores(int d) {
+        return tensorCoreAttention && d <= ATTENTION_TC_MAX_D;
     }
 
     /**

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
+import java.util.Map;
+
 /**
  * The fused attention kernels' shared-memory tiles (computed in Java, launched with the tile as a parameter):
  * two tiles of {@code d} floats plus two floats a row within the 48 KiB every CUDA GPU grants, 64 rows at most;
@@ -34,5 +36,35 @@ class AttentionLaunchTest {
         assertTrue(e.getMessage().startsWith("d: a head dimension of 1073741823 does not fit"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> CudaKernels.attentionTile(65536, 64));
         assertEquals("batchHeads: 65536 problems exceed one launch's gridDim.y (65535)", e.getMessage());
+    }
+
+    /**
+     * The tensor-core kernels' shared memory, as their layouts in vram4j_kernels.cu add up (head dimension padded to
+     * 32 or 64; 64 rows owned, tiles of 32): under 48 KiB at every head dimension they take.
+     */
+    @Test
+    void tensorCoreLaunchesFitSharedMemory() {
+        assertEquals(45_568, CudaKernels.attentionTensorCoreShared(CudaKernels.TcPass.FORWARD, 64));
+        assertEquals(41_216, CudaKernels.attentionTensorCoreShared(CudaKernels.TcPass.DKDV, 64));
+        assertEquals(41_472, CudaKernels.attentionTensorCoreShared(CudaKernels.TcPass.DQ, 64));
+        assertEquals(29_184, CudaKernels.attentionTensorCoreShared(CudaKernels.TcPass.FORWARD, 32));
+        assertEquals(28_928, CudaKernels.attentionTensorCoreShared(CudaKernels.TcPass.DKDV, 20));
+        assertEquals(29_184, CudaKernels.attentionTensorCoreShared(CudaKernels.TcPass.DQ, 1));
+        for (int d = 1; d <= CudaKernels.ATTENTION_TC_MAX_D; d++) {
+            for (CudaKernels.TcPass pass : CudaKernels.TcPass.values()) {
+                assertTrue(CudaKernels.attentionTensorCoreShared(pass, d) <= CudaKernels.ATTENTION_SHARED_BYTES,
+                        pass + " d " + d);
+            }
+        }
+    }
+
+    @Test
+    void theEnvironmentChoosesTheSixteenBitAttentionsKernels() {
+        assertTrue(CudaKernels.tensorCoreAttention(Map.of()));
+        assertTrue(CudaKernels.tensorCoreAttention(Map.of(CudaKernels.ATTENTION_ENV, "tensor-cores")));
+        assertEquals(false, CudaKernels.tensorCoreAttention(Map.of(CudaKernels.ATTENTION_ENV, "cuda-cores")));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> CudaKernels.tensorCoreAttention(Map.of(CudaKernels.ATTENTION_ENV, "wmma")));
+        assertEquals("VRAM4J_CUDA_ATTENTION='wmma': expected tensor-cores (the default) or cuda-cores", e.getMessage());
     }
 }

@@ -985,6 +985,35 @@ class GpuCudaKernelsTest {
     }
 
     /**
+     * {@code VRAM4J_CUDA_ATTENTION=cuda-cores} runs the 16-bit attention at d 64 on the CUDA-core kernels: the CPU
+     * kernels' values up to float32's last bits, which the tensor-core kernels' rounding of p (a unit of 16-bit
+     * roundoff) would not meet.
+     */
+    @Test
+    void theCudaCoreAttentionCanBeChosen() {
+        int bh = 2;
+        int t = 70;
+        int d = 64;
+        int n = bh * t * d;
+        float scale = 0.125f;
+        short[] q = halves(Kernels.BFLOAT16, n, -2, 2);
+        short[] k = halves(Kernels.BFLOAT16, n, -2, 2);
+        short[] v = halves(Kernels.BFLOAT16, n, -2, 2);
+        float[][] e = {new float[n], new float[bh * t]};
+        CPU.attentionForward16(Kernels.BFLOAT16, bh, 1, (long) t * d, 0, d, t, d, scale, true,
+                MemorySegment.ofArray(q), 0, MemorySegment.ofArray(k), 0, MemorySegment.ofArray(v), 0,
+                MemorySegment.ofArray(e[0]), 0, MemorySegment.ofArray(e[1]), 0);
+        try (CudaKernels cores = CudaKernels.create(alloc, gpu.defaultStream(),
+                java.util.Map.of(CudaKernels.ATTENTION_ENV, "cuda-cores"))) {
+            MemorySegment[] g = {empty(n), empty(bh * t)};
+            cores.attentionForward16(Kernels.BFLOAT16, bh, 1, (long) t * d, 0, d, t, d, scale, true, onGpu(q), 0,
+                    onGpu(k), 0, onGpu(v), 0, g[0], 0, g[1], 0);
+            closeSums(e[0], back(g[0], n), t, "cuda-core attention out");
+            closeSums(e[1], back(g[1], bh * t), t, "cuda-core attention lse");
+        }
+    }
+
+    /**
      * Holds a tensor-core attention result to the CPU kernels' within what rounding the probabilities (or ds) to
      * {@code type} allows: every element within 3 units of roundoff ({@code 2^-11} float16, {@code 2^-8}
      * bfloat16) of the largest magnitude of {@code expected} (the emulated GPU's worst, over d 20 to 64, both types,
