@@ -270,6 +270,11 @@ public final class BackwardOps {
         Ops.open(g, q, k, v, out, lse);
         FusedAttention.Dims n = FusedAttention.Dims.of(q);
         Tensor[] grads = new Tensor[3];
+        // the 16-bit kernels read the saved output contiguous: one 16-bit copy of it when it has PyTorch's
+        // [B, T, H, d] layout (FusedAttention.output), which the float32 path gathers anyway
+        Tensor contiguousOut = out.device.hasStorage() && out.dtype != DType.FLOAT32 && out.storage.deviceMemory()
+                && !out.isContiguous() ? Host.contiguousCopy(out) : null;
+        out = contiguousOut != null ? contiguousOut : out;
         try {
             for (int i = 0; i < 3; i++) {
                 grads[i] = like(q, q.shape);
@@ -324,6 +329,10 @@ public final class BackwardOps {
                 }
             }
             throw e;
+        } finally {
+            if (contiguousOut != null) {
+                contiguousOut.close();
+            }
         }
     }
 }

@@ -45,14 +45,15 @@ final class FusedAttention {
     static Tensor forward(Tensor q, Tensor k, Tensor v, boolean causal, float scale) {
         Ops.open(q, k, v);
         Dims n = Dims.of(q);
-        Tensor out = Tensor.allocate(q.device, q.dtype, q.shape.clone());
+        Tensor out = output(q);
         Tensor lse = null;
         try {
             lse = Tensor.allocate(q.device, DType.FLOAT32, Arrays.copyOf(q.shape, q.shape.length - 1));
             if (q.device.hasStorage()) {
                 // 16-bit inputs in device memory are read in place, strided too (the heads split off one
-                // projection), and the float32 output narrowed once; anything else is widened below
-                int half = Host.halfKernelType(out);
+                // projection), and the float32 output narrowed once into out's layout; anything else is widened
+                // below
+                int half = out.storage.deviceMemory() ? Host.halfType(out.dtype) : -1;
                 Rows16 rows = half >= 0 ? Rows16.shared(q, k, v) : null;
                 if (rows != null) {
                     try (Scratch sc = new Scratch()) {
@@ -86,6 +87,23 @@ final class FusedAttention {
             }
         }
         return out;
+    }
+
+    /**
+     * @return a new output for {@code q}: its shape and dtype; for {@code [B, H, T, d]} stored as {@code [B, T, H, d]}
+     *     (strides {@code (T H d, d, H d, 1)}), as PyTorch's flash attention allocates its output, so that merging
+     *     the heads back ({@code out.transpose(1, 2).reshape(B, T, H d)}) is a view, not a copy the next
+     *     projection would save beside this output; contiguous for other ranks
+     */
+    static Tensor output(Tensor q) {
+        int[] s = q.shape;
+        if (s.length != 4) {
+            return Tensor.allocate(q.device, q.dtype, s.clone());
+        }
+        long bytes = Math.multiplyExact(Shapes.numel(s), q.dtype.byteSize());
+        Storage storage = Storage.allocate(q.device, q.device.stream(), bytes, s.clone(), q.dtype);
+        long[] strides = {(long) s[2] * s[1] * s[3], s[3], (long) s[1] * s[3], 1};
+        return new Tensor(storage, q.dtype, s.clone(), strides, 0);
     }
 
     /**

@@ -79,7 +79,7 @@ final class Host {
      */
     static int halfKernelType(Tensor... ts) {
         DType d = ts[0].dtype;
-        if (d != DType.FLOAT16 && d != DType.BFLOAT16) {
+        if (halfType(d) < 0) {
             return -1;
         }
         for (Tensor t : ts) {
@@ -87,7 +87,12 @@ final class Host {
                 return -1;
             }
         }
-        return d == DType.FLOAT16 ? Kernels.FLOAT16 : Kernels.BFLOAT16;
+        return halfType(d);
+    }
+
+    /** @return {@link Kernels#FLOAT16} or {@link Kernels#BFLOAT16} for those dtypes, else -1 */
+    static int halfType(DType d) {
+        return d == DType.FLOAT16 ? Kernels.FLOAT16 : d == DType.BFLOAT16 ? Kernels.BFLOAT16 : -1;
     }
 
     private static boolean sixteenBitOnDevice(Tensor t) {
@@ -275,7 +280,7 @@ final class Host {
 
     static F32View write(Tensor out, Scratch sc) {
         long[] cs = Shapes.contiguousStrides(out.shape);
-        if (out.dtype == DType.FLOAT32) {
+        if (writtenInPlace(out)) {
             return view(out, cs);
         }
         if (out.storage.deviceMemory()) {
@@ -287,13 +292,40 @@ final class Host {
 
     /** Stores results written to a {@link #write} view into {@code out} (converting from scratch when needed). */
     static void commit(Tensor out, F32View w) {
-        if (out.dtype != DType.FLOAT32 && w.device()) {
+        if (writtenInPlace(out)) {
+            return;
+        }
+        if (w.device()) {
             convert(out.device, out.shape, w.seg, DType.FLOAT32, w.off, w.strides,
                     out.storage.kernelSegment(), out.dtype, out.offset, out.strides);
-        } else if (out.dtype != DType.FLOAT32) {
+        } else {
             copy(out.device.kernels(), out.shape, w.seg, DType.FLOAT32, w.off, w.strides,
                     out.storage.segment(), out.dtype, out.offset, out.strides);
         }
+    }
+
+    /**
+     * @return whether kernels write {@code out} itself ({@link #write}): float32 and contiguous; anything else
+     *     (another dtype, or a strided float32 tensor such as the fused attention's output in PyTorch's layout) is
+     *     written to scratch and stored by {@link #commit}
+     */
+    private static boolean writtenInPlace(Tensor out) {
+        return out.dtype == DType.FLOAT32 && out.isContiguous();
+    }
+
+    /**
+     * @return a contiguous copy of {@code t} of its dtype on its device, which the caller closes (the copy kernels
+     *     of {@link #copyTo}; nothing recorded for autograd)
+     */
+    static Tensor contiguousCopy(Tensor t) {
+        Tensor c = Tensor.allocate(t.device, t.dtype, t.shape.clone());
+        try {
+            copyTo(t, c, c.offset);
+        } catch (RuntimeException | Error e) {
+            c.close();
+            throw e;
+        }
+        return c;
     }
 
     /**

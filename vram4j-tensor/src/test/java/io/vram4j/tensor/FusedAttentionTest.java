@@ -3,6 +3,7 @@ package io.vram4j.tensor;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.vram4j.amp.Autocast;
@@ -236,18 +237,57 @@ class FusedAttentionTest {
         int t = 64;
         GPT.Config cfg = new GPT.Config(16, t, 3, 2, 32, 0f);
         int h = cfg.nHead();
-        int c = cfg.nEmbd();
         try (Device sim = Device.open("sim:1GiB")) {
             long[] math = stepMemory(sim, SDPBackend.MATH, cfg, b);
             long[] fused = stepMemory(sim, SDPBackend.FLASH_ATTENTION, cfg, b);
-            // per layer, math saves the probabilities [B, H, T, T]; the fused op saves its output [B, H, T, C / H]
-            // (the math path frees its product once the heads are merged) and the log-sum-exps [B, H, T]
-            long perLayer = 4L * b * h * t * t - 4L * b * t * c - 4L * b * h * t;
+            // per layer, math saves the probabilities [B, H, T, T] and the heads merged back into [B, T, C] (a copy,
+            // c_proj's input; it frees its own product); the fused op saves the log-sum-exps [B, H, T] and its
+            // output, which has PyTorch's [B, T, H, C / H] layout, so that merging the heads is a view of it and
+            // c_proj saves that same storage
+            long perLayer = 4L * b * h * t * t - 4L * b * h * t;
             assertEquals(cfg.nLayer() * perLayer, math[0] - fused[0], "saved for backward: math " + math[0]
                     + " bytes, fused " + fused[0]);
             assertTrue(fused[1] < math[1], "peak of a step: fused " + fused[1] + " bytes, math " + math[1]);
             // at least the probabilities of every layer less what the fused op saves instead
             assertTrue(math[1] - fused[1] >= cfg.nLayer() * perLayer, "peak difference " + (math[1] - fused[1]));
+        }
+    }
+
+    /**
+     * The fused op's output has PyTorch's flash-attention layout: {@code [B, H, T, d]} stored as {@code [B, T, H, d]},
+     * so merging the heads back is a view of it (no copy for the next projection to save), with the math path's
+     * values.
+     */
+    @Test
+    void mergingTheHeadsOfTheFusedOutputIsAView() {
+        int b = 2;
+        int h = 3;
+        int t = 5;
+        int d = 4;
+        float[] data = new float[b * h * t * d];
+        for (int i = 0; i < data.length; i++) {
+            data[i] = (float) Math.sin(i * 0.37);
+        }
+        try (MemoryScope s = MemoryScope.open()) {
+            Tensor q = dev.tensor(data, b, h, t, d);
+            Tensor k = q.mul(q);
+            Tensor v = q.neg();
+            Tensor fused;
+            Tensor math;
+            try (SdpaKernel f = SdpaKernel.enable(SDPBackend.FLASH_ATTENTION)) {
+                fused = Functional.scaledDotProductAttention(q, k, v, true);
+            }
+            try (SdpaKernel m = SdpaKernel.enable(SDPBackend.MATH)) {
+                math = Functional.scaledDotProductAttention(q, k, v, true);
+            }
+            assertArrayEquals(new long[] {(long) t * h * d, d, (long) h * d, 1}, fused.strides);
+            Tensor merged = fused.transpose(1, 2).reshape(b, t, h * d);
+            assertSame(fused.storage, merged.storage, "the heads merged back share the output's storage");
+            float[] want = math.transpose(1, 2).reshape(b, t, h * d).toFloatArray();
+            float[] got = merged.toFloatArray();
+            for (int i = 0; i < want.length; i++) {
+                assertEquals(want[i], got[i], 1e-5f, "element " + i);
+            }
         }
     }
 
