@@ -1469,9 +1469,84 @@ __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, co
     }
 }
 
-// Backward, dk and dv of this block's TC_ROWS keys. Shared memory (floats): 16-bit K and V [TC_ROWS, D] (reused for
-// the results at the end, TC_ROWS * D floats), 16-bit Q and dout [TC_TILE, D], F [TC_ROWS, TC_TILE] (s^T, then
-// dp^T), 16-bit P^T and dS^T [TC_ROWS, TC_TILE], lse and D [TC_TILE].
+// The backward passes' shared memory: 16-bit tiles of the block's own TC_ROWS rows (own0, own1) and of a tile of
+// TC_TILE rows of the other operand (oth0, oth1), all rows of D; a float32 product tile F [TC_ROWS, TC_TILE]; 16-bit
+// p and ds tiles of that shape; lse and D of the query rows the block holds (stats of them). At the end own0 and own1
+// (TC_ROWS * D floats together) hold a result on its way out (tc_write_rows).
+template <int D>
+struct TcBackwardTiles {
+    unsigned short *own0, *own1, *oth0, *oth1, *p, *ds;
+    float *f, *lse, *delta;
+    __device__ __forceinline__ TcBackwardTiles(float* base, int stats) {
+        own0 = (unsigned short*) base;
+        own1 = own0 + TC_ROWS * D;
+        oth0 = own1 + TC_ROWS * D;
+        oth1 = oth0 + TC_TILE * D;
+        f = (float*) (oth1 + TC_TILE * D);
+        p = (unsigned short*) (f + TC_ROWS * TC_TILE);
+        ds = p + TC_ROWS * TC_TILE;
+        lse = (float*) (ds + TC_ROWS * TC_TILE);
+        delta = lse + stats;
+    }
+};
+
+// lse and D = rowsum(dout * out) of query rows [i0, i0 + n) into ls and ds, one thread a row (0 past t)
+__device__ __forceinline__ void tc_query_stats(const float* lse, const unsigned short* out, const unsigned short* dout,
+                                               AttnRows grows, int p, int i0, int n, int t, int d, int type,
+                                               float* ls, float* ds) {
+    if ((int) threadIdx.x < n) {
+        int i = i0 + threadIdx.x;
+        ls[threadIdx.x] = i < t ? lse[(s64) p * t + i] : 0.0f;
+        ds[threadIdx.x] = tc_row_delta(out, dout, grows, p, i, t, d, type);
+    }
+}
+
+// Over the [TC_ROWS, TC_TILE] tile of the block's rows r0 + r against the other operand's c0 + c: with keysOwn the
+// block's rows are keys and the columns queries (dk/dv), else the reverse (dq). First p = exp(scale s - lse) from
+// the scores in F, 0 where the query does not see the key, into P; then, with F holding dp, ds = p (dp - D) into DS.
+// Query-indexed lse and D are read at the query's position in ls and ds.
+__device__ __forceinline__ void tc_probabilities(const float* F, const float* ls, unsigned short* P, bool keysOwn,
+                                                 int r0, int c0, int t, int causal, float scale, int type) {
+    for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
+        int r = e / TC_TILE;
+        int c = e % TC_TILE;
+        int i = keysOwn ? c0 + c : r0 + r;
+        int j = keysOwn ? r0 + r : c0 + c;
+        float pr = tc_visible(i, j, t, causal) ? expf(F[e] * scale - ls[keysOwn ? c : r]) : 0.0f;
+        store16(P, (u64) e, type, pr);
+    }
+}
+
+__device__ __forceinline__ void tc_score_grads(const float* F, const float* ds, const unsigned short* P,
+                                               unsigned short* DS, bool keysOwn, int type) {
+    for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
+        float delta = ds[keysOwn ? e % TC_TILE : e / TC_TILE];
+        store16(DS, (u64) e, type, load16(P, (u64) e, type) * (F[e] - delta));
+    }
+}
+
+// Stores each warp's 16 rows of acc (D / 16 fragments) through R (TC_ROWS * D floats of shared memory) into rows
+// r0 + r of dst (problem p's contiguous [t, d]), times scale, the rows that exist and columns below d. Every thread
+// reaches every barrier; R must be free when called.
+template <int D>
+__device__ __forceinline__ void tc_write_rows(tc_acc* acc, float* R, float* dst, int p, int r0, int t, int d,
+                                              float scale) {
+    int w = threadIdx.x / 32;
+    __syncthreads();
+    for (int n = 0; n < D / 16; n++) {
+        wmma::store_matrix_sync(R + w * 16 * D + n * 16, acc[n], D, wmma::mem_row_major);
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < TC_ROWS * D; e += blockDim.x) {
+        int r = r0 + e / D;
+        if (r < t && e % D < d) {
+            dst[(s64) p * t * d + (s64) r * d + e % D] = R[e] * scale;
+        }
+    }
+}
+
+// Backward, dk and dv of this block's TC_ROWS keys (own tiles: k, v; other: a tile of q and dout; stats of TC_TILE
+// query rows), walking the query tiles that see them.
 template <int D, typename T>
 __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short* q, const unsigned short* k,
                                                            const unsigned short* v, AttnRows rows,
@@ -1480,21 +1555,13 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
                                                            float* dv, int t, int d, float scale, int causal) {
     extern __shared__ __align__(128) float attn_tc[];
     const int type = TcType<T>::code;
-    unsigned short* Ks = (unsigned short*) attn_tc;
-    unsigned short* Vs = Ks + TC_ROWS * D;
-    unsigned short* Qs = Vs + TC_ROWS * D;
-    unsigned short* Gs = Qs + TC_TILE * D;
-    float* F = (float*) (Gs + TC_TILE * D);
-    unsigned short* Pt = (unsigned short*) (F + TC_ROWS * TC_TILE);
-    unsigned short* St = Pt + TC_ROWS * TC_TILE;
-    float* Ls = (float*) (St + TC_ROWS * TC_TILE);
-    float* Ds = Ls + TC_TILE;
+    TcBackwardTiles<D> sm(attn_tc, TC_TILE);
     int p = blockIdx.y;
     int w = threadIdx.x / 32;
     int k0 = blockIdx.x * TC_ROWS;
     s64 base = rows.base(p);
-    tc_stage<D>(k + base, rows.st, k0, TC_ROWS, t, d, Ks);
-    tc_stage<D>(v + base, rows.st, k0, TC_ROWS, t, d, Vs);
+    tc_stage<D>(k + base, rows.st, k0, TC_ROWS, t, d, sm.own0);
+    tc_stage<D>(v + base, rows.st, k0, TC_ROWS, t, d, sm.own1);
     tc_acc dka[D / 16];
     tc_acc dva[D / 16];
     for (int n = 0; n < D / 16; n++) {
@@ -1503,59 +1570,28 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
     }
     for (int i0 = causal ? k0 : 0; i0 < t; i0 += TC_TILE) {
         __syncthreads();
-        tc_stage<D>(q + base, rows.st, i0, TC_TILE, t, d, Qs);
-        tc_stage<D>(dout + grows.base(p), grows.st, i0, TC_TILE, t, d, Gs);
-        if (threadIdx.x < TC_TILE) {
-            int i = i0 + threadIdx.x;
-            Ls[threadIdx.x] = i < t ? lse[(s64) p * t + i] : 0.0f;
-            Ds[threadIdx.x] = tc_row_delta(out, dout, grows, p, i, t, d, type);
-        }
+        tc_stage<D>(q + base, rows.st, i0, TC_TILE, t, d, sm.oth0);
+        tc_stage<D>(dout + grows.base(p), grows.st, i0, TC_TILE, t, d, sm.oth1);
+        tc_query_stats(lse, out, dout, grows, p, i0, TC_TILE, t, d, type, sm.lse, sm.delta);
         __syncthreads();
-        tc_abt<D, TC_TILE, T>(Ks + w * 16 * D, Qs, F + w * 16 * TC_TILE, TC_TILE);   // s^T
+        tc_abt<D, TC_TILE, T>(sm.own0 + w * 16 * D, sm.oth0, sm.f + w * 16 * TC_TILE, TC_TILE);   // s^T = k q^T
         __syncthreads();
-        for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
-            int c = e % TC_TILE;
-            bool seen = tc_visible(i0 + c, k0 + e / TC_TILE, t, causal);
-            store16(Pt, (u64) e, type, seen ? expf(F[e] * scale - Ls[c]) : 0.0f);
-        }
+        tc_probabilities(sm.f, sm.lse, sm.p, true, k0, i0, t, causal, scale, type);
         __syncthreads();
-        tc_abt<D, TC_TILE, T>(Vs + w * 16 * D, Gs, F + w * 16 * TC_TILE, TC_TILE);   // dp^T
-        tc_ab<D, TC_TILE, T>(dva, Pt + w * 16 * TC_TILE, Gs);                        // dv += p^T dout
+        tc_abt<D, TC_TILE, T>(sm.own1 + w * 16 * D, sm.oth1, sm.f + w * 16 * TC_TILE, TC_TILE);   // dp^T = v dout^T
+        tc_ab<D, TC_TILE, T>(dva, sm.p + w * 16 * TC_TILE, sm.oth1);                            // dv += p^T dout
         __syncthreads();
-        for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
-            store16(St, (u64) e, type, load16(Pt, (u64) e, type) * (F[e] - Ds[e % TC_TILE]));
-        }
+        tc_score_grads(sm.f, sm.delta, sm.p, sm.ds, true, type);
         __syncthreads();
-        tc_ab<D, TC_TILE, T>(dka, St + w * 16 * TC_TILE, Qs);                         // dk += ds^T q
+        tc_ab<D, TC_TILE, T>(dka, sm.ds + w * 16 * TC_TILE, sm.oth0);                           // dk += ds^T q
     }
-    __syncthreads();
-    float* R = attn_tc;   // TC_ROWS * D floats over K and V, no longer read
-    for (int n = 0; n < D / 16; n++) {
-        wmma::store_matrix_sync(R + w * 16 * D + n * 16, dva[n], D, wmma::mem_row_major);
-    }
-    __syncthreads();
-    for (int e = threadIdx.x; e < TC_ROWS * D; e += blockDim.x) {
-        int j = k0 + e / D;
-        if (j < t && e % D < d) {
-            dv[(s64) p * t * d + (s64) j * d + e % D] = R[e];
-        }
-    }
-    __syncthreads();
-    for (int n = 0; n < D / 16; n++) {
-        wmma::store_matrix_sync(R + w * 16 * D + n * 16, dka[n], D, wmma::mem_row_major);
-    }
-    __syncthreads();
-    for (int e = threadIdx.x; e < TC_ROWS * D; e += blockDim.x) {
-        int j = k0 + e / D;
-        if (j < t && e % D < d) {
-            dk[(s64) p * t * d + (s64) j * d + e % D] = R[e] * scale;
-        }
-    }
+    float* R = (float*) sm.own0;   // TC_ROWS * D floats over K and V, no longer read
+    tc_write_rows<D>(dva, R, dv, p, k0, t, d, 1.0f);
+    tc_write_rows<D>(dka, R, dk, p, k0, t, d, scale);
 }
 
-// Backward, dq of this block's TC_ROWS queries. Shared memory (floats): 16-bit Q and dout [TC_ROWS, D] (reused for
-// the result at the end), 16-bit K and V [TC_TILE, D], F [TC_ROWS, TC_TILE] (s, then dp), 16-bit P and dS
-// [TC_ROWS, TC_TILE], lse and D [TC_ROWS].
+// Backward, dq of this block's TC_ROWS queries (own tiles: q, dout, with their stats; other: a tile of k and v),
+// walking the key tiles they see.
 template <int D, typename T>
 __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q, const unsigned short* k,
                                                          const unsigned short* v, AttnRows rows,
@@ -1564,26 +1600,14 @@ __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q
                                                          int d, float scale, int causal) {
     extern __shared__ __align__(128) float attn_tc[];
     const int type = TcType<T>::code;
-    unsigned short* Qs = (unsigned short*) attn_tc;
-    unsigned short* Gs = Qs + TC_ROWS * D;
-    unsigned short* Ks = Gs + TC_ROWS * D;
-    unsigned short* Vs = Ks + TC_TILE * D;
-    float* F = (float*) (Vs + TC_TILE * D);
-    unsigned short* Ps = (unsigned short*) (F + TC_ROWS * TC_TILE);
-    unsigned short* Ss = Ps + TC_ROWS * TC_TILE;
-    float* Ls = (float*) (Ss + TC_ROWS * TC_TILE);
-    float* Ds = Ls + TC_ROWS;
+    TcBackwardTiles<D> sm(attn_tc, TC_ROWS);
     int p = blockIdx.y;
     int w = threadIdx.x / 32;
     int q0 = blockIdx.x * TC_ROWS;
     s64 base = rows.base(p);
-    tc_stage<D>(q + base, rows.st, q0, TC_ROWS, t, d, Qs);
-    tc_stage<D>(dout + grows.base(p), grows.st, q0, TC_ROWS, t, d, Gs);
-    if (threadIdx.x < TC_ROWS) {
-        int i = q0 + threadIdx.x;
-        Ls[threadIdx.x] = i < t ? lse[(s64) p * t + i] : 0.0f;
-        Ds[threadIdx.x] = tc_row_delta(out, dout, grows, p, i, t, d, type);
-    }
+    tc_stage<D>(q + base, rows.st, q0, TC_ROWS, t, d, sm.own0);
+    tc_stage<D>(dout + grows.base(p), grows.st, q0, TC_ROWS, t, d, sm.own1);
+    tc_query_stats(lse, out, dout, grows, p, q0, TC_ROWS, t, d, type, sm.lse, sm.delta);
     tc_acc dqa[D / 16];
     for (int n = 0; n < D / 16; n++) {
         wmma::fill_fragment(dqa[n], 0.0f);
@@ -1591,37 +1615,20 @@ __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q
     int keys = causal ? min(t, q0 + TC_ROWS) : t;
     for (int j0 = 0; j0 < keys; j0 += TC_TILE) {
         __syncthreads();
-        tc_stage<D>(k + base, rows.st, j0, TC_TILE, t, d, Ks);
-        tc_stage<D>(v + base, rows.st, j0, TC_TILE, t, d, Vs);
+        tc_stage<D>(k + base, rows.st, j0, TC_TILE, t, d, sm.oth0);
+        tc_stage<D>(v + base, rows.st, j0, TC_TILE, t, d, sm.oth1);
         __syncthreads();
-        tc_abt<D, TC_TILE, T>(Qs + w * 16 * D, Ks, F + w * 16 * TC_TILE, TC_TILE);   // s
+        tc_abt<D, TC_TILE, T>(sm.own0 + w * 16 * D, sm.oth0, sm.f + w * 16 * TC_TILE, TC_TILE);   // s = q k^T
         __syncthreads();
-        for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
-            int r = e / TC_TILE;
-            bool seen = tc_visible(q0 + r, j0 + e % TC_TILE, t, causal);
-            store16(Ps, (u64) e, type, seen ? expf(F[e] * scale - Ls[r]) : 0.0f);
-        }
+        tc_probabilities(sm.f, sm.lse, sm.p, false, q0, j0, t, causal, scale, type);
         __syncthreads();
-        tc_abt<D, TC_TILE, T>(Gs + w * 16 * D, Vs, F + w * 16 * TC_TILE, TC_TILE);   // dp
+        tc_abt<D, TC_TILE, T>(sm.own1 + w * 16 * D, sm.oth1, sm.f + w * 16 * TC_TILE, TC_TILE);   // dp = dout v^T
         __syncthreads();
-        for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
-            store16(Ss, (u64) e, type, load16(Ps, (u64) e, type) * (F[e] - Ds[e / TC_TILE]));
-        }
+        tc_score_grads(sm.f, sm.delta, sm.p, sm.ds, false, type);
         __syncthreads();
-        tc_ab<D, TC_TILE, T>(dqa, Ss + w * 16 * TC_TILE, Ks);                         // dq += ds k
+        tc_ab<D, TC_TILE, T>(dqa, sm.ds + w * 16 * TC_TILE, sm.oth0);                           // dq += ds k
     }
-    __syncthreads();
-    float* R = attn_tc;   // TC_ROWS * D floats over Q and dout, no longer read
-    for (int n = 0; n < D / 16; n++) {
-        wmma::store_matrix_sync(R + w * 16 * D + n * 16, dqa[n], D, wmma::mem_row_major);
-    }
-    __syncthreads();
-    for (int e = threadIdx.x; e < TC_ROWS * D; e += blockDim.x) {
-        int i = q0 + e / D;
-        if (i < t && e % D < d) {
-            dq[(s64) p * t * d + (s64) i * d + e % D] = R[e] * scale;
-        }
-    }
+    tc_write_rows<D>(dqa, (float*) sm.own0, dq, p, q0, t, d, scale);   // over Q and dout, no longer read
 }
 
 // The entries: arguments as v4j_attention_forward16 and the backward's passes, without the CUDA-core kernels' tile;
