@@ -569,6 +569,22 @@ extern "C" __global__ void v4j_binary16_bcast4(int op, int type, const unsigned 
     }
 }
 
+// The same with one 16-bit operand (half16: 0 a, 1 b) of type and the other float32, into a contiguous float32 out:
+// the 16-bit operand widened as read (Kernels.binaryMixed: a float32 residual plus a bf16 projection, no copy)
+extern "C" __global__ void v4j_binary_mixed_bcast4(int op, int type, int half16, const void* a, const void* b,
+                                                   float* out, u64 n, int d0, int d1, int d2, int d3,
+                                                   s64 as0, s64 as1, s64 as2, s64 as3,
+                                                   s64 bs0, s64 bs1, s64 bs2, s64 bs3) {
+    (void) d0;
+    GRID_STRIDE(i, n) {
+        s64 ia = offset4(i, d1, d2, d3, as0, as1, as2, as3);
+        s64 ib = offset4(i, d1, d2, d3, bs0, bs1, bs2, bs3);
+        float x = half16 == 0 ? load16((const unsigned short*) a, (u64) ia, type) : ((const float*) a)[ia];
+        float y = half16 == 1 ? load16((const unsigned short*) b, (u64) ib, type) : ((const float*) b)[ib];
+        out[i] = binop(op, x, y);
+    }
+}
+
 // op: 0 relu backward, 1 gelu backward (as v4j_relu_backward_f32 and v4j_gelu_backward_f32)
 extern "C" __global__ void v4j_pointwise_backward16(int op, int type, const unsigned short* dy,
                                                     const unsigned short* x, unsigned short* dx, u64 n) {

@@ -204,6 +204,23 @@ final class CheckedKernels implements Kernels {
     }
 
     @Override
+    public void binaryMixed(int op, int type, int half16, int d0, int d1, int d2, int d3, MemorySegment a, long aOff,
+                            long as0, long as1, long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1,
+                            long bs2, long bs3, MemorySegment out, long outOff) {
+        Checks.half16("binaryMixed", op, 3, type);
+        if (half16 != 0 && half16 != 1) {
+            throw new IllegalArgumentException("half16 " + half16 + " is neither 0 (a) nor 1 (b) (binaryMixed)");
+        }
+        long n = Checks.extents4(d0, d1, d2, d3);
+        Checks.strided4(d0, d1, d2, d3, a, aOff, "a", as0, as1, as2, as3, "as", half16 == 0 ? Short.BYTES : Float.BYTES);
+        Checks.strided4(d0, d1, d2, d3, b, bOff, "b", bs0, bs1, bs2, bs3, "bs", half16 == 1 ? Short.BYTES : Float.BYTES);
+        Checks.range(out, outOff, n, "out");
+        Checks.writable(out, "out");
+        unchecked.binaryMixed(op, type, half16, d0, d1, d2, d3, a, aOff, as0, as1, as2, as3, b, bOff, bs0, bs1, bs2,
+                bs3, out, outOff);
+    }
+
+    @Override
     public void pointwiseBackward16(int op, int type, long n, MemorySegment dy, long dyOff, MemorySegment x,
                                     long xOff, MemorySegment dx, long dxOff) {
         Checks.half16("pointwiseBackward16", op, BACKWARD_GELU, type);

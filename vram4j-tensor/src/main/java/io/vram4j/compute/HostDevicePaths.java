@@ -55,7 +55,7 @@ interface HostDevicePaths extends Kernels {
         }
     }
 
-    /** The element rule of {@link #binary4} and {@link #binary16}: 0 add, 1 sub, 2 mul, else div. */
+    /** The element rule of {@link #binary4}, {@link #binary16} and {@link #binaryMixed}: 0 add, 1 sub, 2 mul, else div. */
     private static float binop(int op, float x, float y) {
         return switch (op) {
             case 0 -> x + y;
@@ -110,6 +110,24 @@ interface HostDevicePaths extends Kernels {
                 out.setAtIndex(H, o + i3, fp16 ? Half.floatToFp16(r) : Half.floatToBf16(r));
             }
         });
+    }
+
+    @Override
+    default void binaryMixed(int op, int type, int half16, int d0, int d1, int d2, int d3, MemorySegment a, long aOff,
+                             long as0, long as1, long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1,
+                             long bs2, long bs3, MemorySegment out, long outOff) {
+        boolean fp16 = type == FLOAT16;
+        rows4(d0, d1, d2, d3, aOff, as0, as1, as2, bOff, bs0, bs1, bs2, outOff, (ia, ib, o) -> {
+            for (int i3 = 0; i3 < d3; i3++) {
+                float x = half16 == 0 ? widen(fp16, a.getAtIndex(H, ia + i3 * as3)) : a.getAtIndex(F, ia + i3 * as3);
+                float y = half16 == 1 ? widen(fp16, b.getAtIndex(H, ib + i3 * bs3)) : b.getAtIndex(F, ib + i3 * bs3);
+                out.setAtIndex(F, o + i3, binop(op, x, y));
+            }
+        });
+    }
+
+    private static float widen(boolean fp16, short h) {
+        return fp16 ? Half.fp16ToFloat(h) : Half.bf16ToFloat(h);
     }
 
     @Override

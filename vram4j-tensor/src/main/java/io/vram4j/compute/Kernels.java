@@ -345,6 +345,24 @@ public interface Kernels {
                   long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1, long bs2, long bs3,
                   MemorySegment out, long outOff);
 
+    /**
+     * {@link #binary4} with one operand of 16-bit {@code type} and the other float32, into a contiguous float32
+     * {@code out}: the 16-bit operand is widened as it is read, so the bits equal those of widening it into a float32
+     * copy first and {@link #binary4}, without that copy (PyTorch's type promotion inside one kernel, e.g. a float32
+     * residual stream plus a bf16 projection under autocast). Offsets and strides count elements of each operand's
+     * own type.
+     *
+     * @param op 0 add, 1 sub, 2 mul, 3 div
+     * @param type {@link #FLOAT16} or {@link #BFLOAT16}, the 16-bit operand's
+     * @param half16 which operand is 16-bit: 0 {@code a}, 1 {@code b}
+     * @throws IndexOutOfBoundsException if an operand's reach does not fit its segment
+     * @throws IllegalArgumentException for another op, type or {@code half16}, a negative extent or stride, or a
+     *     read-only {@code out}
+     */
+    void binaryMixed(int op, int type, int half16, int d0, int d1, int d2, int d3, MemorySegment a, long aOff,
+                     long as0, long as1, long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1, long bs2,
+                     long bs3, MemorySegment out, long outOff);
+
     // ------------------------------------------------------------------------------------------------ unary
 
     /** {@code out[i] = -x[i]}. */

@@ -119,6 +119,43 @@ final class Ops {
         return true;
     }
 
+    /**
+     * The op in one launch ({@link Kernels#binaryMixed}) when one of {@code a}, {@code b} is float16/bfloat16 and
+     * the other float32, all in device memory, {@code out} float32 and contiguous, and the layout folds into 4
+     * dimensions with strides of at least 0: the 16-bit operand is widened as it is read, with no float32 copy of it
+     * (PyTorch's promotion of a float32 residual plus a bf16 projection under autocast).
+     *
+     * @return false when the caller must take the float32 path (nothing was launched)
+     */
+    static boolean binaryMixed(Bin op, Tensor a, Tensor b, Tensor out) {
+        if (out.dtype != DType.FLOAT32 || !out.storage.deviceMemory() || !out.isContiguous()
+                || !a.storage.deviceMemory() || !b.storage.deviceMemory()) {
+            return false;
+        }
+        int half16 = Host.halfType(a.dtype) >= 0 && b.dtype == DType.FLOAT32 ? 0
+                : Host.halfType(b.dtype) >= 0 && a.dtype == DType.FLOAT32 ? 1 : -1;
+        if (half16 < 0) {
+            return false;
+        }
+        long[] sa = Shapes.broadcastStrides(a.shape, a.strides, out.shape);
+        long[] sb = Shapes.broadcastStrides(b.shape, b.strides, out.shape);
+        Layout4 l = Layout4.of(out.shape, Shapes.contiguousStrides(out.shape), sa, sb);
+        if (l == null) {
+            return false;
+        }
+        for (int i = 0; i < 4; i++) {
+            if (l.s(1, i) < 0 || l.s(2, i) < 0) {
+                return false;
+            }
+        }
+        int type = Host.halfType(half16 == 0 ? a.dtype : b.dtype);
+        out.device.kernels().binaryMixed(op.ordinal(), type, half16, l.d(0), l.d(1), l.d(2), l.d(3),
+                a.storage.kernelSegment(), a.offset, l.s(1, 0), l.s(1, 1), l.s(1, 2), l.s(1, 3),
+                b.storage.kernelSegment(), b.offset, l.s(2, 0), l.s(2, 1), l.s(2, 2), l.s(2, 3),
+                out.storage.kernelSegment(), out.offset);
+        return true;
+    }
+
     private static void binaryKernel(Bin op, Tensor a, Tensor b, Tensor out) {
         Kernels k = out.device.kernels();
         BinaryKernel f = switch (op) {
@@ -127,7 +164,7 @@ final class Ops {
             case MUL -> k::mul;
             case DIV -> k::div;
         };
-        if (binary16(op, a, b, out)) {
+        if (binary16(op, a, b, out) || binaryMixed(op, a, b, out)) {
             return;
         }
         try (Scratch sc = new Scratch()) {

@@ -78,6 +78,8 @@ class KernelArgumentsTest {
             Map.entry("pointwiseBackward16", "op=1 type=0 n dy dyOff x xOff dx* dxOff"),
             Map.entry("binary16", "op type=1 d0=1 d1=1 d2=3 d3=3 a aOff as0=0 as1=0 as2=3 as3=1 b bOff bs0=0 bs1=0 "
                     + "bs2=3 bs3=1 out* outOff"),
+            Map.entry("binaryMixed", "op type=0 half16=1 d0=1 d1=1 d2=3 d3=3 a aOff as0=0 as1=0 as2=3 as3=1 b bOff "
+                    + "bs0=0 bs1=0 bs2=3 bs3=1 out* outOff"),
             Map.entry("sum", "n x xOff"),
             Map.entry("max", "n x xOff"),
             Map.entry("sumOfSquares", "n x xOff"),

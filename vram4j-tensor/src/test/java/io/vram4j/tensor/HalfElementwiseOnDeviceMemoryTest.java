@@ -248,6 +248,40 @@ class HalfElementwiseOnDeviceMemoryTest {
         }
     }
 
+    /**
+     * A float32 tensor and a 16-bit one (the residual stream plus a projection under autocast) make a float32 result
+     * in one {@code binaryMixed} launch, the 16-bit operand read in place: no widened copy, and the float32 op's bits
+     * on the exactly widened values. Either operand may be the 16-bit one, broadcast or not.
+     */
+    @ParameterizedTest
+    @EnumSource(names = {"FLOAT16", "BFLOAT16"})
+    void mixedFloat32AndSixteenBitOpsAllocateOnlyTheirResult(DType type) {
+        float[] xv = values(-6, 6);
+        try (Tensor x = dev.tensor(xv, ROWS, COLS);
+             Tensor y = tensor(values(0.5f, 3), type);
+             Tensor b = bias(type)) {
+            float[] yw = y.toFloatArray();
+            float[] bRows = rows(b);
+            try (Tensor sum = onlyTheResult("binaryMixed", t -> t.add(y), x);
+                 Tensor plusBias = onlyTheResult("binaryMixed", t -> t.add(b), x);
+                 Tensor quotient = onlyTheResult("binaryMixed", t -> y.div(t), x);
+                 Tensor difference = onlyTheResult("binaryMixed", t -> b.sub(t), x)) {
+                assertEquals(DType.FLOAT32, sum.dtype());
+                float[][] want = new float[4][xv.length];
+                for (int i = 0; i < xv.length; i++) {
+                    want[0][i] = xv[i] + yw[i];
+                    want[1][i] = xv[i] + bRows[i];
+                    want[2][i] = yw[i] / xv[i];
+                    want[3][i] = bRows[i] - xv[i];
+                }
+                assertBits(want[0], sum.toFloatArray(), "x + y");
+                assertBits(want[1], plusBias.toFloatArray(), "x + bias");
+                assertBits(want[2], quotient.toFloatArray(), "y / x");
+                assertBits(want[3], difference.toFloatArray(), "bias - x");
+            }
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(names = {"FLOAT16", "BFLOAT16"})
     void fusedAttentionReadsSixteenBitInputsWithoutFloat32Copies(DType type) {

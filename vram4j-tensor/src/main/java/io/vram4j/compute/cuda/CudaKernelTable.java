@@ -80,6 +80,8 @@ final class CudaKernelTable {
             U64);
     static final CudaKernel BINARY16_BCAST4 = CudaKernel.of("v4j_binary16_bcast4", I32, I32, PTR, PTR, PTR, U64,
             I32, I32, I32, I32, S64, S64, S64, S64, S64, S64, S64, S64);
+    static final CudaKernel BINARY_MIXED_BCAST4 = CudaKernel.of("v4j_binary_mixed_bcast4", I32, I32, I32, PTR, PTR,
+            PTR, U64, I32, I32, I32, I32, S64, S64, S64, S64, S64, S64, S64, S64);
     // optimizers, one launch per parameter group
     static final CudaKernel SGD_MULTI = CudaKernel.of("v4j_sgd_multi_f32", PTR, PTR, PTR, PTR, I32,
             F32, F32, F32, I32, I32);
@@ -130,6 +132,7 @@ final class CudaKernelTable {
             SOFTMAX_ROWS, LOG_SOFTMAX_ROWS, SOFTMAX_BACKWARD_ROWS, LOG_SOFTMAX_BACKWARD_ROWS, LAYER_NORM_ROWS,
             LAYER_NORM_BACKWARD_ROWS, LAYER_NORM_PARAM_GRADS, MASK_UPPER, EMBEDDING, EMBEDDING_BACKWARD, DROPOUT,
             DROPOUT_BACKWARD, F32_TO_F16, F16_TO_F32, F32_TO_BF16, BF16_TO_F32, UNARY16, POINTWISE_BACKWARD16, BINARY16_BCAST4,
+            BINARY_MIXED_BCAST4,
             SGD_MULTI, ADAMW_MULTI, NLL_LOSS,
             NLL_LOSS_BACKWARD, ATTENTION_FORWARD, ATTENTION_BACKWARD_DKDV, ATTENTION_BACKWARD_DQ,
             ATTENTION_FORWARD16, ATTENTION_BACKWARD_DKDV16, ATTENTION_BACKWARD_DQ16, ATTENTION_FORWARD_TC,

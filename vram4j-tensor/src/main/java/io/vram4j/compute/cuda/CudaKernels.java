@@ -549,6 +549,18 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     }
 
     @Override
+    public void binaryMixed(int op, int type, int half16, int d0, int d1, int d2, int d3, MemorySegment a, long aOff,
+                            long as0, long as1, long as2, long as3, MemorySegment b, long bOff, long bs0, long bs1,
+                            long bs2, long bs3, MemorySegment out, long outOff) {
+        Dims4 d = Dims4.of(new int[] {d0, d1, d2, d3}, new long[] {as0, as1, as2, as3}, new long[] {bs0, bs1, bs2, bs3});
+        elementwise(CudaKernelTable.BINARY_MIXED_BCAST4, d.numel(), op, type, half16,
+                half16 == 0 ? ptr16(a, aOff) : ptr(a, aOff), half16 == 1 ? ptr16(b, bOff) : ptr(b, bOff),
+                ptr(out, outOff), d.numel(), d.extent(0), d.extent(1), d.extent(2), d.extent(3), d.stride(0, 0),
+                d.stride(0, 1), d.stride(0, 2), d.stride(0, 3), d.stride(1, 0), d.stride(1, 1), d.stride(1, 2),
+                d.stride(1, 3));
+    }
+
+    @Override
     public void pointwiseBackward16(int op, int type, long n, MemorySegment dy, long dyOff, MemorySegment x,
                                     long xOff, MemorySegment dx, long dxOff) {
         elementwise(CudaKernelTable.POINTWISE_BACKWARD16, n, op, type, ptr16(dy, dyOff), ptr16(x, xOff),

@@ -435,6 +435,46 @@ class GpuCudaKernelsTest {
         }
     }
 
+    /**
+     * {@code binaryMixed}: a float32 operand and a 16-bit one (either side, transposed or broadcast) into float32, bit
+     * for bit as the CPU kernels (the widening is exact and the op is one float32 operation).
+     */
+    @Test
+    void mixedFloat32AndSixteenBitOpsAreBitExact() {
+        int rows = 301;
+        int cols = 333;
+        for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
+            for (int half16 = 0; half16 <= 1; half16++) {
+                for (int op = 0; op <= 3; op++) {   // a transposed [rows, cols] float32 operand, a 16-bit row over it
+                    float[] f = values(rows * cols, op == 3 ? 0.5f : -4, 4);
+                    short[] h = halves(type, cols, op == 3 ? 0.5f : -4, 4);
+                    float[] expected = new float[rows * cols];
+                    MemorySegment hf = MemorySegment.ofArray(f);
+                    MemorySegment hh = MemorySegment.ofArray(h);
+                    MemorySegment gf = onGpu(f);
+                    MemorySegment gh = onGpu(h);
+                    MemorySegment out = empty(rows * cols);
+                    if (half16 == 0) {
+                        CPU.binaryMixed(op, type, 0, 1, 1, rows, cols, hh, 0, 0, 0, 0, 1, hf, 0, 0, 0, 1, rows,
+                                MemorySegment.ofArray(expected), 0);
+                        cuda.binaryMixed(op, type, 0, 1, 1, rows, cols, gh, 0, 0, 0, 0, 1, gf, 0, 0, 0, 1, rows, out,
+                                0);
+                    } else {
+                        CPU.binaryMixed(op, type, 1, 1, 1, rows, cols, hf, 0, 0, 0, 1, rows, hh, 0, 0, 0, 0, 1,
+                                MemorySegment.ofArray(expected), 0);
+                        cuda.binaryMixed(op, type, 1, 1, 1, rows, cols, gf, 0, 0, 0, 1, rows, gh, 0, 0, 0, 0, 1, out,
+                                0);
+                    }
+                    float[] actual = back(out, rows * cols);
+                    for (int i = 0; i < expected.length; i++) {
+                        assertEquals(Float.floatToIntBits(expected[i]), Float.floatToIntBits(actual[i]),
+                                "binaryMixed op " + op + " type " + type + " half16 " + half16 + " [" + i + "]");
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void castsAreBitExact() {
         int n = 70_000;
