@@ -102,21 +102,33 @@ final class Ops {
                 || !b.storage.deviceMemory()) {
             return false;
         }
-        long[] sa = Shapes.broadcastStrides(a.shape, a.strides, out.shape);
-        long[] sb = Shapes.broadcastStrides(b.shape, b.strides, out.shape);
-        Layout4 l = Layout4.of(out.shape, Shapes.contiguousStrides(out.shape), sa, sb);
+        Layout4 l = broadcastLayout(a, b, out);
         if (l == null) {
             return false;
-        }
-        for (int i = 0; i < 4; i++) {
-            if (l.s(1, i) < 0 || l.s(2, i) < 0) {
-                return false;
-            }
         }
         out.device.kernels().binary16(op.ordinal(), half, l.d(0), l.d(1), l.d(2), l.d(3), a.storage.kernelSegment(),
                 a.offset, l.s(1, 0), l.s(1, 1), l.s(1, 2), l.s(1, 3), b.storage.kernelSegment(), b.offset, l.s(2, 0),
                 l.s(2, 1), l.s(2, 2), l.s(2, 3), out.storage.kernelSegment(), out.offset);
         return true;
+    }
+
+    /**
+     * @return the layout of {@code a} and {@code b} broadcast over the contiguous {@code out}, folded into 4
+     *     dimensions, for the one-launch binary kernels; null when it does not fold or has a negative stride
+     */
+    private static Layout4 broadcastLayout(Tensor a, Tensor b, Tensor out) {
+        long[] sa = Shapes.broadcastStrides(a.shape, a.strides, out.shape);
+        long[] sb = Shapes.broadcastStrides(b.shape, b.strides, out.shape);
+        Layout4 l = Layout4.of(out.shape, Shapes.contiguousStrides(out.shape), sa, sb);
+        if (l == null) {
+            return null;
+        }
+        for (int i = 0; i < 4; i++) {
+            if (l.s(1, i) < 0 || l.s(2, i) < 0) {
+                return null;
+            }
+        }
+        return l;
     }
 
     /**
@@ -137,16 +149,9 @@ final class Ops {
         if (half16 < 0) {
             return false;
         }
-        long[] sa = Shapes.broadcastStrides(a.shape, a.strides, out.shape);
-        long[] sb = Shapes.broadcastStrides(b.shape, b.strides, out.shape);
-        Layout4 l = Layout4.of(out.shape, Shapes.contiguousStrides(out.shape), sa, sb);
+        Layout4 l = broadcastLayout(a, b, out);
         if (l == null) {
             return false;
-        }
-        for (int i = 0; i < 4; i++) {
-            if (l.s(1, i) < 0 || l.s(2, i) < 0) {
-                return false;
-            }
         }
         int type = Host.halfType(half16 == 0 ? a.dtype : b.dtype);
         out.device.kernels().binaryMixed(op.ordinal(), type, half16, l.d(0), l.d(1), l.d(2), l.d(3),
