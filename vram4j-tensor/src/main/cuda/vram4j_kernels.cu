@@ -911,6 +911,14 @@ __device__ __forceinline__ void attention_forward(In q, In k, In v, AttnRows row
     }
 }
 
+// D_i = dout_i . out_i of query row i of problem p, the backward's row statistic: dout in the layout grows, out
+// contiguous [t, d] per problem; 0 past t
+template <typename In>
+__device__ __forceinline__ float attn_row_delta(In out, In dout, AttnRows grows, int p, int i, int t, int d) {
+    return i < t ? attn_dot(dout + (grows.base(p) + (s64) i * grows.st), out + ((s64) p * t * d + (s64) i * d), d)
+                 : 0.0f;
+}
+
 // Stages the query-side tiles a block of key rows needs (causal: the queries from its first key row on): `tile` rows
 // of q and of dout into shared memory with each row's lse and D = dout . out, and calls row(qr, gr, lse_r, D_r) for
 // each query row that key row j sees, on the threads whose key row exists. q shares the layout rows with k and v,
@@ -927,14 +935,13 @@ __device__ __forceinline__ void attn_query_tiles(In q, In dout, In out, const fl
     int p = blockIdx.y;
     s64 base = rows.base(p);
     s64 gbase = grows.base(p);
-    s64 obase = (s64) p * t * d;
     for (int i0 = causal ? (int) (blockIdx.x * blockDim.x) : 0; i0 < t; i0 += tile) {
         int nrows = min(tile, t - i0);
         __syncthreads();
         attn_stage(q + base, rows.st, dout + gbase, grows.st, qt, gt, i0, nrows, d);
         for (int r = threadIdx.x; r < nrows; r += blockDim.x) {
             lt[r] = lse[(s64) p * t + i0 + r];
-            dt[r] = attn_dot(dout + (gbase + (s64) (i0 + r) * grows.st), out + (obase + (s64) (i0 + r) * d), d);
+            dt[r] = attn_row_delta(out, dout, grows, p, i0 + r, t, d);
         }
         __syncthreads();
         if (j >= t) {
@@ -994,7 +1001,7 @@ __device__ __forceinline__ void attention_backward_dq(In q, In k, In v, AttnRows
     float di = 0.0f;
     float lsei = 0.0f;
     if (i < t) {
-        di = attn_dot(gi, out + (obase + (s64) i * d), d);
+        di = attn_row_delta(out, dout, grows, p, i, t, d);
         lsei = lse[(s64) p * t + i];
         for (int x = 0; x < d; x++) {
             dqi[x] = 0.0f;
@@ -1195,7 +1202,7 @@ __device__ __forceinline__ void attention_backward_dq_r(In q, In k, In v, AttnRo
     float di = 0.0f;
     float lsei = 0.0f;
     if (i < t) {
-        di = attn_dot(gi, out + (obase + (s64) i * d), d);
+        di = attn_row_delta(out, dout, grows, p, i, t, d);
         lsei = lse[(s64) p * t + i];
     }
     attn_key_tiles(k + base, v + base, rows.st, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
@@ -1381,21 +1388,6 @@ __device__ __forceinline__ void tc_ab(tc_acc* acc, const unsigned short* a, cons
     }
 }
 
-// rowsum(dout_i * out_i) of query row i (the backward's D_i): dout in the layout grows, out contiguous; 0 past t
-__device__ __forceinline__ float tc_row_delta(const unsigned short* out, const unsigned short* dout, AttnRows grows,
-                                              int p, int i, int t, int d, int type) {
-    if (i >= t) {
-        return 0.0f;
-    }
-    const unsigned short* o = out + (s64) p * t * d + (s64) i * d;
-    const unsigned short* g = dout + grows.base(p) + (s64) i * grows.st;
-    float s = 0.0f;
-    for (int x = 0; x < d; x++) {
-        s += load16(g, x, type) * load16(o, x, type);
-    }
-    return s;
-}
-
 // whether query i sees key j
 __device__ __forceinline__ bool tc_visible(int i, int j, int t, int causal) {
     return i < t && j < t && (!causal || j <= i);
@@ -1513,7 +1505,7 @@ __device__ __forceinline__ void tc_query_stats(const float* lse, const unsigned 
     if ((int) threadIdx.x < n) {
         int i = i0 + threadIdx.x;
         ls[threadIdx.x] = i < t ? lse[(s64) p * t + i] : 0.0f;
-        ds[threadIdx.x] = tc_row_delta(out, dout, grows, p, i, t, d, type);
+        ds[threadIdx.x] = attn_row_delta(H16In{out, type}, H16In{dout, type}, grows, p, i, t, d);
     }
 }
 

@@ -105,8 +105,7 @@ interface HostDevicePaths extends Kernels {
             for (int i3 = 0; i3 < d3; i3++) {
                 short ha = a.getAtIndex(H, ia + i3 * as3);
                 short hb = b.getAtIndex(H, ib + i3 * bs3);
-                float r = fp16 ? binop(op, Half.fp16ToFloat(ha), Half.fp16ToFloat(hb))
-                        : binop(op, Half.bf16ToFloat(ha), Half.bf16ToFloat(hb));
+                float r = binop(op, widen(fp16, ha), widen(fp16, hb));
                 out.setAtIndex(H, o + i3, fp16 ? Half.floatToFp16(r) : Half.floatToBf16(r));
             }
         });

@@ -271,9 +271,10 @@ public final class BackwardOps {
         FusedAttention.Dims n = FusedAttention.Dims.of(q);
         Tensor[] grads = new Tensor[3];
         // the 16-bit kernels read the saved output contiguous: one 16-bit copy of it when it has PyTorch's
-        // [B, T, H, d] layout (FusedAttention.output), which the float32 path gathers anyway
+        // [B, T, H, d] layout (FusedAttention.output), which the float32 path gathers anyway (the backward pass runs
+        // without grad, so the copy is not recorded)
         Tensor contiguousOut = out.device.hasStorage() && out.dtype != DType.FLOAT32 && out.storage.deviceMemory()
-                && !out.isContiguous() ? Host.contiguousCopy(out) : null;
+                && !out.isContiguous() ? Ops.copy(out) : null;
         out = contiguousOut != null ? contiguousOut : out;
         try {
             for (int i = 0; i < 3; i++) {

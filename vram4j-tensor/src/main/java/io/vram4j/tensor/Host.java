@@ -314,21 +314,6 @@ final class Host {
     }
 
     /**
-     * @return a contiguous copy of {@code t} of its dtype on its device, which the caller closes (the copy kernels
-     *     of {@link #copyTo}; nothing recorded for autograd)
-     */
-    static Tensor contiguousCopy(Tensor t) {
-        Tensor c = Tensor.allocate(t.device, t.dtype, t.shape.clone());
-        try {
-            copyTo(t, c, c.offset);
-        } catch (RuntimeException | Error e) {
-            c.close();
-            throw e;
-        }
-        return c;
-    }
-
-    /**
      * Copies (converting the dtype) every element of {@code src} into {@code dst}'s elements from element
      * {@code dstOffset} with {@code dst}'s strides. On device memory: the device's own copy for contiguous bytes of
      * one dtype, else the copy and conversion kernels ({@link #convert}).
