@@ -985,33 +985,41 @@ __device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, AttnRo
     });
 }
 
+// The query row a dq thread owns (both dq paths): problem p, row i, its q and dout rows, and its backward statistics
+// D_i and lse_i (0 past t)
+template <typename In>
+struct AttnQueryRow {
+    int p, i;
+    In qi, gi;
+    float di, lsei;
+    __device__ __forceinline__ AttnQueryRow(In q, In out, const float* lse, In dout, AttnRows rows, AttnRows grows,
+                                            int t, int d)
+        : p(blockIdx.y), i(blockIdx.x * blockDim.x + threadIdx.x),
+          qi(q + (rows.base(blockIdx.y) + (s64) i * rows.st)),
+          gi(dout + (grows.base(blockIdx.y) + (s64) i * grows.st)),
+          di(attn_row_delta(out, dout, grows, blockIdx.y, i, t, d)),
+          lsei(i < t ? lse[(s64) blockIdx.y * t + i] : 0.0f) {}
+};
+
 // dq for one query row per thread; layouts as attention_backward_dkdv. Shared memory: 2 * tile * d floats (k and v
 // tiles)
 template <typename In>
 __device__ __forceinline__ void attention_backward_dq(In q, In k, In v, AttnRows rows, In out, const float* lse,
                                                       In dout, AttnRows grows, float* dq, int t, int d, float scale,
                                                       int causal, int tile) {
-    int p = blockIdx.y;
-    s64 base = rows.base(p);
-    s64 obase = (s64) p * t * d;
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    In qi = q + (base + (s64) i * rows.st);
-    In gi = dout + (grows.base(p) + (s64) i * grows.st);
-    float* dqi = dq + obase + (s64) i * d;
-    float di = 0.0f;
-    float lsei = 0.0f;
-    if (i < t) {
-        di = attn_row_delta(out, dout, grows, p, i, t, d);
-        lsei = lse[(s64) p * t + i];
+    AttnQueryRow<In> r(q, out, lse, dout, rows, grows, t, d);
+    s64 base = rows.base(r.p);
+    float* dqi = dq + (s64) r.p * t * d + (s64) r.i * d;
+    if (r.i < t) {
         for (int x = 0; x < d; x++) {
             dqi[x] = 0.0f;
         }
     }
-    attn_key_tiles(k + base, v + base, rows.st, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
+    attn_key_tiles(k + base, v + base, rows.st, t, d, causal, tile, r.i, [&](const float* kt, const float* vt, int n) {
         for (int c = 0; c < n; c++) {
             const float* kc = kt + (s64) c * d;
-            float pr = expf(attn_dot(qi, kc, d) * scale - lsei);
-            float ds = pr * (attn_dot(gi, vt + (s64) c * d, d) - di) * scale;
+            float pr = expf(attn_dot(r.qi, kc, d) * scale - r.lsei);
+            float ds = pr * (attn_dot(r.gi, vt + (s64) c * d, d) - r.di) * scale;
             for (int x = 0; x < d; x++) {
                 dqi[x] += ds * kc[x];
             }
@@ -1184,40 +1192,30 @@ template <int D, typename In>
 __device__ __forceinline__ void attention_backward_dq_r(In q, In k, In v, AttnRows rows, In out, const float* lse,
                                                         In dout, AttnRows grows, float* dq, int t, int d, float scale,
                                                         int causal, int tile) {
-    int p = blockIdx.y;
-    s64 base = rows.base(p);
-    s64 obase = (s64) p * t * d;
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    In qi = q + (base + (s64) i * rows.st);
-    In gi = dout + (grows.base(p) + (s64) i * grows.st);
+    AttnQueryRow<In> r(q, out, lse, dout, rows, grows, t, d);
+    s64 base = rows.base(r.p);
     float qr[D];
     float gr[D];
     float dqa[D];
     V4J_UNROLL
     for (int x = 0; x < D; x++) {
-        qr[x] = i < t && x < d ? qi[x] : 0.0f;
-        gr[x] = i < t && x < d ? gi[x] : 0.0f;
+        qr[x] = r.i < t && x < d ? r.qi[x] : 0.0f;
+        gr[x] = r.i < t && x < d ? r.gi[x] : 0.0f;
         dqa[x] = 0.0f;
     }
-    float di = 0.0f;
-    float lsei = 0.0f;
-    if (i < t) {
-        di = attn_row_delta(out, dout, grows, p, i, t, d);
-        lsei = lse[(s64) p * t + i];
-    }
-    attn_key_tiles(k + base, v + base, rows.st, t, d, causal, tile, i, [&](const float* kt, const float* vt, int n) {
+    attn_key_tiles(k + base, v + base, rows.st, t, d, causal, tile, r.i, [&](const float* kt, const float* vt, int n) {
         for (int c = 0; c < n; c++) {
             const float* kc = kt + (s64) c * d;
-            float pr = expf(attn_dot_r(qr, kc, d) * scale - lsei);
-            float ds = pr * (attn_dot_r(gr, vt + (s64) c * d, d) - di) * scale;
+            float pr = expf(attn_dot_r(qr, kc, d) * scale - r.lsei);
+            float ds = pr * (attn_dot_r(gr, vt + (s64) c * d, d) - r.di) * scale;
             attn_axpy_r(dqa, ds, kc, d);
         }
     });
-    if (i < t) {
+    if (r.i < t) {
         V4J_UNROLL
         for (int x = 0; x < D; x++) {
             if (x < d) {
-                dq[obase + (s64) i * d + x] = dqa[x];
+                dq[(s64) r.p * t * d + (s64) r.i * d + x] = dqa[x];
             }
         }
     }
