@@ -169,12 +169,12 @@ final class Host {
     }
 
     /**
-     * {@link #convert} in one or two launches when the layout folds into 4 dimensions: one conversion over contiguous
-     * elements, {@code Kernels.copy4} for float32, and for 16-bit data a conversion through a contiguous float32
-     * temporary (the source's span widened, then gathered; or the source gathered, then narrowed).
+     * {@link #convert} in one to three launches when the layout folds into 4 dimensions: one conversion over
+     * contiguous elements, {@code Kernels.copy4} for float32, and for 16-bit data a conversion through a contiguous
+     * temporary (the source's span widened, then gathered; the source gathered, then narrowed; or, for a strided
+     * 16-bit destination, narrowed, then scattered by {@code Kernels.copy16}).
      *
-     * @return false when the caller must loop (more than 4 dimensions, a negative stride, 16-bit on both sides of a
-     *     strided copy, a strided 16-bit destination)
+     * @return false when the caller must loop (more than 4 dimensions, a negative stride)
      */
     private static boolean strided(Device dev, RowKernel f, int[] shape, MemorySegment s, DType st, long sOff,
                                    long[] sStr, MemorySegment d, DType dt, long dOff, long[] dStr) {
@@ -196,13 +196,28 @@ final class Host {
         boolean dstContiguous = Layout4.of(shape, dStr, Shapes.contiguousStrides(shape)).contiguous();
         if (st == DType.FLOAT32 && dt == DType.FLOAT32) {
             copy4(k, l, s, sOff, d, dOff);
-        } else if (st == DType.FLOAT32 && dstContiguous) {
-            try (Tensor tmp = Tensor.allocate(dev, DType.FLOAT32, shape.clone())) {
-                Layout4 g = Layout4.of(shape, Shapes.contiguousStrides(shape), sStr);
-                copy4(k, g, s, sOff, tmp.storage.kernelSegment(), tmp.offset);
-                f.apply(n, tmp.storage.kernelSegment(), tmp.offset, d, dOff);
+        } else if (st == DType.FLOAT32) {
+            // narrowing: a strided source gathered into a contiguous float32 temporary first; a strided destination
+            // (the fused attention's output in PyTorch's layout) gets a contiguous 16-bit temporary that one copy16
+            // scatters
+            long[] cs = Shapes.contiguousStrides(shape);
+            Layout4 gather = Layout4.of(shape, cs, sStr);
+            try (Tensor wide = gather.contiguous() ? null : Tensor.allocate(dev, DType.FLOAT32, shape.clone());
+                 Tensor narrow = dstContiguous ? null : Tensor.allocate(dev, dt, shape.clone())) {
+                MemorySegment from = wide == null ? s : wide.storage.kernelSegment();
+                long fromOff = wide == null ? sOff : wide.offset;
+                if (wide != null) {
+                    copy4(k, gather, s, sOff, from, fromOff);
+                }
+                if (narrow == null) {
+                    f.apply(n, from, fromOff, d, dOff);
+                } else {
+                    f.apply(n, from, fromOff, narrow.storage.kernelSegment(), narrow.offset);
+                    sameType16(dev, shape, narrow.storage.kernelSegment(), dt, narrow.offset, cs, d, dOff, dStr);
+                }
             }
-        } else if (dt == DType.FLOAT32 && st != DType.FLOAT32) {
+        } else {
+            // widening: the source's span widened, then gathered
             long span = 1;
             for (int i = 0; i < 4; i++) {
                 span += (l.d(i) - 1L) * l.s(1, i);
@@ -211,8 +226,6 @@ final class Host {
                 f.apply(span, s, sOff, tmp.storage.kernelSegment(), tmp.offset);
                 copy4(k, l, tmp.storage.kernelSegment(), tmp.offset, d, dOff);
             }
-        } else {
-            return false;
         }
         return true;
     }
