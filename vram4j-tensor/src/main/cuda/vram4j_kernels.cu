@@ -805,8 +805,8 @@ extern "C" __global__ void v4j_iota_s64(s64* out, u64 n) {
 // recomputes p = exp(scale q.k - lse) (FlashAttention-2) in two passes, dk/dv then dq, so no atomics are needed
 // and repeating a launch gives the same bits.
 
-// The attention kernels read q, k, v, out and dout through F32In or H16In (above): the 16-bit entries take one 16-bit
-// type for all five; lse and the results stay float32.
+// The attention kernels read q, k, v, out and dout through F32In or H16In (above) and write out, dq, dk and dv through
+// AttnOut (below): the 16-bit entries take one 16-bit type for all of them; lse stays float32.
 
 // Where the rows of problem p lie in an input: p is (p / heads, p % heads) of a [batch, heads, t, d] view with element
 // strides (sb, sh, st, 1), as the heads split off one projection give them; a contiguous [problems, t, d] input has
@@ -818,6 +818,31 @@ struct AttnRows {
 };
 
 __device__ __forceinline__ AttnRows attn_contiguous(int t, int d) { return AttnRows{1, (s64) t * d, 0, d}; }
+
+// Where a result goes: float32 contiguous [problems, t, d] at f (the float32 entries), or 16-bit values of type at h
+// in the layout rows (the 16-bit entries: the output's layout, PyTorch's [batch, t, heads, d]), rounded as stored
+struct AttnOut {
+    float* f;
+    unsigned short* h;
+    int type;
+    AttnRows rows;
+    int t, d;
+    __device__ __forceinline__ void set(int p, int i, int x, float v) const {
+        if (f != nullptr) {
+            f[((s64) p * t + i) * d + x] = v;
+        } else {
+            store16(h, (u64) (rows.base(p) + (s64) i * rows.st + x), type, v);
+        }
+    }
+};
+
+__device__ __forceinline__ AttnOut attn_out_f32(float* f, int t, int d) {
+    return AttnOut{f, nullptr, 0, attn_contiguous(t, d), t, d};
+}
+
+__device__ __forceinline__ AttnOut attn_out16(unsigned short* h, int type, AttnRows rows, int t, int d) {
+    return AttnOut{nullptr, h, type, rows, t, d};
+}
 
 template <typename A, typename B>
 __device__ __forceinline__ float attn_dot(A a, B b, int d) {
@@ -869,15 +894,17 @@ __device__ __forceinline__ void attn_key_tiles(In k, In v, s64 st, int t, int d,
     }
 }
 
-// q, k and v share the layout rows; out and lse are contiguous. Shared memory: 2 * tile * d floats (k and v tiles)
+// q, k and v share the layout rows; the output goes to out, its rows accumulated in acc (contiguous [problems, t, d]
+// floats: the float32 output itself, or a workspace); lse is contiguous. Shared memory: 2 * tile * d floats (k and v
+// tiles)
 template <typename In>
-__device__ __forceinline__ void attention_forward(In q, In k, In v, AttnRows rows, float* out, float* lse, int t, int d,
-                                                  float scale, int causal, int tile) {
+__device__ __forceinline__ void attention_forward(In q, In k, In v, AttnRows rows, AttnOut out, float* acc, float* lse,
+                                                  int t, int d, float scale, int causal, int tile) {
     int p = blockIdx.y;
     s64 base = rows.base(p);
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     In qi = q + (base + (s64) i * rows.st);
-    float* oi = out + (s64) p * t * d + (s64) i * d;
+    float* oi = acc + (s64) p * t * d + (s64) i * d;
     float m = -CUDART_INF_F;
     float l = 0.0f;
     if (i < t) {
@@ -905,28 +932,30 @@ __device__ __forceinline__ void attention_forward(In q, In k, In v, AttnRows row
     });
     if (i < t) {
         for (int x = 0; x < d; x++) {
-            oi[x] /= l;
+            out.set(p, i, x, oi[x] / l);
         }
         lse[(s64) p * t + i] = m + logf(l);
     }
 }
 
-// D_i = dout_i . out_i of query row i of problem p, the backward's row statistic: dout in the layout grows, out
-// contiguous [t, d] per problem; 0 past t
+// D_i = dout_i . out_i of query row i of problem p, the backward's row statistic: dout in the layout grows, out in
+// orows; 0 past t
 template <typename In>
-__device__ __forceinline__ float attn_row_delta(In out, In dout, AttnRows grows, int p, int i, int t, int d) {
-    return i < t ? attn_dot(dout + (grows.base(p) + (s64) i * grows.st), out + ((s64) p * t * d + (s64) i * d), d)
+__device__ __forceinline__ float attn_row_delta(In out, AttnRows orows, In dout, AttnRows grows, int p, int i, int t,
+                                                int d) {
+    return i < t ? attn_dot(dout + (grows.base(p) + (s64) i * grows.st), out + (orows.base(p) + (s64) i * orows.st), d)
                  : 0.0f;
 }
 
 // Stages the query-side tiles a block of key rows needs (causal: the queries from its first key row on): `tile` rows
 // of q and of dout into shared memory with each row's lse and D = dout . out, and calls row(qr, gr, lse_r, D_r) for
 // each query row that key row j sees, on the threads whose key row exists. q shares the layout rows with k and v,
-// dout has its own (grows); out and lse are contiguous. Shared memory: 2 * tile * d + 2 * tile floats. Every thread
-// reaches every __syncthreads().
+// dout has its own (grows), out its own (orows); lse is contiguous. Shared memory: 2 * tile * d + 2 * tile floats.
+// Every thread reaches every __syncthreads().
 template <typename In, typename Row>
 __device__ __forceinline__ void attn_query_tiles(In q, In dout, In out, const float* lse, AttnRows rows,
-                                                 AttnRows grows, int t, int d, int causal, int tile, int j, Row row) {
+                                                 AttnRows orows, AttnRows grows, int t, int d, int causal, int tile,
+                                                 int j, Row row) {
     extern __shared__ float attn_rows[];
     float* qt = attn_rows;
     float* gt = attn_rows + (s64) tile * d;
@@ -941,7 +970,7 @@ __device__ __forceinline__ void attn_query_tiles(In q, In dout, In out, const fl
         attn_stage(q + base, rows.st, dout + gbase, grows.st, qt, gt, i0, nrows, d);
         for (int r = threadIdx.x; r < nrows; r += blockDim.x) {
             lt[r] = lse[(s64) p * t + i0 + r];
-            dt[r] = attn_row_delta(out, dout, grows, p, i0 + r, t, d);
+            dt[r] = attn_row_delta(out, orows, dout, grows, p, i0 + r, t, d);
         }
         __syncthreads();
         if (j >= t) {
@@ -955,10 +984,12 @@ __device__ __forceinline__ void attn_query_tiles(In q, In dout, In out, const fl
     }
 }
 
-// dk, dv for one key row per thread (layouts as attn_query_tiles; the results contiguous)
+// dk, dv for one key row per thread (layouts as attn_query_tiles; the results' rows accumulated in acc, 2 [problems,
+// t, d] floats: dk's then dv's, the float32 results themselves or a workspace)
 template <typename In>
-__device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, AttnRows rows, In out, const float* lse,
-                                                        In dout, AttnRows grows, float* dk, float* dv, int t, int d,
+__device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, AttnRows rows, In out, AttnRows orows,
+                                                        const float* lse, In dout, AttnRows grows, AttnOut dk,
+                                                        AttnOut dv, float* acck, float* accv, int t, int d,
                                                         float scale, int causal, int tile) {
     int p = blockIdx.y;
     s64 base = rows.base(p);
@@ -966,15 +997,15 @@ __device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, AttnRo
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     In kj = k + (base + (s64) j * rows.st);
     In vj = v + (base + (s64) j * rows.st);
-    float* dkj = dk + obase + (s64) j * d;
-    float* dvj = dv + obase + (s64) j * d;
+    float* dkj = acck + obase + (s64) j * d;
+    float* dvj = accv + obase + (s64) j * d;
     if (j < t) {
         for (int x = 0; x < d; x++) {
             dkj[x] = 0.0f;
             dvj[x] = 0.0f;
         }
     }
-    attn_query_tiles(q, dout, out, lse, rows, grows, t, d, causal, tile, j,
+    attn_query_tiles(q, dout, out, lse, rows, orows, grows, t, d, causal, tile, j,
                      [&](const float* qr, const float* gr, float lr, float dr) {
         float pr = expf(attn_dot(qr, kj, d) * scale - lr);
         float ds = pr * (attn_dot(gr, vj, d) - dr) * scale;
@@ -983,6 +1014,12 @@ __device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, AttnRo
             dkj[x] += ds * qr[x];
         }
     });
+    if (j < t) {
+        for (int x = 0; x < d; x++) {
+            dk.set(p, j, x, dkj[x]);
+            dv.set(p, j, x, dvj[x]);
+        }
+    }
 }
 
 // The query row a dq thread owns (both dq paths): problem p, row i, its q and dout rows, and its backward statistics
@@ -992,24 +1029,24 @@ struct AttnQueryRow {
     int p, i;
     In qi, gi;
     float di, lsei;
-    __device__ __forceinline__ AttnQueryRow(In q, In out, const float* lse, In dout, AttnRows rows, AttnRows grows,
-                                            int t, int d)
+    __device__ __forceinline__ AttnQueryRow(In q, In out, const float* lse, In dout, AttnRows rows, AttnRows orows,
+                                            AttnRows grows, int t, int d)
         : p(blockIdx.y), i(blockIdx.x * blockDim.x + threadIdx.x),
           qi(q + (rows.base(blockIdx.y) + (s64) i * rows.st)),
           gi(dout + (grows.base(blockIdx.y) + (s64) i * grows.st)),
-          di(attn_row_delta(out, dout, grows, blockIdx.y, i, t, d)),
+          di(attn_row_delta(out, orows, dout, grows, blockIdx.y, i, t, d)),
           lsei(i < t ? lse[(s64) blockIdx.y * t + i] : 0.0f) {}
 };
 
-// dq for one query row per thread; layouts as attention_backward_dkdv. Shared memory: 2 * tile * d floats (k and v
-// tiles)
+// dq for one query row per thread; layouts as attention_backward_dkdv, the rows accumulated in acc ([problems, t, d]
+// floats). Shared memory: 2 * tile * d floats (k and v tiles)
 template <typename In>
-__device__ __forceinline__ void attention_backward_dq(In q, In k, In v, AttnRows rows, In out, const float* lse,
-                                                      In dout, AttnRows grows, float* dq, int t, int d, float scale,
-                                                      int causal, int tile) {
-    AttnQueryRow<In> r(q, out, lse, dout, rows, grows, t, d);
+__device__ __forceinline__ void attention_backward_dq(In q, In k, In v, AttnRows rows, In out, AttnRows orows,
+                                                      const float* lse, In dout, AttnRows grows, AttnOut dq,
+                                                      float* acc, int t, int d, float scale, int causal, int tile) {
+    AttnQueryRow<In> r(q, out, lse, dout, rows, orows, grows, t, d);
     s64 base = rows.base(r.p);
-    float* dqi = dq + (s64) r.p * t * d + (s64) r.i * d;
+    float* dqi = acc + (s64) r.p * t * d + (s64) r.i * d;
     if (r.i < t) {
         for (int x = 0; x < d; x++) {
             dqi[x] = 0.0f;
@@ -1025,6 +1062,11 @@ __device__ __forceinline__ void attention_backward_dq(In q, In k, In v, AttnRows
             }
         }
     });
+    if (r.i < t) {
+        for (int x = 0; x < d; x++) {
+            dq.set(r.p, r.i, x, dqi[x]);
+        }
+    }
 }
 
 // Head dimensions up to 64 (GPT-2's is 64) take the paths below: a thread keeps its own rows (its query or key row,
@@ -1090,7 +1132,7 @@ __device__ __forceinline__ void attn_axpy_r(float (&acc)[D], float f, const floa
 }
 
 template <int D, typename In>
-__device__ __forceinline__ void attention_forward_r(In q, In k, In v, AttnRows rows, float* out, float* lse, int t,
+__device__ __forceinline__ void attention_forward_r(In q, In k, In v, AttnRows rows, AttnOut out, float* lse, int t,
                                                     int d, float scale, int causal, int tile) {
     int p = blockIdx.y;
     s64 base = rows.base(p);
@@ -1123,11 +1165,10 @@ __device__ __forceinline__ void attention_forward_r(In q, In k, In v, AttnRows r
         }
     });
     if (i < t) {
-        float* oi = out + (s64) p * t * d + (s64) i * d;
         V4J_UNROLL
         for (int x = 0; x < D; x++) {
             if (x < d) {
-                oi[x] = o[x] / l;
+                out.set(p, i, x, o[x] / l);
             }
         }
         lse[(s64) p * t + i] = m + logf(l);
@@ -1137,12 +1178,12 @@ __device__ __forceinline__ void attention_forward_r(In q, In k, In v, AttnRows r
 // KV: the thread's key and value rows in registers too (d up to 32); at 64, four rows of registers would spill, so
 // only the accumulators are, and the dot products read the thread's own k and v rows from memory (cached)
 template <int D, bool KV, typename In>
-__device__ __forceinline__ void attention_backward_dkdv_r(In q, In k, In v, AttnRows rows, In out, const float* lse,
-                                                          In dout, AttnRows grows, float* dk, float* dv, int t, int d,
-                                                          float scale, int causal, int tile) {
+__device__ __forceinline__ void attention_backward_dkdv_r(In q, In k, In v, AttnRows rows, In out, AttnRows orows,
+                                                          const float* lse, In dout, AttnRows grows, AttnOut dk,
+                                                          AttnOut dv, int t, int d, float scale, int causal,
+                                                          int tile) {
     int p = blockIdx.y;
     s64 base = rows.base(p);
-    s64 obase = (s64) p * t * d;
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     bool active = j < t;
     In kj = k + (base + (s64) j * rows.st);
@@ -1158,7 +1199,7 @@ __device__ __forceinline__ void attention_backward_dkdv_r(In q, In k, In v, Attn
         dka[x] = 0.0f;
         dva[x] = 0.0f;
     }
-    attn_query_tiles(q, dout, out, lse, rows, grows, t, d, causal, tile, j,
+    attn_query_tiles(q, dout, out, lse, rows, orows, grows, t, d, causal, tile, j,
                      [&](const float* qr, const float* gr, float lr, float dr) {
         if (!KV) {
             asm volatile("" ::: "memory");   // k's and v's rows are read here each time, not hoisted into registers
@@ -1181,18 +1222,18 @@ __device__ __forceinline__ void attention_backward_dkdv_r(In q, In k, In v, Attn
         V4J_UNROLL
         for (int x = 0; x < D; x++) {
             if (x < d) {
-                dk[obase + (s64) j * d + x] = dka[x];
-                dv[obase + (s64) j * d + x] = dva[x];
+                dk.set(p, j, x, dka[x]);
+                dv.set(p, j, x, dva[x]);
             }
         }
     }
 }
 
 template <int D, typename In>
-__device__ __forceinline__ void attention_backward_dq_r(In q, In k, In v, AttnRows rows, In out, const float* lse,
-                                                        In dout, AttnRows grows, float* dq, int t, int d, float scale,
-                                                        int causal, int tile) {
-    AttnQueryRow<In> r(q, out, lse, dout, rows, grows, t, d);
+__device__ __forceinline__ void attention_backward_dq_r(In q, In k, In v, AttnRows rows, In out, AttnRows orows,
+                                                        const float* lse, In dout, AttnRows grows, AttnOut dq, int t,
+                                                        int d, float scale, int causal, int tile) {
+    AttnQueryRow<In> r(q, out, lse, dout, rows, orows, grows, t, d);
     s64 base = rows.base(r.p);
     float qr[D];
     float gr[D];
@@ -1215,54 +1256,61 @@ __device__ __forceinline__ void attention_backward_dq_r(In q, In k, In v, AttnRo
         V4J_UNROLL
         for (int x = 0; x < D; x++) {
             if (x < d) {
-                dq[(s64) r.p * t * d + (s64) r.i * d + x] = dqa[x];
+                dq.set(r.p, r.i, x, dqa[x]);
             }
         }
     }
 }
 
-// Each entry below takes the register paths for d up to 32 and up to 64, else the generic one.
+// Each entry below takes the register paths for d up to 32 and up to 64, else the generic one, which accumulates in
+// acc (floats: the float32 results themselves, or a workspace the 16-bit entries are given for d above 64).
 template <typename In>
-__device__ __forceinline__ void attention_forward_any(In q, In k, In v, AttnRows rows, float* out, float* lse, int t,
-                                                      int d, float scale, int causal, int tile) {
+__device__ __forceinline__ void attention_forward_any(In q, In k, In v, AttnRows rows, AttnOut out, float* acc,
+                                                      float* lse, int t, int d, float scale, int causal, int tile) {
     if (d <= 32) {
         attention_forward_r<32>(q, k, v, rows, out, lse, t, d, scale, causal, tile);
     } else if (d <= 64) {
         attention_forward_r<64>(q, k, v, rows, out, lse, t, d, scale, causal, tile);
     } else {
-        attention_forward(q, k, v, rows, out, lse, t, d, scale, causal, tile);
+        attention_forward(q, k, v, rows, out, acc, lse, t, d, scale, causal, tile);
     }
 }
 
 template <typename In>
-__device__ __forceinline__ void attention_backward_dkdv_any(In q, In k, In v, AttnRows rows, In out, const float* lse,
-                                                            In dout, AttnRows grows, float* dk, float* dv, int t,
-                                                            int d, float scale, int causal, int tile) {
+__device__ __forceinline__ void attention_backward_dkdv_any(In q, In k, In v, AttnRows rows, In out, AttnRows orows,
+                                                            const float* lse, In dout, AttnRows grows, AttnOut dk,
+                                                            AttnOut dv, float* acck, float* accv, int t, int d,
+                                                            float scale, int causal, int tile) {
     if (d <= 32) {
-        attention_backward_dkdv_r<32, true>(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale, causal, tile);
+        attention_backward_dkdv_r<32, true>(q, k, v, rows, out, orows, lse, dout, grows, dk, dv, t, d, scale, causal,
+                                            tile);
     } else if (d <= 64) {
-        attention_backward_dkdv_r<64, false>(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale, causal, tile);
+        attention_backward_dkdv_r<64, false>(q, k, v, rows, out, orows, lse, dout, grows, dk, dv, t, d, scale, causal,
+                                             tile);
     } else {
-        attention_backward_dkdv(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale, causal, tile);
+        attention_backward_dkdv(q, k, v, rows, out, orows, lse, dout, grows, dk, dv, acck, accv, t, d, scale, causal,
+                                tile);
     }
 }
 
 template <typename In>
-__device__ __forceinline__ void attention_backward_dq_any(In q, In k, In v, AttnRows rows, In out, const float* lse,
-                                                          In dout, AttnRows grows, float* dq, int t, int d,
-                                                          float scale, int causal, int tile) {
+__device__ __forceinline__ void attention_backward_dq_any(In q, In k, In v, AttnRows rows, In out, AttnRows orows,
+                                                          const float* lse, In dout, AttnRows grows, AttnOut dq,
+                                                          float* acc, int t, int d, float scale, int causal,
+                                                          int tile) {
     if (d <= 32) {
-        attention_backward_dq_r<32>(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal, tile);
+        attention_backward_dq_r<32>(q, k, v, rows, out, orows, lse, dout, grows, dq, t, d, scale, causal, tile);
     } else if (d <= 64) {
-        attention_backward_dq_r<64>(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal, tile);
+        attention_backward_dq_r<64>(q, k, v, rows, out, orows, lse, dout, grows, dq, t, d, scale, causal, tile);
     } else {
-        attention_backward_dq(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal, tile);
+        attention_backward_dq(q, k, v, rows, out, orows, lse, dout, grows, dq, acc, t, d, scale, causal, tile);
     }
 }
 
 extern "C" __global__ void v4j_attention_forward_f32(const float* q, const float* k, const float* v, float* out,
                                                      float* lse, int t, int d, float scale, int causal, int tile) {
-    attention_forward_any(F32In{q}, F32In{k}, F32In{v}, attn_contiguous(t, d), out, lse, t, d, scale, causal, tile);
+    attention_forward_any(F32In{q}, F32In{k}, F32In{v}, attn_contiguous(t, d), attn_out_f32(out, t, d), out, lse, t,
+                          d, scale, causal, tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dkdv_f32(const float* q, const float* k, const float* v,
@@ -1270,48 +1318,57 @@ extern "C" __global__ void v4j_attention_backward_dkdv_f32(const float* q, const
                                                            float* dk, float* dv, int t, int d, float scale, int causal,
                                                            int tile) {
     AttnRows rows = attn_contiguous(t, d);
-    attention_backward_dkdv_any(F32In{q}, F32In{k}, F32In{v}, rows, F32In{out}, lse, F32In{dout}, rows, dk, dv, t, d,
-                                scale, causal, tile);
+    attention_backward_dkdv_any(F32In{q}, F32In{k}, F32In{v}, rows, F32In{out}, rows, lse, F32In{dout}, rows,
+                                attn_out_f32(dk, t, d), attn_out_f32(dv, t, d), dk, dv, t, d, scale, causal, tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dq_f32(const float* q, const float* k, const float* v,
                                                          const float* out, const float* lse, const float* dout,
                                                          float* dq, int t, int d, float scale, int causal, int tile) {
     AttnRows rows = attn_contiguous(t, d);
-    attention_backward_dq_any(F32In{q}, F32In{k}, F32In{v}, rows, F32In{out}, lse, F32In{dout}, rows, dq, t, d, scale,
-                          causal, tile);
+    attention_backward_dq_any(F32In{q}, F32In{k}, F32In{v}, rows, F32In{out}, rows, lse, F32In{dout}, rows,
+                              attn_out_f32(dq, t, d), dq, t, d, scale, causal, tile);
 }
 
 // The same on 16-bit q, k, v, out and dout of one type (0 float16, 1 bfloat16), read widened and in place: q, k and v
-// in the layout (heads, sb, sh, st) (AttnRows), dout in (heads, gsb, gsh, gst), out contiguous; lse and the results
-// are float32 and contiguous, as in the kernels above. Under autocast no float32 copy of an input is made.
+// in the layout (heads, sb, sh, st) (AttnRows), out in (heads, osb, osh, ost), dout in (heads, gsb, gsh, gst); the
+// results are written as 16-bit values, out and dq, dk, dv in out's layout; lse is float32 and contiguous. Under
+// autocast no float32 copy of an input or a result is made. work: d above 64 only (else null), floats the generic
+// paths accumulate in: [problems, t, d] for the forward and dq, twice that for dk and dv.
 extern "C" __global__ void v4j_attention_forward16(int type, const unsigned short* q, const unsigned short* k,
-                                                   const unsigned short* v, float* out, float* lse, int t, int d,
-                                                   float scale, int causal, int tile, int heads, s64 sb, s64 sh,
-                                                   s64 st) {
-    attention_forward_any(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st}, out, lse, t, d,
-                      scale, causal, tile);
+                                                   const unsigned short* v, unsigned short* out, float* lse,
+                                                   float* work, int t, int d, float scale, int causal, int tile,
+                                                   int heads, s64 sb, s64 sh, s64 st, s64 osb, s64 osh, s64 ost) {
+    attention_forward_any(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
+                          attn_out16(out, type, AttnRows{heads, osb, osh, ost}, t, d), work, lse, t, d, scale, causal,
+                          tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dkdv16(int type, const unsigned short* q, const unsigned short* k,
                                                          const unsigned short* v, const unsigned short* out,
-                                                         const float* lse, const unsigned short* dout, float* dk,
-                                                         float* dv, int t, int d, float scale, int causal, int tile,
-                                                         int heads, s64 sb, s64 sh, s64 st, s64 gsb, s64 gsh,
+                                                         const float* lse, const unsigned short* dout,
+                                                         unsigned short* dk, unsigned short* dv, float* work, int t,
+                                                         int d, float scale, int causal, int tile, int heads, s64 sb,
+                                                         s64 sh, s64 st, s64 osb, s64 osh, s64 ost, s64 gsb, s64 gsh,
                                                          s64 gst) {
+    AttnRows orows{heads, osb, osh, ost};
     attention_backward_dkdv_any(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
-                            H16In{out, type}, lse, H16In{dout, type}, AttnRows{heads, gsb, gsh, gst}, dk, dv, t, d,
-                            scale, causal, tile);
+                                H16In{out, type}, orows, lse, H16In{dout, type}, AttnRows{heads, gsb, gsh, gst},
+                                attn_out16(dk, type, orows, t, d), attn_out16(dv, type, orows, t, d), work,
+                                work == nullptr ? nullptr : work + (s64) gridDim.y * t * d, t, d, scale, causal,
+                                tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dq16(int type, const unsigned short* q, const unsigned short* k,
                                                        const unsigned short* v, const unsigned short* out,
-                                                       const float* lse, const unsigned short* dout, float* dq, int t,
-                                                       int d, float scale, int causal, int tile, int heads, s64 sb,
-                                                       s64 sh, s64 st, s64 gsb, s64 gsh, s64 gst) {
+                                                       const float* lse, const unsigned short* dout,
+                                                       unsigned short* dq, float* work, int t, int d, float scale,
+                                                       int causal, int tile, int heads, s64 sb, s64 sh, s64 st,
+                                                       s64 osb, s64 osh, s64 ost, s64 gsb, s64 gsh, s64 gst) {
+    AttnRows orows{heads, osb, osh, ost};
     attention_backward_dq_any(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
-                          H16In{out, type}, lse, H16In{dout, type}, AttnRows{heads, gsb, gsh, gst}, dq, t, d, scale,
-                          causal, tile);
+                              H16In{out, type}, orows, lse, H16In{dout, type}, AttnRows{heads, gsb, gsh, gst},
+                              attn_out16(dq, type, orows, t, d), work, t, d, scale, causal, tile);
 }
 
 // ------------------------------------------------------------------------------------------------ attention on tensor cores
@@ -1395,7 +1452,7 @@ __device__ __forceinline__ bool tc_visible(int i, int j, int t, int causal) {
 // K and V [TC_TILE, D], P [TC_ROWS, TC_TILE].
 template <int D, typename T>
 __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, const unsigned short* k,
-                                                     const unsigned short* v, AttnRows rows, float* out, float* lse,
+                                                     const unsigned short* v, AttnRows rows, AttnOut out, float* lse,
                                                      int t, int d, float scale, int causal) {
     extern __shared__ __align__(128) float attn_tc[];
     const int type = TcType<T>::code;
@@ -1467,9 +1524,8 @@ __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, co
     int i = q0 + r;
     if (r < TC_ROWS && i < t) {
         float l = L[r];
-        float* oi = out + (s64) p * t * d + (s64) i * d;
         for (int x = 0; x < d; x++) {
-            oi[x] = O[r * D + x] / l;
+            out.set(p, i, x, O[r * D + x] / l);
         }
         lse[(s64) p * t + i] = M[r] + logf(l);
     }
@@ -1497,13 +1553,13 @@ struct TcBackwardTiles {
 };
 
 // lse and D = rowsum(dout * out) of query rows [i0, i0 + n) into ls and ds, one thread a row (0 past t)
-__device__ __forceinline__ void tc_query_stats(const float* lse, const unsigned short* out, const unsigned short* dout,
-                                               AttnRows grows, int p, int i0, int n, int t, int d, int type,
-                                               float* ls, float* ds) {
+__device__ __forceinline__ void tc_query_stats(const float* lse, const unsigned short* out, AttnRows orows,
+                                               const unsigned short* dout, AttnRows grows, int p, int i0, int n, int t,
+                                               int d, int type, float* ls, float* ds) {
     if ((int) threadIdx.x < n) {
         int i = i0 + threadIdx.x;
         ls[threadIdx.x] = i < t ? lse[(s64) p * t + i] : 0.0f;
-        ds[threadIdx.x] = attn_row_delta(H16In{out, type}, H16In{dout, type}, grows, p, i, t, d);
+        ds[threadIdx.x] = attn_row_delta(H16In{out, type}, orows, H16In{dout, type}, grows, p, i, t, d);
     }
 }
 
@@ -1532,10 +1588,10 @@ __device__ __forceinline__ void tc_score_grads(const float* F, const float* ds, 
 }
 
 // Stores each warp's 16 rows of acc (D / 16 fragments) through R (TC_ROWS * D floats of shared memory) into rows
-// r0 + r of dst (problem p's contiguous [t, d]), times scale, the rows that exist and columns below d. Every thread
-// reaches every barrier; R must be free when called.
+// r0 + r of problem p of dst, times scale, the rows that exist and columns below d. Every thread reaches every
+// barrier; R must be free when called.
 template <int D>
-__device__ __forceinline__ void tc_write_rows(tc_acc* acc, float* R, float* dst, int p, int r0, int t, int d,
+__device__ __forceinline__ void tc_write_rows(tc_acc* acc, float* R, AttnOut dst, int p, int r0, int t, int d,
                                               float scale) {
     int w = threadIdx.x / 32;
     __syncthreads();
@@ -1546,7 +1602,7 @@ __device__ __forceinline__ void tc_write_rows(tc_acc* acc, float* R, float* dst,
     for (int e = threadIdx.x; e < TC_ROWS * D; e += blockDim.x) {
         int r = r0 + e / D;
         if (r < t && e % D < d) {
-            dst[(s64) p * t * d + (s64) r * d + e % D] = R[e] * scale;
+            dst.set(p, r, e % D, R[e] * scale);
         }
     }
 }
@@ -1556,9 +1612,10 @@ __device__ __forceinline__ void tc_write_rows(tc_acc* acc, float* R, float* dst,
 template <int D, typename T>
 __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short* q, const unsigned short* k,
                                                            const unsigned short* v, AttnRows rows,
-                                                           const unsigned short* out, const float* lse,
-                                                           const unsigned short* dout, AttnRows grows, float* dk,
-                                                           float* dv, int t, int d, float scale, int causal) {
+                                                           const unsigned short* out, AttnRows orows,
+                                                           const float* lse, const unsigned short* dout,
+                                                           AttnRows grows, AttnOut dk, AttnOut dv, int t, int d,
+                                                           float scale, int causal) {
     extern __shared__ __align__(128) float attn_tc[];
     const int type = TcType<T>::code;
     TcBackwardTiles<D> sm(attn_tc, TC_TILE);
@@ -1578,7 +1635,7 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
         __syncthreads();
         tc_stage<D>(q + base, rows.st, i0, TC_TILE, t, d, sm.oth0);
         tc_stage<D>(dout + grows.base(p), grows.st, i0, TC_TILE, t, d, sm.oth1);
-        tc_query_stats(lse, out, dout, grows, p, i0, TC_TILE, t, d, type, sm.lse, sm.delta);
+        tc_query_stats(lse, out, orows, dout, grows, p, i0, TC_TILE, t, d, type, sm.lse, sm.delta);
         __syncthreads();
         tc_abt<D, TC_TILE, T>(sm.own0 + w * 16 * D, sm.oth0, sm.f + w * 16 * TC_TILE, TC_TILE);   // s^T = k q^T
         __syncthreads();
@@ -1601,9 +1658,9 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
 template <int D, typename T>
 __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q, const unsigned short* k,
                                                          const unsigned short* v, AttnRows rows,
-                                                         const unsigned short* out, const float* lse,
-                                                         const unsigned short* dout, AttnRows grows, float* dq, int t,
-                                                         int d, float scale, int causal) {
+                                                         const unsigned short* out, AttnRows orows, const float* lse,
+                                                         const unsigned short* dout, AttnRows grows, AttnOut dq,
+                                                         int t, int d, float scale, int causal) {
     extern __shared__ __align__(128) float attn_tc[];
     const int type = TcType<T>::code;
     TcBackwardTiles<D> sm(attn_tc, TC_ROWS);
@@ -1613,7 +1670,7 @@ __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q
     s64 base = rows.base(p);
     tc_stage<D>(q + base, rows.st, q0, TC_ROWS, t, d, sm.own0);
     tc_stage<D>(dout + grows.base(p), grows.st, q0, TC_ROWS, t, d, sm.own1);
-    tc_query_stats(lse, out, dout, grows, p, q0, TC_ROWS, t, d, type, sm.lse, sm.delta);
+    tc_query_stats(lse, out, orows, dout, grows, p, q0, TC_ROWS, t, d, type, sm.lse, sm.delta);
     tc_acc dqa[D / 16];
     for (int n = 0; n < D / 16; n++) {
         wmma::fill_fragment(dqa[n], 0.0f);
@@ -1637,63 +1694,76 @@ __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q
     tc_write_rows<D>(dqa, (float*) sm.own0, dq, p, q0, t, d, scale);   // over Q and dout, no longer read
 }
 
-// The entries: arguments as v4j_attention_forward16 and the backward's passes, without the CUDA-core kernels' tile;
-// d at most 64 (D = 32 up to 32, else 64), blocks of TC_THREADS threads, one per TC_ROWS rows.
+// The entries: arguments as v4j_attention_forward16 and the backward's passes, without the CUDA-core kernels' tile
+// and workspace; d at most 64 (D = 32 up to 32, else 64), blocks of TC_THREADS threads, one per TC_ROWS rows.
 extern "C" __global__ void v4j_attention_forward_tc(int type, const unsigned short* q, const unsigned short* k,
-                                                    const unsigned short* v, float* out, float* lse, int t, int d,
-                                                    float scale, int causal, int heads, s64 sb, s64 sh, s64 st) {
+                                                    const unsigned short* v, unsigned short* out, float* lse, int t,
+                                                    int d, float scale, int causal, int heads, s64 sb, s64 sh, s64 st,
+                                                    s64 osb, s64 osh, s64 ost) {
     AttnRows rows{heads, sb, sh, st};
+    AttnOut o = attn_out16(out, type, AttnRows{heads, osb, osh, ost}, t, d);
     if (d <= 32) {
         if (type == 0) {
-            attention_forward_tc<32, __half>(q, k, v, rows, out, lse, t, d, scale, causal);
+            attention_forward_tc<32, __half>(q, k, v, rows, o, lse, t, d, scale, causal);
         } else {
-            attention_forward_tc<32, __nv_bfloat16>(q, k, v, rows, out, lse, t, d, scale, causal);
+            attention_forward_tc<32, __nv_bfloat16>(q, k, v, rows, o, lse, t, d, scale, causal);
         }
     } else if (type == 0) {
-        attention_forward_tc<64, __half>(q, k, v, rows, out, lse, t, d, scale, causal);
+        attention_forward_tc<64, __half>(q, k, v, rows, o, lse, t, d, scale, causal);
     } else {
-        attention_forward_tc<64, __nv_bfloat16>(q, k, v, rows, out, lse, t, d, scale, causal);
+        attention_forward_tc<64, __nv_bfloat16>(q, k, v, rows, o, lse, t, d, scale, causal);
     }
 }
 
 extern "C" __global__ void v4j_attention_backward_dkdv_tc(int type, const unsigned short* q, const unsigned short* k,
                                                           const unsigned short* v, const unsigned short* out,
-                                                          const float* lse, const unsigned short* dout, float* dk,
-                                                          float* dv, int t, int d, float scale, int causal, int heads,
-                                                          s64 sb, s64 sh, s64 st, s64 gsb, s64 gsh, s64 gst) {
+                                                          const float* lse, const unsigned short* dout,
+                                                          unsigned short* dk, unsigned short* dv, int t, int d,
+                                                          float scale, int causal, int heads, s64 sb, s64 sh, s64 st,
+                                                          s64 osb, s64 osh, s64 ost, s64 gsb, s64 gsh, s64 gst) {
     AttnRows rows{heads, sb, sh, st};
+    AttnRows orows{heads, osb, osh, ost};
     AttnRows grows{heads, gsb, gsh, gst};
+    AttnOut ok = attn_out16(dk, type, orows, t, d);
+    AttnOut ov = attn_out16(dv, type, orows, t, d);
     if (d <= 32) {
         if (type == 0) {
-            attention_backward_dkdv_tc<32, __half>(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale, causal);
+            attention_backward_dkdv_tc<32, __half>(q, k, v, rows, out, orows, lse, dout, grows, ok, ov, t, d, scale,
+                                                   causal);
         } else {
-            attention_backward_dkdv_tc<32, __nv_bfloat16>(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale,
-                                                          causal);
+            attention_backward_dkdv_tc<32, __nv_bfloat16>(q, k, v, rows, out, orows, lse, dout, grows, ok, ov, t, d,
+                                                          scale, causal);
         }
     } else if (type == 0) {
-        attention_backward_dkdv_tc<64, __half>(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale, causal);
+        attention_backward_dkdv_tc<64, __half>(q, k, v, rows, out, orows, lse, dout, grows, ok, ov, t, d, scale,
+                                               causal);
     } else {
-        attention_backward_dkdv_tc<64, __nv_bfloat16>(q, k, v, rows, out, lse, dout, grows, dk, dv, t, d, scale,
-                                                      causal);
+        attention_backward_dkdv_tc<64, __nv_bfloat16>(q, k, v, rows, out, orows, lse, dout, grows, ok, ov, t, d,
+                                                      scale, causal);
     }
 }
 
 extern "C" __global__ void v4j_attention_backward_dq_tc(int type, const unsigned short* q, const unsigned short* k,
                                                         const unsigned short* v, const unsigned short* out,
-                                                        const float* lse, const unsigned short* dout, float* dq, int t,
-                                                        int d, float scale, int causal, int heads, s64 sb, s64 sh,
-                                                        s64 st, s64 gsb, s64 gsh, s64 gst) {
+                                                        const float* lse, const unsigned short* dout,
+                                                        unsigned short* dq, int t, int d, float scale, int causal,
+                                                        int heads, s64 sb, s64 sh, s64 st, s64 osb, s64 osh, s64 ost,
+                                                        s64 gsb, s64 gsh, s64 gst) {
     AttnRows rows{heads, sb, sh, st};
+    AttnRows orows{heads, osb, osh, ost};
     AttnRows grows{heads, gsb, gsh, gst};
+    AttnOut oq = attn_out16(dq, type, orows, t, d);
     if (d <= 32) {
         if (type == 0) {
-            attention_backward_dq_tc<32, __half>(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal);
+            attention_backward_dq_tc<32, __half>(q, k, v, rows, out, orows, lse, dout, grows, oq, t, d, scale, causal);
         } else {
-            attention_backward_dq_tc<32, __nv_bfloat16>(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal);
+            attention_backward_dq_tc<32, __nv_bfloat16>(q, k, v, rows, out, orows, lse, dout, grows, oq, t, d, scale,
+                                                        causal);
         }
     } else if (type == 0) {
-        attention_backward_dq_tc<64, __half>(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal);
+        attention_backward_dq_tc<64, __half>(q, k, v, rows, out, orows, lse, dout, grows, oq, t, d, scale, causal);
     } else {
-        attention_backward_dq_tc<64, __nv_bfloat16>(q, k, v, rows, out, lse, dout, grows, dq, t, d, scale, causal);
+        attention_backward_dq_tc<64, __nv_bfloat16>(q, k, v, rows, out, orows, lse, dout, grows, oq, t, d, scale,
+                                                    causal);
     }
 }

@@ -636,35 +636,78 @@ final class CheckedKernels implements Kernels {
 
     @Override
     public void attentionForward16(int type, int batchHeads, int heads, long batchStride, long headStride,
-                                   long rowStride, int t, int d, float scale, boolean causal, MemorySegment q,
-                                   long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
-                                   MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
-        long n = attention16Operands("attentionForward16", type, batchHeads, heads, batchStride, headStride, rowStride,
-                t, d, q, qOff, k, kOff, v, vOff, lse, lseOff);
-        Checks.range(out, outOff, n, "out");
-        Checks.writable(out, "out");
+                                   long rowStride, long outBatchStride, long outHeadStride, long outRowStride, int t,
+                                   int d, float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
+                                   long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
+                                   MemorySegment lse, long lseOff) {
+        attention16Operands("attentionForward16", type, batchHeads, heads, batchStride, headStride, rowStride, t, d, q,
+                qOff, k, kOff, v, vOff, lse, lseOff);
+        attention16Results(batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, out, outOff, "out");
         Checks.writable(lse, "lse");
-        unchecked.attentionForward16(type, batchHeads, heads, batchStride, headStride, rowStride, t, d, scale, causal,
-                q, qOff, k, kOff, v, vOff, out, outOff, lse, lseOff);
+        unchecked.attentionForward16(type, batchHeads, heads, batchStride, headStride, rowStride, outBatchStride,
+                outHeadStride, outRowStride, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff, lse, lseOff);
     }
 
     @Override
     public void attentionBackward16(int type, int batchHeads, int heads, long batchStride, long headStride,
-                                    long rowStride, long doutBatchStride, long doutHeadStride, long doutRowStride,
-                                    int t, int d, float scale, boolean causal, MemorySegment q, long qOff,
-                                    MemorySegment k, long kOff, MemorySegment v, long vOff, MemorySegment out,
-                                    long outOff, MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
+                                    long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
+                                    long doutBatchStride, long doutHeadStride, long doutRowStride, int t, int d,
+                                    float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
+                                    long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
+                                    MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
                                     MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
                                     long dvOff) {
-        long n = attention16Operands("attentionBackward16", type, batchHeads, heads, batchStride, headStride,
-                rowStride, t, d, q, qOff, k, kOff, v, vOff, lse, lseOff);
-        Checks.range(out, outOff, n, "out", Short.BYTES, "16-bit values");
+        attention16Operands("attentionBackward16", type, batchHeads, heads, batchStride, headStride, rowStride, t, d,
+                q, qOff, k, kOff, v, vOff, lse, lseOff);
+        attentionRows(batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, out, outOff, "out",
+                "outBatchStride", "outHeadStride", "outRowStride");
         attentionRows(batchHeads, heads, doutBatchStride, doutHeadStride, doutRowStride, t, d, dout, doutOff, "dout",
                 "doutBatchStride", "doutHeadStride", "doutRowStride");
-        attentionGradients(n, dq, dqOff, dk, dkOff, dv, dvOff);
-        unchecked.attentionBackward16(type, batchHeads, heads, batchStride, headStride, rowStride, doutBatchStride,
-                doutHeadStride, doutRowStride, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff, lse,
-                lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
+        attention16Results(batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, dq, dqOff, "dq");
+        attention16Results(batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, dk, dkOff, "dk");
+        attention16Results(batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, dv, dvOff, "dv");
+        unchecked.attentionBackward16(type, batchHeads, heads, batchStride, headStride, rowStride, outBatchStride,
+                outHeadStride, outRowStride, doutBatchStride, doutHeadStride, doutRowStride, t, d, scale, causal, q,
+                qOff, k, kOff, v, vOff, out, outOff, lse, lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
+    }
+
+    /**
+     * Checks a 16-bit attention result in the output's layout ({@code Kernels.attentionForward16}): its strides
+     * reach only its own elements, no two of its elements share an address, and it is writable.
+     */
+    private static void attention16Results(int batchHeads, int heads, long sb, long sh, long st, int t, int d,
+                                           MemorySegment seg, long off, String name) {
+        attentionRows(batchHeads, heads, sb, sh, st, t, d, seg, off, name, "outBatchStride", "outHeadStride",
+                "outRowStride");
+        if (overlaps(new long[] {batchHeads / heads, heads, t, d}, new long[] {sb, sh, st, 1})) {
+            throw new IllegalArgumentException(name + ": the output layout (outBatchStride " + sb + ", outHeadStride "
+                    + sh + ", outRowStride " + st + ") puts two elements at one address");
+        }
+        Checks.writable(seg, name);
+    }
+
+    /**
+     * @return whether two elements of a layout with these sizes and non-negative strides may share an address: true
+     *     unless, its dimensions of more than one element ordered by stride, each stride reaches past the span of
+     *     those before it (the sufficient test PyTorch's non-overlapping-and-dense check also uses)
+     */
+    static boolean overlaps(long[] sizes, long[] strides) {
+        Integer[] order = new Integer[sizes.length];
+        for (int i = 0; i < order.length; i++) {
+            order[i] = i;
+        }
+        java.util.Arrays.sort(order, (x, y) -> Long.compare(strides[x], strides[y]));
+        long span = 1;   // elements from the first to one past the last of the dimensions so far
+        for (int i : order) {
+            if (sizes[i] <= 1) {
+                continue;
+            }
+            if (strides[i] < span) {
+                return true;
+            }
+            span = strides[i] * (sizes[i] - 1) + span;
+        }
+        return false;
     }
 
     /** Checks the three gradients both attention backward kernels write: {@code n} floats each, writable. */
@@ -681,15 +724,13 @@ final class CheckedKernels implements Kernels {
     /**
      * Checks the type, the sizes, the layout and the operands both 16-bit attention kernels take (q, k, v: 16-bit,
      * in the layout of {@code Kernels.attentionForward16}; lse: float32 {@code [batchHeads, t]}).
-     *
-     * @return the elements of one contiguous {@code [batchHeads, t, d]} operand
      */
-    private static long attention16Operands(String kernel, int type, int batchHeads, int heads, long batchStride,
+    private static void attention16Operands(String kernel, int type, int batchHeads, int heads, long batchStride,
                                             long headStride, long rowStride, int t, int d, MemorySegment q, long qOff,
                                             MemorySegment k, long kOff, MemorySegment v, long vOff, MemorySegment lse,
                                             long lseOff) {
         Checks.half16(kernel, 0, 0, type);
-        long n = attentionSizes(batchHeads, t, d);
+        attentionSizes(batchHeads, t, d);
         if (heads < 1 || batchHeads % heads != 0) {
             throw new IllegalArgumentException("heads must be at least 1 and divide batchHeads = " + batchHeads
                     + ", got " + heads);
@@ -701,7 +742,6 @@ final class CheckedKernels implements Kernels {
         attentionRows(batchHeads, heads, batchStride, headStride, rowStride, t, d, v, vOff, "v", "batchStride",
                 "headStride", "rowStride");
         Checks.range(lse, lseOff, (long) batchHeads * t, "lse");
-        return n;
     }
 
     /** Checks a 16-bit attention input's strides (at least 0) and that every element they reach lies in it. */

@@ -104,13 +104,6 @@ interface HostConversions extends Kernels {
         }
     }
 
-    /** {@code n} 16-bit values of {@code type} at {@code off} of {@code src}, widened into new memory of {@code arena}. */
-    private MemorySegment widened(Arena arena, int type, long n, MemorySegment src, long off) {
-        MemorySegment f = arena.allocate(Math.max(1, n) * Float.BYTES, Float.BYTES);
-        widen(type, n, src, off, f);
-        return f;
-    }
-
     /**
      * The rows of an attention input in the layout of {@link #attentionForward16}, widened into a contiguous
      * {@code [batchHeads, t, d]} float array of {@code arena}.
@@ -128,38 +121,65 @@ interface HostConversions extends Kernels {
         return f;
     }
 
+    /**
+     * Narrows a contiguous {@code [batchHeads, t, d]} float array into 16-bit rows of {@code type} in the layout of
+     * {@link #attentionForward16}'s output.
+     */
+    private void narrowRows(int type, int batchHeads, int heads, long sb, long sh, long st, int t, int d,
+                            MemorySegment src, MemorySegment dst, long off) {
+        for (int p = 0; p < batchHeads; p++) {
+            long base = off + (long) (p / heads) * sb + (long) (p % heads) * sh;
+            for (int r = 0; r < t; r++) {
+                narrow(type, d, src.asSlice(((long) p * t + r) * d * Float.BYTES, (long) d * Float.BYTES), dst,
+                        base + r * st);
+            }
+        }
+    }
+
     @Override
     default void attentionForward16(int type, int batchHeads, int heads, long batchStride, long headStride,
-                                    long rowStride, int t, int d, float scale, boolean causal, MemorySegment q,
-                                    long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
-                                    MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
+                                    long rowStride, long outBatchStride, long outHeadStride, long outRowStride, int t,
+                                    int d, float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
+                                    long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
+                                    MemorySegment lse, long lseOff) {
         try (Arena a = Arena.ofConfined()) {
+            MemorySegment o = a.allocate(Math.max(1, (long) batchHeads * t * d) * Float.BYTES, Float.BYTES);
             attentionForward(batchHeads, t, d, scale, causal,
                     widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, q, qOff), 0,
                     widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, k, kOff), 0,
                     widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, v, vOff), 0,
-                    out, outOff, lse, lseOff);
+                    o, 0, lse, lseOff);
+            narrowRows(type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, o, out, outOff);
         }
     }
 
     @Override
     default void attentionBackward16(int type, int batchHeads, int heads, long batchStride, long headStride,
-                                     long rowStride, long doutBatchStride, long doutHeadStride, long doutRowStride,
-                                     int t, int d, float scale, boolean causal, MemorySegment q, long qOff,
-                                     MemorySegment k, long kOff, MemorySegment v, long vOff, MemorySegment out,
-                                     long outOff, MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
+                                     long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
+                                     long doutBatchStride, long doutHeadStride, long doutRowStride, int t, int d,
+                                     float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
+                                     long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
+                                     MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
                                      MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
                                      long dvOff) {
-        long n = (long) batchHeads * t * d;
+        long n = Math.max(1, (long) batchHeads * t * d) * Float.BYTES;
         try (Arena a = Arena.ofConfined()) {
+            MemorySegment[] g = {a.allocate(n, Float.BYTES), a.allocate(n, Float.BYTES), a.allocate(n, Float.BYTES)};
             attentionBackward(batchHeads, t, d, scale, causal,
                     widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, q, qOff), 0,
                     widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, k, kOff), 0,
                     widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, v, vOff), 0,
-                    widened(a, type, n, out, outOff), 0, lse, lseOff,
+                    widenedRows(a, type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, out,
+                            outOff), 0, lse, lseOff,
                     widenedRows(a, type, batchHeads, heads, doutBatchStride, doutHeadStride, doutRowStride, t, d,
                             dout, doutOff), 0,
-                    dq, dqOff, dk, dkOff, dv, dvOff);
+                    g[0], 0, g[1], 0, g[2], 0);
+            MemorySegment[] dst = {dq, dk, dv};
+            long[] off = {dqOff, dkOff, dvOff};
+            for (int i = 0; i < 3; i++) {
+                narrowRows(type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, g[i], dst[i],
+                        off[i]);
+            }
         }
     }
 

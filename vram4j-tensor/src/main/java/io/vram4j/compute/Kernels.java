@@ -731,36 +731,44 @@ public interface Kernels {
      * {@code (p / heads, p % heads)} of a {@code [batchHeads / heads, heads, t, d]} view with element strides
      * {@code (batchStride, headStride, rowStride, 1)}, shared by the three (the heads split off one projection; a
      * contiguous {@code [batchHeads, t, d]} input is {@code heads} 1, {@code batchStride} {@code t * d},
-     * {@code headStride} 0, {@code rowStride} {@code d}). {@code out} and {@code lse} are float32 and contiguous as
-     * there, with the values of {@link #attentionForward} on the widened inputs. Offsets and strides of the 16-bit
-     * operands count 16-bit elements. The CUDA kernels at {@code d} up to 64 multiply on tensor cores, as
+     * {@code headStride} 0, {@code rowStride} {@code d}). The output {@code out} is 16-bit of {@code type}, each value
+     * rounded once from the float32 result, in its own layout ({@code outBatchStride}, {@code outHeadStride},
+     * {@code outRowStride}, the same {@code heads}; PyTorch's flash attention writes {@code [batch, t, heads, d]}:
+     * {@code (t * heads * d, d, heads * d)}), whose elements must not overlap; {@code lse} is float32 and contiguous
+     * as there. The values are those of {@link #attentionForward} on the widened inputs. Offsets and strides of the
+     * 16-bit operands count 16-bit elements. The CUDA kernels at {@code d} up to 64 multiply on tensor cores, as
      * FlashAttention-2 under autocast: they round the probabilities to {@code type} before multiplying them with
      * {@code v} and divide by the sum of the rounded probabilities, so their values are within a few units of
      * {@code type}'s roundoff (of the result's largest magnitude) of these, not equal up to float32's last bits.
      *
      * @param type {@link #FLOAT16} or {@link #BFLOAT16}
      * @param heads at least 1, dividing {@code batchHeads}
-     * @throws IllegalArgumentException as {@link #attentionForward}, for another type, a negative stride, or
-     *     {@code heads} not dividing {@code batchHeads}
+     * @throws IllegalArgumentException as {@link #attentionForward}, for another type, a negative stride, an output
+     *     layout whose elements overlap, or {@code heads} not dividing {@code batchHeads}
      */
     void attentionForward16(int type, int batchHeads, int heads, long batchStride, long headStride, long rowStride,
+                            long outBatchStride, long outHeadStride, long outRowStride,
                             int t, int d, float scale, boolean causal,
                             MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
                             MemorySegment out, long outOff, MemorySegment lse, long lseOff);
 
     /**
      * {@link #attentionBackward} on 16-bit {@code q}, {@code k}, {@code v} (in the layout of
-     * {@link #attentionForward16}), {@code out} (the forward's output, contiguous) and {@code dout} (its own layout,
-     * {@code doutBatchStride}, {@code doutHeadStride}, {@code doutRowStride}, with the same {@code heads}) of
-     * {@code type}, read in place and widened as they are read; {@code lse} and the gradients {@code dq},
-     * {@code dk}, {@code dv} are float32 and contiguous, with the values of {@link #attentionBackward} on the
-     * widened inputs (the CUDA kernels at {@code d} up to 64: within a few units of {@code type}'s roundoff, as
-     * {@link #attentionForward16} says; they also round {@code ds} to {@code type} before its products).
+     * {@link #attentionForward16}), {@code out} (the forward's output, in its layout {@code outBatchStride},
+     * {@code outHeadStride}, {@code outRowStride}) and {@code dout} (its own layout, {@code doutBatchStride},
+     * {@code doutHeadStride}, {@code doutRowStride}), all with the same {@code heads} and of {@code type}, read in
+     * place and widened as they are read; {@code lse} is float32 and contiguous. The gradients {@code dq},
+     * {@code dk}, {@code dv} are 16-bit of {@code type}, each value rounded once from the float32 result, in the
+     * output's layout (as PyTorch's flash attention backward gives them the inputs' {@code [batch, t, heads, d]}
+     * order); their values are those of {@link #attentionBackward} on the widened inputs (the CUDA kernels at
+     * {@code d} up to 64: within a few units of {@code type}'s roundoff, as {@link #attentionForward16} says; they also
+     * round {@code ds} to {@code type} before its products).
      *
      * @param type {@link #FLOAT16} or {@link #BFLOAT16}
      * @throws IllegalArgumentException as {@link #attentionForward16}
      */
     void attentionBackward16(int type, int batchHeads, int heads, long batchStride, long headStride, long rowStride,
+                             long outBatchStride, long outHeadStride, long outRowStride,
                              long doutBatchStride, long doutHeadStride, long doutRowStride,
                              int t, int d, float scale, boolean causal,
                              MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,

@@ -263,47 +263,49 @@ public final class BackwardOps {
      * @param lse the saved float32 log-sum-exps {@code [..., T]}
      * @param causal as the forward call
      * @param scale the forward's factor of the scores
-     * @return {@code {dq, dk, dv}}, each of the shape of {@code q}
+     * @return {@code {dq, dk, dv}}, each of the shape of {@code q}; for 16-bit operands in device memory in the
+     *     layout of the output ({@code [B, H, T, d]} stored as {@code [B, T, H, d]}), else contiguous
      */
     public static Tensor[] attentionBackward(Tensor g, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse,
                                              boolean causal, float scale) {
         Ops.open(g, q, k, v, out, lse);
         FusedAttention.Dims n = FusedAttention.Dims.of(q);
         Tensor[] grads = new Tensor[3];
-        // the 16-bit kernels read the saved output contiguous: one 16-bit copy of it when it has PyTorch's
-        // [B, T, H, d] layout (FusedAttention.output), which the float32 path gathers anyway (the backward pass runs
-        // without grad, so the copy is not recorded)
-        Tensor contiguousOut = out.device.hasStorage() && out.dtype != DType.FLOAT32 && out.storage.deviceMemory()
-                && !out.isContiguous() ? Ops.copy(out) : null;
-        out = contiguousOut != null ? contiguousOut : out;
         try {
+            // 16-bit operands in device memory are read in place (q, k, v in one layout, the output and its gradient
+            // each in its own), and the gradients written in the output's layout (FusedAttention.output: for
+            // [B, H, T, d], stored as [B, T, H, d], so that the heads' gradients merge back into the projection's
+            // without a copy, as PyTorch's flash attention backward gives them)
+            int half = out.storage.deviceMemory() ? Host.halfType(out.dtype) : -1;
+            FusedAttention.Rows16 rows = half >= 0 && q.dtype == out.dtype ? FusedAttention.Rows16.shared(q, k, v)
+                    : null;
+            FusedAttention.Rows16 orows = rows != null ? FusedAttention.Rows16.of(out) : null;
+            FusedAttention.Rows16 grows = orows != null && g.dtype == out.dtype ? FusedAttention.Rows16.of(g) : null;
+            if (grows != null && grows.heads() == rows.heads() && orows.heads() == rows.heads()) {
+                for (int i = 0; i < 3; i++) {
+                    grads[i] = FusedAttention.output(q);
+                }
+                if (!orows.equals(FusedAttention.Rows16.of(grads[0]))) {
+                    throw new IllegalStateException("the saved attention output's layout " + orows
+                            + " is not the one its gradients get, " + FusedAttention.Rows16.of(grads[0]));
+                }
+                if (!g.device.hasStorage()) {
+                    return grads;   // sim: the gradients' bytes and layout, nothing computed
+                }
+                g.device.kernels().attentionBackward16(half, n.problems(), rows.heads(), rows.batchStride(),
+                        rows.headStride(), rows.rowStride(), orows.batchStride(), orows.headStride(),
+                        orows.rowStride(), grows.batchStride(), grows.headStride(), grows.rowStride(), n.t(), n.d(),
+                        scale, causal, q.storage.kernelSegment(), q.offset, k.storage.kernelSegment(), k.offset,
+                        v.storage.kernelSegment(), v.offset, out.storage.kernelSegment(), out.offset,
+                        lse.storage.kernelSegment(), lse.offset, g.storage.kernelSegment(), g.offset,
+                        grads[0].storage.kernelSegment(), grads[0].offset, grads[1].storage.kernelSegment(),
+                        grads[1].offset, grads[2].storage.kernelSegment(), grads[2].offset);
+                return grads;
+            }
             for (int i = 0; i < 3; i++) {
                 grads[i] = like(q, q.shape);
             }
-            // 16-bit inputs in device memory read in place, as in forward: q, k, v in one layout, the gradient of
-            // the output in its own, the saved output contiguous
-            int half = Host.halfKernelType(out);
-            FusedAttention.Rows16 rows = half >= 0 && q.dtype == out.dtype ? FusedAttention.Rows16.shared(q, k, v)
-                    : null;
-            FusedAttention.Rows16 grows = rows != null && g.dtype == out.dtype ? FusedAttention.Rows16.of(g) : null;
-            if (g.device.hasStorage() && grows != null && grows.heads() == rows.heads()) {
-                try (Scratch sc = new Scratch()) {
-                    Host.F32View[] w = new Host.F32View[3];
-                    for (int i = 0; i < 3; i++) {
-                        w[i] = Host.write(grads[i], sc);
-                    }
-                    g.device.kernels().attentionBackward16(half, n.problems(), rows.heads(), rows.batchStride(),
-                            rows.headStride(), rows.rowStride(), grows.batchStride(), grows.headStride(),
-                            grows.rowStride(), n.t(), n.d(), scale, causal,
-                            q.storage.kernelSegment(), q.offset, k.storage.kernelSegment(), k.offset,
-                            v.storage.kernelSegment(), v.offset, out.storage.kernelSegment(), out.offset,
-                            lse.storage.kernelSegment(), lse.offset, g.storage.kernelSegment(), g.offset,
-                            w[0].seg(), w[0].off(), w[1].seg(), w[1].off(), w[2].seg(), w[2].off());
-                    for (int i = 0; i < 3; i++) {
-                        Host.commit(grads[i], w[i]);
-                    }
-                }
-            } else if (g.device.hasStorage()) {
+            if (g.device.hasStorage()) {
                 try (Scratch sc = new Scratch()) {
                     Host.F32View qv = Host.readContiguous(q, sc);
                     Host.F32View kv = Host.readContiguous(k, sc);
@@ -330,10 +332,6 @@ public final class BackwardOps {
                 }
             }
             throw e;
-        } finally {
-            if (contiguousOut != null) {
-                contiguousOut.close();
-            }
         }
     }
 }

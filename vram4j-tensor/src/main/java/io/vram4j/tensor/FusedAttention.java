@@ -10,7 +10,8 @@ import java.util.Arrays;
  * log-sum-exp ({@code [..., T]}, float32) of {@code softmax(scale q k^T [+ causal mask]) v}; the node saves
  * {@code q}, {@code k}, {@code v}, the output and the log-sum-exps, never the {@code [..., T, T]} probabilities.
  * Inputs of float16/bfloat16 are read as float32 (the kernels compute and accumulate in float32, as PyTorch's
- * flash kernel accumulates), the output has their dtype.
+ * flash kernel accumulates), the output has their dtype: in device memory the kernels read and write the 16-bit
+ * values in place, each output value rounded once.
  */
 final class FusedAttention {
     private FusedAttention() {
@@ -51,20 +52,16 @@ final class FusedAttention {
             lse = Tensor.allocate(q.device, DType.FLOAT32, Arrays.copyOf(q.shape, q.shape.length - 1));
             if (q.device.hasStorage()) {
                 // 16-bit inputs in device memory are read in place, strided too (the heads split off one
-                // projection), and the float32 output narrowed once into out's layout; anything else is widened
-                // below
+                // projection), and the output written in its own layout; anything else is widened below
                 int half = out.storage.deviceMemory() ? Host.halfType(out.dtype) : -1;
                 Rows16 rows = half >= 0 ? Rows16.shared(q, k, v) : null;
-                if (rows != null) {
-                    try (Scratch sc = new Scratch()) {
-                        Host.F32View w = Host.write(out, sc);
-                        q.device.kernels().attentionForward16(half, n.problems(), rows.heads(), rows.batchStride(),
-                                rows.headStride(), rows.rowStride(), n.t(), n.d(), scale, causal,
-                                q.storage.kernelSegment(), q.offset, k.storage.kernelSegment(), k.offset,
-                                v.storage.kernelSegment(), v.offset, w.seg(), w.off(), lse.storage.kernelSegment(),
-                                lse.offset);
-                        Host.commit(out, w);
-                    }
+                Rows16 orows = rows != null ? Rows16.of(out) : null;
+                if (orows != null && orows.heads() == rows.heads()) {
+                    q.device.kernels().attentionForward16(half, n.problems(), rows.heads(), rows.batchStride(),
+                            rows.headStride(), rows.rowStride(), orows.batchStride(), orows.headStride(),
+                            orows.rowStride(), n.t(), n.d(), scale, causal, q.storage.kernelSegment(), q.offset,
+                            k.storage.kernelSegment(), k.offset, v.storage.kernelSegment(), v.offset,
+                            out.storage.kernelSegment(), out.offset, lse.storage.kernelSegment(), lse.offset);
                 } else try (Scratch sc = new Scratch()) {
                     Host.F32View qv = Host.readContiguous(q, sc);
                     Host.F32View kv = Host.readContiguous(k, sc);

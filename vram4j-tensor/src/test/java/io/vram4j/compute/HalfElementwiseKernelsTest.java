@@ -169,10 +169,10 @@ class HalfElementwiseKernelsTest {
         int d = 16;
         long n = (long) bh * t * d;
         float scale = 0.25f;
-        // q, k, v as the heads split off one projection [batch, t, 3 * heads * d]; dout as the transpose of a
-        // contiguous [batch, t, heads, d]; out contiguous [batch, heads, t, d]
+        // q, k, v as the heads split off one projection [batch, t, 3 * heads * d]; out, dout and the gradients as the
+        // transpose of a contiguous [batch, t, heads, d] (PyTorch's flash attention layout)
         long[] qkvRows = {heads, (long) t * 3 * heads * d, d, 3L * heads * d};
-        long[] doutRows = {heads, (long) t * heads * d, d, (long) heads * d};
+        long[] outRows = {heads, (long) t * heads * d, d, (long) heads * d};
         for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment qkv = halves(a, type, (long) batch * t * 3 * heads * d + 1, -2, 2, 53L + type);
@@ -181,24 +181,54 @@ class HalfElementwiseKernelsTest {
                 long qOff = 1;
                 long kOff = 1 + (long) heads * d;
                 long vOff = 1 + 2L * heads * d;
-                MemorySegment[] got = {a.allocate(n * 4), a.allocate(bh * t * 4L), a.allocate(n * 4), a.allocate(n * 4),
-                                       a.allocate(n * 4)};
+                // 16-bit results at offset 2 of one more element (which stays as filled: no write past the layout)
+                MemorySegment[] got = {halves(a, type, n + 2, 0, 1, 1), a.allocate(bh * t * 4L),
+                                       halves(a, type, n + 2, 0, 1, 2), halves(a, type, n + 2, 0, 1, 3),
+                                       halves(a, type, n + 2, 0, 1, 4)};
+                MemorySegment[] untouched = new MemorySegment[got.length];
+                for (int i = 0; i < got.length; i++) {
+                    untouched[i] = a.allocate(got[i].byteSize()).copyFrom(got[i]);
+                }
                 MemorySegment[] want = {a.allocate(n * 4), a.allocate(bh * t * 4L), a.allocate(n * 4),
                                         a.allocate(n * 4), a.allocate(n * 4)};
-                k.attentionForward16(type, bh, heads, qkvRows[1], qkvRows[2], qkvRows[3], t, d, scale, true, qkv, qOff,
-                        qkv, kOff, qkv, vOff, got[0], 0, got[1], 0);
+                k.attentionForward16(type, bh, heads, qkvRows[1], qkvRows[2], qkvRows[3], outRows[1], outRows[2],
+                        outRows[3], t, d, scale, true, qkv, qOff, qkv, kOff, qkv, vOff, got[0], 2, got[1], 0);
                 MemorySegment qw = contiguousRows(a, type, qkv, qOff, bh, qkvRows, t, d);
                 MemorySegment kw = contiguousRows(a, type, qkv, kOff, bh, qkvRows, t, d);
                 MemorySegment vw = contiguousRows(a, type, qkv, vOff, bh, qkvRows, t, d);
                 k.attentionForward(bh, t, d, scale, true, qw, 0, kw, 0, vw, 0, want[0], 0, want[1], 0);
-                k.attentionBackward16(type, bh, heads, qkvRows[1], qkvRows[2], qkvRows[3], doutRows[1], doutRows[2],
-                        doutRows[3], t, d, scale, true, qkv, qOff, qkv, kOff, qkv, vOff, out, 1, want[1], 0, dout, 1,
-                        got[2], 0, got[3], 0, got[4], 0);
-                k.attentionBackward(bh, t, d, scale, true, qw, 0, kw, 0, vw, 0, widen(a, type, out, 1, n), 0, want[1], 0,
-                        contiguousRows(a, type, dout, 1, bh, doutRows, t, d), 0, want[2], 0, want[3], 0, want[4], 0);
+                k.attentionBackward16(type, bh, heads, qkvRows[1], qkvRows[2], qkvRows[3], outRows[1], outRows[2],
+                        outRows[3], outRows[1], outRows[2], outRows[3], t, d, scale, true, qkv, qOff, qkv, kOff, qkv,
+                        vOff, out, 1, want[1], 0, dout, 1, got[2], 2, got[3], 2, got[4], 2);
+                k.attentionBackward(bh, t, d, scale, true, qw, 0, kw, 0, vw, 0,
+                        contiguousRows(a, type, out, 1, bh, outRows, t, d), 0, want[1], 0,
+                        contiguousRows(a, type, dout, 1, bh, outRows, t, d), 0, want[2], 0, want[3], 0, want[4], 0);
                 String[] names = {"out", "lse", "dq", "dk", "dv"};
                 for (int i = 0; i < names.length; i++) {
-                    assertEquals(-1L, want[i].mismatch(got[i]), k.name() + " attention " + names[i] + " type " + type);
+                    String what = k.name() + " attention " + names[i] + " type " + type;
+                    if (i == 1) {
+                        assertEquals(-1L, want[i].mismatch(got[i]), what);
+                        continue;
+                    }
+                    // each value the float32 kernel's rounded once, at its place in the layout; nothing else written
+                    MemorySegment expected = a.allocate(got[i].byteSize()).copyFrom(untouched[i]);
+                    narrowRows(type, want[i], bh, outRows, t, d, expected, 2);
+                    assertEquals(-1L, expected.mismatch(got[i]), what);
+                }
+            }
+        }
+    }
+
+    /** Narrows a contiguous {@code [bh, t, d]} float array into 16-bit rows of {@code type} in the layout rows. */
+    private static void narrowRows(int type, MemorySegment f, int bh, long[] rows, int t, int d, MemorySegment h,
+                                   long off) {
+        for (int p = 0; p < bh; p++) {
+            long base = off + (p / rows[0]) * rows[1] + (p % rows[0]) * rows[2];
+            for (int r = 0; r < t; r++) {
+                for (int x = 0; x < d; x++) {
+                    float v = f.getAtIndex(F, ((long) p * t + r) * d + x);
+                    h.setAtIndex(S, base + r * rows[3] + x,
+                            type == Kernels.FLOAT16 ? Half.floatToFp16(v) : Half.floatToBf16(v));
                 }
             }
         }

@@ -96,11 +96,13 @@ class KernelArgumentsTest {
             Map.entry("attentionForward", "batchHeads t d scale causal q qOff k kOff v vOff out* outOff lse* lseOff"),
             Map.entry("attentionBackward", "batchHeads t d scale causal q qOff k kOff v vOff out outOff lse lseOff "
                     + "dout doutOff dq* dqOff dk* dkOff dv* dvOff"),
-            Map.entry("attentionForward16", "type=1 batchHeads heads=3 batchStride=9 headStride=9 rowStride=3 t d "
-                    + "scale causal q qOff k kOff v vOff out* outOff lse* lseOff"),
+            Map.entry("attentionForward16", "type=1 batchHeads heads=3 batchStride=9 headStride=9 rowStride=3 "
+                    + "outBatchStride=27 outHeadStride=3 outRowStride=9 t d scale causal q qOff k kOff v vOff out* "
+                    + "outOff lse* lseOff"),
             Map.entry("attentionBackward16", "type=0 batchHeads heads=3 batchStride=9 headStride=9 rowStride=3 "
-                    + "doutBatchStride=27 doutHeadStride=3 doutRowStride=9 t d scale causal q qOff k kOff v vOff out "
-                    + "outOff lse lseOff dout doutOff dq* dqOff dk* dkOff dv* dvOff"),
+                    + "outBatchStride=27 outHeadStride=3 outRowStride=9 doutBatchStride=27 doutHeadStride=3 "
+                    + "doutRowStride=9 t d scale causal q qOff k kOff v vOff out outOff lse lseOff dout doutOff dq* "
+                    + "dqOff dk* dkOff dv* dvOff"),
             // device paths
             Map.entry("copy4", "d0=1 d1=1 d2=3 d3=3 src srcOff s0=0 s1=0 s2=3 s3=1 dst* dstOff t0=0 t1=0 t2=1 t3=3"),
             Map.entry("copy16", "d0=1 d1=1 d2=3 d3=3 src srcOff s0=0 s1=0 s2=3 s3=1 dst* dstOff t0=0 t1=0 t2=1 t3=3"),
@@ -308,6 +310,44 @@ class KernelArgumentsTest {
                     1, 1, 3, 3, src, 0, 0, 0, 3, 1, src, 0, 0, 0, 0, 1L << 62, dst, 0));
             assertTrue(names(binary.getMessage(), "bs3"), binary.getMessage());
             assertArrayEquals(before, dst.toArray(ValueLayout.JAVA_BYTE), "dst was written");
+        }
+    }
+
+    /**
+     * The 16-bit attention writes its results in the output's layout: one whose elements share addresses (rows
+     * closer than a row's length, heads at one place) would have threads race on them, so it is refused, naming the
+     * result, before anything is written; PyTorch's [batch, t, heads, d] and a contiguous layout pass.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void anAttentionResultLayoutWhoseElementsOverlapIsRefused(Kernels k) {
+        int bh = 4;
+        int heads = 2;
+        int t = 3;
+        int d = 4;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment in = segment(arena, 1);
+            MemorySegment lse = segment(arena, 2);
+            MemorySegment[] res = {segment(arena, 3), segment(arena, 4), segment(arena, 5)};
+            long[][] overlapping = {{t * heads * d, d, 1}, {t * d, 0, d}, {0, t * d, d}};
+            for (long[] o : overlapping) {
+                byte[] before = res[0].toArray(ValueLayout.JAVA_BYTE);
+                IllegalArgumentException f = assertThrows(IllegalArgumentException.class, () ->
+                        k.attentionForward16(Kernels.BFLOAT16, bh, heads, 2L * t * d, t * d, d, o[0], o[1], o[2], t,
+                                d, 0.5f, true, in, 0, in, 0, in, 0, res[0], 0, lse, 0), Arrays.toString(o));
+                assertTrue(names(f.getMessage(), "out"), f.getMessage());
+                IllegalArgumentException b = assertThrows(IllegalArgumentException.class, () ->
+                        k.attentionBackward16(Kernels.FLOAT16, bh, heads, 2L * t * d, t * d, d, o[0], o[1], o[2],
+                                2L * t * d, t * d, d, t, d, 0.5f, true, in, 0, in, 0, in, 0, in, 0, lse, 0, in, 0,
+                                res[0], 0, res[1], 0, res[2], 0), Arrays.toString(o));
+                assertTrue(names(b.getMessage(), "dq"), b.getMessage());
+                assertArrayEquals(before, res[0].toArray(ValueLayout.JAVA_BYTE), "nothing written");
+            }
+            long[][] fine = {{t * heads * d, d, heads * d}, {2L * t * d, t * d, d}};
+            for (long[] o : fine) {
+                k.attentionForward16(Kernels.BFLOAT16, bh, heads, 2L * t * d, t * d, d, o[0], o[1], o[2], t, d, 0.5f,
+                        true, in, 0, in, 0, in, 0, res[0], 0, lse, 0);
+            }
         }
     }
 

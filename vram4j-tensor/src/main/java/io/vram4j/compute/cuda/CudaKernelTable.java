@@ -98,20 +98,25 @@ final class CudaKernelTable {
             PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
     static final CudaKernel ATTENTION_BACKWARD_DQ = CudaKernel.of("v4j_attention_backward_dq_f32",
             PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
-    // fused attention on 16-bit inputs (Kernels.attentionForward16, attentionBackward16)
+    // fused attention on 16-bit inputs and outputs (Kernels.attentionForward16, attentionBackward16); the layouts
+    // last: heads, then (batch, head, row) strides of q/k/v, of out (and the gradients), of dout
     static final CudaKernel ATTENTION_FORWARD16 = CudaKernel.of("v4j_attention_forward16",
-            I32, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32, S64, S64, S64);
+            I32, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DKDV16 = CudaKernel.of("v4j_attention_backward_dkdv16",
-            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32, S64, S64, S64, S64, S64, S64);
+            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32,
+            S64, S64, S64, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DQ16 = CudaKernel.of("v4j_attention_backward_dq16",
-            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32, S64, S64, S64, S64, S64, S64);
+            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32,
+            S64, S64, S64, S64, S64, S64, S64, S64, S64);
     // the same on tensor cores, head dimension at most 64 (CudaKernels.attentionOnTensorCores)
     static final CudaKernel ATTENTION_FORWARD_TC = CudaKernel.of("v4j_attention_forward_tc",
-            I32, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, S64, S64, S64);
+            I32, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DKDV_TC = CudaKernel.of("v4j_attention_backward_dkdv_tc",
-            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, S64, S64, S64, S64, S64, S64);
+            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32,
+            S64, S64, S64, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DQ_TC = CudaKernel.of("v4j_attention_backward_dq_tc",
-            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, S64, S64, S64, S64, S64, S64);
+            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32,
+            S64, S64, S64, S64, S64, S64, S64, S64, S64);
 
     // dimension reductions (Kernels.sumDim, Kernels.maxDim)
     static final CudaKernel SUM_DIM = CudaKernel.of("v4j_sum_dim_f32", PTR, PTR, I32, I32, I32, I32);

@@ -1028,51 +1028,79 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                 ptr(dq, dqOff), t, d, scale, c, tile);
     }
 
+    /**
+     * Head dimensions up to this take the CUDA-core attention kernels' register paths; above it their generic paths
+     * accumulate in memory, which the 16-bit entries get as a float32 workspace ({@link #attentionWork}).
+     */
+    static final int ATTENTION_REGISTER_MAX_D = 64;
+
+    /**
+     * @return a float32 workspace of {@code copies} {@code [batchHeads, t, d]} arrays from the caching allocator for
+     *     the 16-bit CUDA-core attention kernels at {@code d} above {@value #ATTENTION_REGISTER_MAX_D} (the caller
+     *     frees it after the launch is queued, as the layer norm's partial sums), else 0 (none needed)
+     */
+    private long attentionWork(int copies, int batchHeads, int t, int d) {
+        long n = (long) batchHeads * t * d;
+        return d <= ATTENTION_REGISTER_MAX_D || n == 0 ? 0 : allocator.malloc(copies * n * Float.BYTES, stream);
+    }
+
     @Override
     public void attentionForward16(int type, int batchHeads, int heads, long batchStride, long headStride,
-                                   long rowStride, int t, int d, float scale, boolean causal, MemorySegment q,
-                                   long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
-                                   MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
+                                   long rowStride, long outBatchStride, long outHeadStride, long outRowStride, int t,
+                                   int d, float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
+                                   long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
+                                   MemorySegment lse, long lseOff) {
+        int c = causal ? 1 : 0;
         if (attentionOnTensorCores(d)) {
             LaunchConfig config = attentionTensorCoreLaunch(TcPass.FORWARD, batchHeads, t, d);
             if (!config.isEmpty()) {
                 gpu.launch(CudaKernelTable.ATTENTION_FORWARD_TC, config, stream, type, ptr16(q, qOff), ptr16(k, kOff),
-                        ptr16(v, vOff), ptr(out, outOff), ptr(lse, lseOff), t, d, scale, causal ? 1 : 0, heads,
-                        batchStride, headStride, rowStride);
+                        ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), t, d, scale, c, heads, batchStride,
+                        headStride, rowStride, outBatchStride, outHeadStride, outRowStride);
             }
             return;
         }
         int tile = attentionTile(batchHeads, d);
         LaunchConfig config = attentionLaunch(batchHeads, t, 2 * tile * d);
-        if (!config.isEmpty()) {
+        if (config.isEmpty()) {
+            return;
+        }
+        long work = attentionWork(1, batchHeads, t, d);
+        try {
             gpu.launch(CudaKernelTable.ATTENTION_FORWARD16, config, stream, type, ptr16(q, qOff), ptr16(k, kOff),
-                    ptr16(v, vOff), ptr(out, outOff), ptr(lse, lseOff), t, d, scale, causal ? 1 : 0, tile, heads,
-                    batchStride, headStride, rowStride);
+                    ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), work, t, d, scale, c, tile, heads,
+                    batchStride, headStride, rowStride, outBatchStride, outHeadStride, outRowStride);
+        } finally {
+            if (work != 0) {
+                allocator.free(work);
+            }
         }
     }
 
     @Override
     public void attentionBackward16(int type, int batchHeads, int heads, long batchStride, long headStride,
-                                    long rowStride, long doutBatchStride, long doutHeadStride, long doutRowStride,
-                                    int t, int d, float scale, boolean causal, MemorySegment q, long qOff,
-                                    MemorySegment k, long kOff, MemorySegment v, long vOff, MemorySegment out,
-                                    long outOff, MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
+                                    long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
+                                    long doutBatchStride, long doutHeadStride, long doutRowStride, int t, int d,
+                                    float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
+                                    long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
+                                    MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
                                     MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
                                     long dvOff) {
         int c = causal ? 1 : 0;
+        Object[] layouts = {heads, batchStride, headStride, rowStride, outBatchStride, outHeadStride, outRowStride,
+                doutBatchStride, doutHeadStride, doutRowStride};
         if (attentionOnTensorCores(d)) {
             LaunchConfig config = attentionTensorCoreLaunch(TcPass.DKDV, batchHeads, t, d);
             if (config.isEmpty()) {
                 return;
             }
-            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV_TC, config, stream, type, ptr16(q, qOff),
-                    ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), ptr16(dout, doutOff),
-                    ptr(dk, dkOff), ptr(dv, dvOff), t, d, scale, c, heads, batchStride, headStride, rowStride,
-                    doutBatchStride, doutHeadStride, doutRowStride);
+            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV_TC, config, stream, concat(new Object[] {type,
+                    ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff),
+                    ptr16(dout, doutOff), ptr16(dk, dkOff), ptr16(dv, dvOff), t, d, scale, c}, layouts));
             gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ_TC, attentionTensorCoreLaunch(TcPass.DQ, batchHeads, t, d),
-                    stream, type, ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff),
-                    ptr(lse, lseOff), ptr16(dout, doutOff), ptr(dq, dqOff), t, d, scale, c, heads, batchStride,
-                    headStride, rowStride, doutBatchStride, doutHeadStride, doutRowStride);
+                    stream, concat(new Object[] {type, ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff),
+                            ptr16(out, outOff), ptr(lse, lseOff), ptr16(dout, doutOff), ptr16(dq, dqOff), t, d, scale,
+                            c}, layouts));
             return;
         }
         int tile = attentionTile(batchHeads, d);
@@ -1080,14 +1108,27 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         if (config.isEmpty()) {
             return;
         }
-        gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV16, config, stream, type, ptr16(q, qOff), ptr16(k, kOff),
-                ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), ptr16(dout, doutOff), ptr(dk, dkOff),
-                ptr(dv, dvOff), t, d, scale, c, tile, heads, batchStride, headStride, rowStride, doutBatchStride,
-                doutHeadStride, doutRowStride);
-        gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ16, attentionLaunch(batchHeads, t, 2 * tile * d), stream, type,
-                ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff),
-                ptr16(dout, doutOff), ptr(dq, dqOff), t, d, scale, c, tile, heads, batchStride, headStride, rowStride,
-                doutBatchStride, doutHeadStride, doutRowStride);
+        long work = attentionWork(2, batchHeads, t, d);
+        try {
+            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV16, config, stream, concat(new Object[] {type,
+                    ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff),
+                    ptr16(dout, doutOff), ptr16(dk, dkOff), ptr16(dv, dvOff), work, t, d, scale, c, tile}, layouts));
+            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ16, attentionLaunch(batchHeads, t, 2 * tile * d), stream,
+                    concat(new Object[] {type, ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff),
+                            ptr(lse, lseOff), ptr16(dout, doutOff), ptr16(dq, dqOff), work, t, d, scale, c, tile},
+                            layouts));
+        } finally {
+            if (work != 0) {
+                allocator.free(work);
+            }
+        }
+    }
+
+    /** The arguments of a launch: {@code head} then {@code tail}. */
+    private static Object[] concat(Object[] head, Object[] tail) {
+        Object[] all = java.util.Arrays.copyOf(head, head.length + tail.length);
+        System.arraycopy(tail, 0, all, head.length, tail.length);
+        return all;
     }
 
     /** Ends cuBLAS, returns its workspace to the allocator and unloads the module. Closing twice does nothing. */

@@ -972,11 +972,12 @@ class GpuCudaKernelsTest {
     }
 
     /**
-     * The 16-bit attention, strided as the Transformer's head split leaves q, k and v, against the CPU kernels, at a
-     * head dimension of each of the CUDA kernels' paths: tensor cores up to 64 (padded to 32 at 20 and 32, to 64 at
-     * 33 and 64), rows in memory above (80), causal and not. The CUDA-core path computes what the CPU kernels do (up
-     * to float32's last bits); the tensor-core path rounds the probabilities and ds to 16 bits before their
-     * products, so it is held to {@link #closeInPrecision}.
+     * The 16-bit attention, strided as the Transformer's head split leaves q, k and v, its results in PyTorch's
+     * [batch, t, heads, d] layout, against the CPU kernels, at a head dimension of each of the CUDA kernels' paths:
+     * tensor cores up to 64 (padded to 32 at 20 and 32, to 64 at 33 and 64), rows in memory above (80, accumulated in
+     * a float32 workspace), causal and not. The CUDA-core path computes what the CPU kernels do up to float32's last
+     * bits, so its 16-bit results are the CPU's to that and a unit of rounding ({@link #closeSums16}); the tensor-core path
+     * rounds the probabilities and ds to 16 bits before their products, so it is held to {@link #closeInPrecision}.
      */
     @ParameterizedTest(name = "d = {0}")
     @ValueSource(ints = {20, 32, 33, 64, 80})
@@ -988,36 +989,46 @@ class GpuCudaKernelsTest {
         for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
             for (boolean causal : new boolean[] {true, false}) {
                 // q, k, v as the heads split off one projection: [batch 1, heads 3, t, d] inside rows of 3 * 3 * d,
-                // q at column 0, k at 3 * d, v at 6 * d; dout as the transpose of a contiguous [t, heads, d]
+                // q at column 0, k at 3 * d, v at 6 * d; out, dout and the gradients as the transpose of a
+                // contiguous [t, heads, d]
                 long qkvRows = 9L * d;
+                long[] o = {(long) t * bh * d, d, (long) bh * d};
                 short[] qkv = halves(type, (int) (t * qkvRows), -2, 2);
                 short[] out = halves(type, n, -1, 1);   // stands for the forward's rounded output
                 short[] dout = halves(type, n, -1, 1);
-                float[][] e = {new float[n], new float[bh * t], new float[n], new float[n], new float[n]};
+                short[][] e = {new short[n], null, new short[n], new short[n], new short[n]};
+                float[] eLse = new float[bh * t];
                 MemorySegment hq = MemorySegment.ofArray(qkv);
-                CPU.attentionForward16(type, bh, bh, 0, d, qkvRows, t, d, scale, causal, hq, 0, hq, 3L * d, hq,
-                        6L * d, MemorySegment.ofArray(e[0]), 0, MemorySegment.ofArray(e[1]), 0);
-                CPU.attentionBackward16(type, bh, bh, 0, d, qkvRows, 0, d, (long) bh * d, t, d, scale, causal, hq, 0,
-                        hq, 3L * d, hq, 6L * d, MemorySegment.ofArray(out), 0, MemorySegment.ofArray(e[1]), 0,
-                        MemorySegment.ofArray(dout), 0, MemorySegment.ofArray(e[2]), 0, MemorySegment.ofArray(e[3]),
-                        0, MemorySegment.ofArray(e[4]), 0);
+                CPU.attentionForward16(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], t, d, scale, causal, hq, 0, hq,
+                        3L * d, hq, 6L * d, MemorySegment.ofArray(e[0]), 0, MemorySegment.ofArray(eLse), 0);
+                CPU.attentionBackward16(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2], t, d, scale,
+                        causal, hq, 0, hq, 3L * d, hq, 6L * d, MemorySegment.ofArray(out), 0,
+                        MemorySegment.ofArray(eLse), 0, MemorySegment.ofArray(dout), 0, MemorySegment.ofArray(e[2]), 0,
+                        MemorySegment.ofArray(e[3]), 0, MemorySegment.ofArray(e[4]), 0);
                 MemorySegment gqkv = onGpu(qkv);
                 MemorySegment[] g = {empty(n), empty(bh * t), empty(n), empty(n), empty(n)};
-                cuda.attentionForward16(type, bh, bh, 0, d, qkvRows, t, d, scale, causal, gqkv, 0, gqkv, 3L * d, gqkv,
-                        6L * d, g[0], 0, g[1], 0);
-                MemorySegment lse = onGpu(e[1]);   // the CPU's lse, so that the backward's inputs are the same
-                cuda.attentionBackward16(type, bh, bh, 0, d, qkvRows, 0, d, (long) bh * d, t, d, scale, causal, gqkv,
-                        0, gqkv, 3L * d, gqkv, 6L * d, onGpu(out), 0, lse, 0, onGpu(dout), 0, g[2], 0, g[3], 0, g[4],
-                        0);
-                String[] names = {"out", "lse", "dq", "dk", "dv"};
-                for (int i = 0; i < names.length; i++) {
+                cuda.attentionForward16(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], t, d, scale, causal, gqkv, 0,
+                        gqkv, 3L * d, gqkv, 6L * d, g[0], 0, g[1], 0);
+                MemorySegment lse = onGpu(eLse);   // the CPU's lse, so that the backward's inputs are the same
+                cuda.attentionBackward16(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2], t, d, scale,
+                        causal, gqkv, 0, gqkv, 3L * d, gqkv, 6L * d, onGpu(out), 0, lse, 0, onGpu(dout), 0, g[2], 0,
+                        g[3], 0, g[4], 0);
+                float[] gotLse = back(g[1], bh * t);
+                String lseWhat = "16-bit attention lse type " + type + " d " + d + (causal ? " causal" : "");
+                if (d <= 64) {
+                    closeInPrecision(eLse, gotLse, type, lseWhat);   // sums of rounded probabilities
+                } else {
+                    closeSums(eLse, gotLse, t, lseWhat);
+                }
+                String[] names = {"out", null, "dq", "dk", "dv"};
+                for (int i : new int[] {0, 2, 3, 4}) {
                     String what = "16-bit attention " + names[i] + " type " + type + " d " + d
                             + (causal ? " causal" : "");
-                    float[] actual = back(g[i], e[i].length);
+                    short[] actual = backHalves(g[i], n);
                     if (d <= 64) {
-                        closeInPrecision(e[i], actual, type, what);
+                        closeInPrecision(widen(type, e[i]), widen(type, actual), type, what);
                     } else {
-                        closeSums(e[i], actual, t, what);
+                        closeSums16(e[i], actual, type, t, what);
                     }
                 }
             }
@@ -1026,8 +1037,8 @@ class GpuCudaKernelsTest {
 
     /**
      * {@code VRAM4J_CUDA_ATTENTION=cuda-cores} runs the 16-bit attention at d 64 on the CUDA-core kernels: the CPU
-     * kernels' values up to float32's last bits, which the tensor-core kernels' rounding of p (a unit of 16-bit
-     * roundoff) would not meet.
+     * kernels' values up to float32's last bits (so their 16-bit roundings at most a unit apart), which the
+     * tensor-core kernels' rounding of p (a unit of 16-bit roundoff before the products) would not meet.
      */
     @Test
     void theCudaCoreAttentionCanBeChosen() {
@@ -1039,17 +1050,45 @@ class GpuCudaKernelsTest {
         short[] q = halves(Kernels.BFLOAT16, n, -2, 2);
         short[] k = halves(Kernels.BFLOAT16, n, -2, 2);
         short[] v = halves(Kernels.BFLOAT16, n, -2, 2);
-        float[][] e = {new float[n], new float[bh * t]};
-        CPU.attentionForward16(Kernels.BFLOAT16, bh, 1, (long) t * d, 0, d, t, d, scale, true,
+        short[] eOut = new short[n];
+        float[] eLse = new float[bh * t];
+        CPU.attentionForward16(Kernels.BFLOAT16, bh, 1, (long) t * d, 0, d, (long) t * d, 0, d, t, d, scale, true,
                 MemorySegment.ofArray(q), 0, MemorySegment.ofArray(k), 0, MemorySegment.ofArray(v), 0,
-                MemorySegment.ofArray(e[0]), 0, MemorySegment.ofArray(e[1]), 0);
+                MemorySegment.ofArray(eOut), 0, MemorySegment.ofArray(eLse), 0);
         try (CudaKernels cores = CudaKernels.create(alloc, gpu.defaultStream(),
                 java.util.Map.of(CudaKernels.ATTENTION_ENV, "cuda-cores"))) {
             MemorySegment[] g = {empty(n), empty(bh * t)};
-            cores.attentionForward16(Kernels.BFLOAT16, bh, 1, (long) t * d, 0, d, t, d, scale, true, onGpu(q), 0,
-                    onGpu(k), 0, onGpu(v), 0, g[0], 0, g[1], 0);
-            closeSums(e[0], back(g[0], n), t, "cuda-core attention out");
-            closeSums(e[1], back(g[1], bh * t), t, "cuda-core attention lse");
+            cores.attentionForward16(Kernels.BFLOAT16, bh, 1, (long) t * d, 0, d, (long) t * d, 0, d, t, d, scale,
+                    true, onGpu(q), 0, onGpu(k), 0, onGpu(v), 0, g[0], 0, g[1], 0);
+            closeSums16(eOut, backHalves(g[0], n), Kernels.BFLOAT16, t, "cuda-core attention out");
+            closeSums(eLse, back(g[1], bh * t), t, "cuda-core attention lse");
+        }
+    }
+
+    /** The float values of 16-bit {@code h} of {@code type}. */
+    private static float[] widen(int type, short[] h) {
+        float[] f = new float[h.length];
+        for (int i = 0; i < h.length; i++) {
+            f[i] = type == Kernels.FLOAT16 ? Half.fp16ToFloat(h[i]) : Half.bf16ToFloat(h[i]);
+        }
+        return f;
+    }
+
+    /**
+     * Holds 16-bit results rounded from float32 sums of {@code k} terms to {@link #closeSums}' tolerance plus one
+     * unit of the 16-bit type (the two float32 values may lie on either side of a rounding boundary).
+     */
+    private static void closeSums16(short[] expected, short[] actual, int type, int k, String what) {
+        float[] e = widen(type, expected);
+        float[] a = widen(type, actual);
+        for (int i = 0; i < e.length; i++) {
+            // one unit: the float32 ulp of the larger magnitude, scaled to the 16-bit type's 11 or 8 significant bits
+            float unit = Math.max(Math.ulp(Math.max(Math.abs(e[i]), Math.abs(a[i]))) * (type == Kernels.FLOAT16
+                    ? 0x1p13f : 0x1p16f), type == Kernels.FLOAT16 ? 0x1p-24f : 0f);
+            float tol = 1e-5f * Math.abs(e[i]) + 1e-6f * k + unit;
+            if (!(Math.abs(e[i] - a[i]) <= tol)) {
+                fail(what + "[" + i + "]: expected " + e[i] + ", got " + a[i] + " (tolerance " + tol + ")");
+            }
         }
     }
 
