@@ -18,7 +18,9 @@ import java.util.Map;
  * gradients, and (unless the graph is retained) its saved tensors are released at once, so activation memory
  * drops while backward proceeds. Leaf gradients are added into {@link Tensor#grad()}: the first one is
  * taken over without a copy when nothing else shares its storage (as PyTorch's {@code AccumulateGrad}).
- * Rules run with recording disabled, inside a memory scope that closes their temporaries.
+ * Rules run with recording disabled, inside a memory scope that closes their temporaries. The gradients of narrows
+ * are held for the node of the input they slice and, when they tile it, copied into one tensor
+ * ({@link SliceGradients}, PyTorch's {@code SplitBackward}).
  */
 final class Engine {
     private Engine() {
@@ -31,6 +33,7 @@ final class Engine {
         // insertion order (nodes compare by identity): gradients still pending when a rule fails are freed in a
         // reproducible order, so that two runs of the same job free the same blocks in the same order
         Map<Node, Tensor> pending = new LinkedHashMap<>();
+        SliceGradients slices = new SliceGradients();
         // backward ops run in the dtypes of their forward ops: autocast is suspended (as in PyTorch, where the
         // autocast state does not reach the autograd engine's threads)
         AutocastHook.Interceptor autocast = AutocastHook.install(null);
@@ -61,8 +64,13 @@ final class Engine {
             ready.add(rootNode);
             while (!ready.isEmpty()) {
                 Node node = ready.poll();
-                Tensor gout = pending.remove(node);
-                Tensor[] gin = gout == null ? new Tensor[node.next.length] : apply(node, gout);
+                Tensor gout = slices.merge(node, pending.remove(node), scope);
+                Tensor[] gin;
+                if (gout != null && slices.hold(node, gout)) {
+                    gin = new Tensor[node.next.length];   // a narrow's gradient, held for its input's node
+                } else {
+                    gin = gout == null ? new Tensor[node.next.length] : apply(node, gout);
+                }
                 if (!retainGraph) {
                     node.freeSaved();
                 }
@@ -77,17 +85,7 @@ final class Engine {
                     if (nx != null) {
                         if (gi != null) {
                             Tensor old = pending.get(nx);
-                            if (old == null) {
-                                pending.put(nx, gi);
-                            } else if (exclusive(old) && old.dtype() == gi.dtype() && Arrays.equals(old.shape(), gi.shape())) {
-                                old.addInPlace(gi);
-                                gi.close();
-                            } else {
-                                Tensor sum = scope.detach(old.add(gi));
-                                old.close();
-                                gi.close();
-                                pending.put(nx, sum);
-                            }
+                            pending.put(nx, old == null ? gi : addGradients(old, gi, scope));
                         }
                         int left = deps.merge(nx, -1, Integer::sum);
                         if (left == 0) {
@@ -108,7 +106,24 @@ final class Engine {
             for (Tensor t : pending.values()) {
                 t.close();
             }
+            slices.closeAll();
         }
+    }
+
+    /**
+     * @return {@code old + g}, both owned and given up: in place into {@code old} when nothing else shares its
+     *     storage and dtype and shape agree, else a new tensor detached from {@code scope}
+     */
+    static Tensor addGradients(Tensor old, Tensor g, MemoryScope scope) {
+        if (exclusive(old) && old.dtype() == g.dtype() && Arrays.equals(old.shape(), g.shape())) {
+            old.addInPlace(g);
+            g.close();
+            return old;
+        }
+        Tensor sum = scope.detach(old.add(g));
+        old.close();
+        g.close();
+        return sum;
     }
 
     private static Tensor[] apply(Node node, Tensor gout) {

@@ -203,6 +203,43 @@ public final class BackwardOps {
     }
 
     /**
+     * The gradient of an input from the gradients of slices of it that tile it along {@code dim} (PyTorch's
+     * {@code split_backward}: one {@code cat}): each copied into its place of one new tensor, nothing zero-filled
+     * and nothing added, where {@link #narrowBackward} for each and their sum would fill and add the whole input
+     * once per slice.
+     *
+     * @param grads the slices' gradients in order along {@code dim}, of one dtype, their sizes along {@code dim}
+     *     adding up to {@code inputShape[dim]} and their other sizes those of {@code inputShape}
+     * @return a new tensor of {@code inputShape} and the gradients' dtype
+     * @throws IllegalArgumentException when the gradients do not tile {@code inputShape} along {@code dim}
+     */
+    public static Tensor splitBackward(java.util.List<Tensor> grads, int[] inputShape, int dim) {
+        Ops.open(grads.toArray(new Tensor[0]));
+        int at = 0;
+        for (Tensor g : grads) {
+            int[] s = g.shape.clone();
+            s[dim] = inputShape[dim];
+            if (!Arrays.equals(s, inputShape) || g.dtype != grads.get(0).dtype) {
+                throw new IllegalArgumentException("splitBackward: a gradient of " + Shapes.str(g.shape) + " "
+                        + g.dtype + " is not a slice of " + Shapes.str(inputShape) + " along dimension " + dim);
+            }
+            at += g.shape[dim];
+        }
+        if (at != inputShape[dim]) {
+            throw new IllegalArgumentException("splitBackward: slices of " + at + " along dimension " + dim
+                    + " do not tile " + Shapes.str(inputShape));
+        }
+        Tensor out = like(grads.get(0), inputShape);
+        return run(out, () -> {
+            long off = out.offset;
+            for (Tensor g : grads) {
+                Host.copyTo(g, out, off);
+                off += g.shape[dim] * out.strides[dim];
+            }
+        });
+    }
+
+    /**
      * @param logpShape {@code [N, C]}
      * @param ignoreIndex targets equal to it get no gradient
      * @return {@code [N, C]} zeros with {@code -g / count} at each target class, {@code count} the number of targets
