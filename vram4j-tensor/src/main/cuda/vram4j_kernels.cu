@@ -817,31 +817,35 @@ struct AttnRows {
     __device__ __forceinline__ s64 base(int p) const { return (s64) (p / heads) * sb + (s64) (p % heads) * sh; }
 };
 
-__device__ __forceinline__ AttnRows attn_contiguous(int t, int d) { return AttnRows{1, (s64) t * d, 0, d}; }
-
-// Where a result goes: float32 contiguous [problems, t, d] at f (the float32 entries), or 16-bit values of type at h
-// in the layout rows (the 16-bit entries: the output's layout, PyTorch's [batch, t, heads, d]), rounded as stored
+// Where a result goes, in the layout rows (the output's: PyTorch's [batch, t, heads, d] for the Transformer's heads):
+// float32 at f, or 16-bit values of type at h, rounded as stored. A result's row i of problem p is accumulated in
+// acc_row(p, i) by the generic paths (d above 64): the float32 row itself, or row (p, i) of a float32 workspace
+// [problems, t, d] that the 16-bit entries are given.
 struct AttnOut {
     float* f;
     unsigned short* h;
     int type;
     AttnRows rows;
+    float* work;
     int t, d;
     __device__ __forceinline__ void set(int p, int i, int x, float v) const {
         if (f != nullptr) {
-            f[((s64) p * t + i) * d + x] = v;
+            f[rows.base(p) + (s64) i * rows.st + x] = v;
         } else {
             store16(h, (u64) (rows.base(p) + (s64) i * rows.st + x), type, v);
         }
     }
+    __device__ __forceinline__ float* acc_row(int p, int i) const {
+        return f != nullptr ? f + (rows.base(p) + (s64) i * rows.st) : work + ((s64) p * t + i) * d;
+    }
 };
 
-__device__ __forceinline__ AttnOut attn_out_f32(float* f, int t, int d) {
-    return AttnOut{f, nullptr, 0, attn_contiguous(t, d), t, d};
+__device__ __forceinline__ AttnOut attn_out_f32(float* f, AttnRows rows, int t, int d) {
+    return AttnOut{f, nullptr, 0, rows, nullptr, t, d};
 }
 
-__device__ __forceinline__ AttnOut attn_out16(unsigned short* h, int type, AttnRows rows, int t, int d) {
-    return AttnOut{nullptr, h, type, rows, t, d};
+__device__ __forceinline__ AttnOut attn_out16(unsigned short* h, int type, AttnRows rows, float* work, int t, int d) {
+    return AttnOut{nullptr, h, type, rows, work, t, d};
 }
 
 template <typename A, typename B>
@@ -894,17 +898,16 @@ __device__ __forceinline__ void attn_key_tiles(In k, In v, s64 st, int t, int d,
     }
 }
 
-// q, k and v share the layout rows; the output goes to out, its rows accumulated in acc (contiguous [problems, t, d]
-// floats: the float32 output itself, or a workspace); lse is contiguous. Shared memory: 2 * tile * d floats (k and v
-// tiles)
+// q, k and v share the layout rows; the output goes to out, its rows accumulated in out.acc_row; lse is contiguous.
+// Shared memory: 2 * tile * d floats (k and v tiles)
 template <typename In>
-__device__ __forceinline__ void attention_forward(In q, In k, In v, AttnRows rows, AttnOut out, float* acc, float* lse,
-                                                  int t, int d, float scale, int causal, int tile) {
+__device__ __forceinline__ void attention_forward(In q, In k, In v, AttnRows rows, AttnOut out, float* lse, int t,
+                                                  int d, float scale, int causal, int tile) {
     int p = blockIdx.y;
     s64 base = rows.base(p);
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     In qi = q + (base + (s64) i * rows.st);
-    float* oi = acc + (s64) p * t * d + (s64) i * d;
+    float* oi = out.acc_row(p, i);
     float m = -CUDART_INF_F;
     float l = 0.0f;
     if (i < t) {
@@ -984,21 +987,18 @@ __device__ __forceinline__ void attn_query_tiles(In q, In dout, In out, const fl
     }
 }
 
-// dk, dv for one key row per thread (layouts as attn_query_tiles; the results' rows accumulated in acc, 2 [problems,
-// t, d] floats: dk's then dv's, the float32 results themselves or a workspace)
+// dk, dv for one key row per thread (layouts as attn_query_tiles; the results' rows accumulated in their acc_row)
 template <typename In>
 __device__ __forceinline__ void attention_backward_dkdv(In q, In k, In v, AttnRows rows, In out, AttnRows orows,
                                                         const float* lse, In dout, AttnRows grows, AttnOut dk,
-                                                        AttnOut dv, float* acck, float* accv, int t, int d,
-                                                        float scale, int causal, int tile) {
+                                                        AttnOut dv, int t, int d, float scale, int causal, int tile) {
     int p = blockIdx.y;
     s64 base = rows.base(p);
-    s64 obase = (s64) p * t * d;
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     In kj = k + (base + (s64) j * rows.st);
     In vj = v + (base + (s64) j * rows.st);
-    float* dkj = acck + obase + (s64) j * d;
-    float* dvj = accv + obase + (s64) j * d;
+    float* dkj = dk.acc_row(p, j);
+    float* dvj = dv.acc_row(p, j);
     if (j < t) {
         for (int x = 0; x < d; x++) {
             dkj[x] = 0.0f;
@@ -1038,15 +1038,15 @@ struct AttnQueryRow {
           lsei(i < t ? lse[(s64) blockIdx.y * t + i] : 0.0f) {}
 };
 
-// dq for one query row per thread; layouts as attention_backward_dkdv, the rows accumulated in acc ([problems, t, d]
-// floats). Shared memory: 2 * tile * d floats (k and v tiles)
+// dq for one query row per thread; layouts as attention_backward_dkdv, the rows accumulated in dq.acc_row. Shared
+// memory: 2 * tile * d floats (k and v tiles)
 template <typename In>
 __device__ __forceinline__ void attention_backward_dq(In q, In k, In v, AttnRows rows, In out, AttnRows orows,
-                                                      const float* lse, In dout, AttnRows grows, AttnOut dq,
-                                                      float* acc, int t, int d, float scale, int causal, int tile) {
+                                                      const float* lse, In dout, AttnRows grows, AttnOut dq, int t,
+                                                      int d, float scale, int causal, int tile) {
     AttnQueryRow<In> r(q, out, lse, dout, rows, orows, grows, t, d);
     s64 base = rows.base(r.p);
-    float* dqi = acc + (s64) r.p * t * d + (s64) r.i * d;
+    float* dqi = dq.acc_row(r.p, r.i);
     if (r.i < t) {
         for (int x = 0; x < d; x++) {
             dqi[x] = 0.0f;
@@ -1263,24 +1263,24 @@ __device__ __forceinline__ void attention_backward_dq_r(In q, In k, In v, AttnRo
 }
 
 // Each entry below takes the register paths for d up to 32 and up to 64, else the generic one, which accumulates in
-// acc (floats: the float32 results themselves, or a workspace the 16-bit entries are given for d above 64).
+// the results' acc_row.
 template <typename In>
-__device__ __forceinline__ void attention_forward_any(In q, In k, In v, AttnRows rows, AttnOut out, float* acc,
-                                                      float* lse, int t, int d, float scale, int causal, int tile) {
+__device__ __forceinline__ void attention_forward_any(In q, In k, In v, AttnRows rows, AttnOut out, float* lse, int t,
+                                                      int d, float scale, int causal, int tile) {
     if (d <= 32) {
         attention_forward_r<32>(q, k, v, rows, out, lse, t, d, scale, causal, tile);
     } else if (d <= 64) {
         attention_forward_r<64>(q, k, v, rows, out, lse, t, d, scale, causal, tile);
     } else {
-        attention_forward(q, k, v, rows, out, acc, lse, t, d, scale, causal, tile);
+        attention_forward(q, k, v, rows, out, lse, t, d, scale, causal, tile);
     }
 }
 
 template <typename In>
 __device__ __forceinline__ void attention_backward_dkdv_any(In q, In k, In v, AttnRows rows, In out, AttnRows orows,
                                                             const float* lse, In dout, AttnRows grows, AttnOut dk,
-                                                            AttnOut dv, float* acck, float* accv, int t, int d,
-                                                            float scale, int causal, int tile) {
+                                                            AttnOut dv, int t, int d, float scale, int causal,
+                                                            int tile) {
     if (d <= 32) {
         attention_backward_dkdv_r<32, true>(q, k, v, rows, out, orows, lse, dout, grows, dk, dv, t, d, scale, causal,
                                             tile);
@@ -1288,59 +1288,68 @@ __device__ __forceinline__ void attention_backward_dkdv_any(In q, In k, In v, At
         attention_backward_dkdv_r<64, false>(q, k, v, rows, out, orows, lse, dout, grows, dk, dv, t, d, scale, causal,
                                              tile);
     } else {
-        attention_backward_dkdv(q, k, v, rows, out, orows, lse, dout, grows, dk, dv, acck, accv, t, d, scale, causal,
-                                tile);
+        attention_backward_dkdv(q, k, v, rows, out, orows, lse, dout, grows, dk, dv, t, d, scale, causal, tile);
     }
 }
 
 template <typename In>
 __device__ __forceinline__ void attention_backward_dq_any(In q, In k, In v, AttnRows rows, In out, AttnRows orows,
                                                           const float* lse, In dout, AttnRows grows, AttnOut dq,
-                                                          float* acc, int t, int d, float scale, int causal,
-                                                          int tile) {
+                                                          int t, int d, float scale, int causal, int tile) {
     if (d <= 32) {
         attention_backward_dq_r<32>(q, k, v, rows, out, orows, lse, dout, grows, dq, t, d, scale, causal, tile);
     } else if (d <= 64) {
         attention_backward_dq_r<64>(q, k, v, rows, out, orows, lse, dout, grows, dq, t, d, scale, causal, tile);
     } else {
-        attention_backward_dq(q, k, v, rows, out, orows, lse, dout, grows, dq, acc, t, d, scale, causal, tile);
+        attention_backward_dq(q, k, v, rows, out, orows, lse, dout, grows, dq, t, d, scale, causal, tile);
     }
 }
 
+// The entries' layouts: q, k and v in (heads, sb, sh, st) (AttnRows), out in (heads, osb, osh, ost), dout in
+// (heads, gsb, gsh, gst); dq, dk and dv in out's layout; lse float32 and contiguous [problems, t]. A contiguous
+// [problems, t, d] operand is (1, t * d, 0, d).
+
+// float32 operands, read and written in place (PyTorch's memory-efficient attention reads the heads split off one
+// projection as they lie, too)
 extern "C" __global__ void v4j_attention_forward_f32(const float* q, const float* k, const float* v, float* out,
-                                                     float* lse, int t, int d, float scale, int causal, int tile) {
-    attention_forward_any(F32In{q}, F32In{k}, F32In{v}, attn_contiguous(t, d), attn_out_f32(out, t, d), out, lse, t,
-                          d, scale, causal, tile);
+                                                     float* lse, int t, int d, float scale, int causal, int tile,
+                                                     int heads, s64 sb, s64 sh, s64 st, s64 osb, s64 osh, s64 ost) {
+    AttnRows orows{heads, osb, osh, ost};
+    attention_forward_any(F32In{q}, F32In{k}, F32In{v}, AttnRows{heads, sb, sh, st}, attn_out_f32(out, orows, t, d),
+                          lse, t, d, scale, causal, tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dkdv_f32(const float* q, const float* k, const float* v,
                                                            const float* out, const float* lse, const float* dout,
                                                            float* dk, float* dv, int t, int d, float scale, int causal,
-                                                           int tile) {
-    AttnRows rows = attn_contiguous(t, d);
-    attention_backward_dkdv_any(F32In{q}, F32In{k}, F32In{v}, rows, F32In{out}, rows, lse, F32In{dout}, rows,
-                                attn_out_f32(dk, t, d), attn_out_f32(dv, t, d), dk, dv, t, d, scale, causal, tile);
+                                                           int tile, int heads, s64 sb, s64 sh, s64 st, s64 osb,
+                                                           s64 osh, s64 ost, s64 gsb, s64 gsh, s64 gst) {
+    AttnRows orows{heads, osb, osh, ost};
+    attention_backward_dkdv_any(F32In{q}, F32In{k}, F32In{v}, AttnRows{heads, sb, sh, st}, F32In{out}, orows, lse,
+                                F32In{dout}, AttnRows{heads, gsb, gsh, gst}, attn_out_f32(dk, orows, t, d),
+                                attn_out_f32(dv, orows, t, d), t, d, scale, causal, tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dq_f32(const float* q, const float* k, const float* v,
                                                          const float* out, const float* lse, const float* dout,
-                                                         float* dq, int t, int d, float scale, int causal, int tile) {
-    AttnRows rows = attn_contiguous(t, d);
-    attention_backward_dq_any(F32In{q}, F32In{k}, F32In{v}, rows, F32In{out}, rows, lse, F32In{dout}, rows,
-                              attn_out_f32(dq, t, d), dq, t, d, scale, causal, tile);
+                                                         float* dq, int t, int d, float scale, int causal, int tile,
+                                                         int heads, s64 sb, s64 sh, s64 st, s64 osb, s64 osh, s64 ost,
+                                                         s64 gsb, s64 gsh, s64 gst) {
+    AttnRows orows{heads, osb, osh, ost};
+    attention_backward_dq_any(F32In{q}, F32In{k}, F32In{v}, AttnRows{heads, sb, sh, st}, F32In{out}, orows, lse,
+                              F32In{dout}, AttnRows{heads, gsb, gsh, gst}, attn_out_f32(dq, orows, t, d), t, d, scale,
+                              causal, tile);
 }
 
-// The same on 16-bit q, k, v, out and dout of one type (0 float16, 1 bfloat16), read widened and in place: q, k and v
-// in the layout (heads, sb, sh, st) (AttnRows), out in (heads, osb, osh, ost), dout in (heads, gsb, gsh, gst); the
-// results are written as 16-bit values, out and dq, dk, dv in out's layout; lse is float32 and contiguous. Under
-// autocast no float32 copy of an input or a result is made. work: d above 64 only (else null), floats the generic
-// paths accumulate in: [problems, t, d] for the forward and dq, twice that for dk and dv.
+// 16-bit operands of one type (0 float16, 1 bfloat16), read widened and in place, the results rounded once as stored:
+// under autocast no float32 copy of an input or a result is made. work: d above 64 only (else null), the generic
+// paths' float32 accumulators: [problems, t, d] for the forward and dq, twice that (dk's, then dv's) for dk and dv.
 extern "C" __global__ void v4j_attention_forward16(int type, const unsigned short* q, const unsigned short* k,
                                                    const unsigned short* v, unsigned short* out, float* lse,
                                                    float* work, int t, int d, float scale, int causal, int tile,
                                                    int heads, s64 sb, s64 sh, s64 st, s64 osb, s64 osh, s64 ost) {
     attention_forward_any(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
-                          attn_out16(out, type, AttnRows{heads, osb, osh, ost}, t, d), work, lse, t, d, scale, causal,
+                          attn_out16(out, type, AttnRows{heads, osb, osh, ost}, work, t, d), lse, t, d, scale, causal,
                           tile);
 }
 
@@ -1354,9 +1363,10 @@ extern "C" __global__ void v4j_attention_backward_dkdv16(int type, const unsigne
     AttnRows orows{heads, osb, osh, ost};
     attention_backward_dkdv_any(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
                                 H16In{out, type}, orows, lse, H16In{dout, type}, AttnRows{heads, gsb, gsh, gst},
-                                attn_out16(dk, type, orows, t, d), attn_out16(dv, type, orows, t, d), work,
-                                work == nullptr ? nullptr : work + (s64) gridDim.y * t * d, t, d, scale, causal,
-                                tile);
+                                attn_out16(dk, type, orows, work, t, d),
+                                attn_out16(dv, type, orows, work == nullptr ? nullptr : work + (s64) gridDim.y * t * d,
+                                           t, d),
+                                t, d, scale, causal, tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dq16(int type, const unsigned short* q, const unsigned short* k,
@@ -1368,7 +1378,7 @@ extern "C" __global__ void v4j_attention_backward_dq16(int type, const unsigned 
     AttnRows orows{heads, osb, osh, ost};
     attention_backward_dq_any(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
                               H16In{out, type}, orows, lse, H16In{dout, type}, AttnRows{heads, gsb, gsh, gst},
-                              attn_out16(dq, type, orows, t, d), work, t, d, scale, causal, tile);
+                              attn_out16(dq, type, orows, work, t, d), t, d, scale, causal, tile);
 }
 
 // ------------------------------------------------------------------------------------------------ attention on tensor cores
@@ -1701,7 +1711,7 @@ extern "C" __global__ void v4j_attention_forward_tc(int type, const unsigned sho
                                                     int d, float scale, int causal, int heads, s64 sb, s64 sh, s64 st,
                                                     s64 osb, s64 osh, s64 ost) {
     AttnRows rows{heads, sb, sh, st};
-    AttnOut o = attn_out16(out, type, AttnRows{heads, osb, osh, ost}, t, d);
+    AttnOut o = attn_out16(out, type, AttnRows{heads, osb, osh, ost}, nullptr, t, d);
     if (d <= 32) {
         if (type == 0) {
             attention_forward_tc<32, __half>(q, k, v, rows, o, lse, t, d, scale, causal);
@@ -1724,8 +1734,8 @@ extern "C" __global__ void v4j_attention_backward_dkdv_tc(int type, const unsign
     AttnRows rows{heads, sb, sh, st};
     AttnRows orows{heads, osb, osh, ost};
     AttnRows grows{heads, gsb, gsh, gst};
-    AttnOut ok = attn_out16(dk, type, orows, t, d);
-    AttnOut ov = attn_out16(dv, type, orows, t, d);
+    AttnOut ok = attn_out16(dk, type, orows, nullptr, t, d);
+    AttnOut ov = attn_out16(dv, type, orows, nullptr, t, d);
     if (d <= 32) {
         if (type == 0) {
             attention_backward_dkdv_tc<32, __half>(q, k, v, rows, out, orows, lse, dout, grows, ok, ov, t, d, scale,
@@ -1752,7 +1762,7 @@ extern "C" __global__ void v4j_attention_backward_dq_tc(int type, const unsigned
     AttnRows rows{heads, sb, sh, st};
     AttnRows orows{heads, osb, osh, ost};
     AttnRows grows{heads, gsb, gsh, gst};
-    AttnOut oq = attn_out16(dq, type, orows, t, d);
+    AttnOut oq = attn_out16(dq, type, orows, nullptr, t, d);
     if (d <= 32) {
         if (type == 0) {
             attention_backward_dq_tc<32, __half>(q, k, v, rows, out, orows, lse, dout, grows, oq, t, d, scale, causal);

@@ -635,49 +635,53 @@ final class CheckedKernels implements Kernels {
     }
 
     @Override
-    public void attentionForward16(int type, int batchHeads, int heads, long batchStride, long headStride,
-                                   long rowStride, long outBatchStride, long outHeadStride, long outRowStride, int t,
-                                   int d, float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
-                                   long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
-                                   MemorySegment lse, long lseOff) {
-        attention16Operands("attentionForward16", type, batchHeads, heads, batchStride, headStride, rowStride, t, d, q,
-                qOff, k, kOff, v, vOff, lse, lseOff);
-        attention16Results(batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, out, outOff, "out");
+    public void attentionForwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
+                                        long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
+                                        int t, int d, float scale, boolean causal, MemorySegment q, long qOff,
+                                        MemorySegment k, long kOff, MemorySegment v, long vOff, MemorySegment out,
+                                        long outOff, MemorySegment lse, long lseOff) {
+        stridedAttentionOperands("attentionForwardStrided", type, batchHeads, heads, batchStride, headStride,
+                rowStride, t, d, q, qOff, k, kOff, v, vOff, lse, lseOff);
+        stridedAttentionResult(type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, out, outOff,
+                "out");
         Checks.writable(lse, "lse");
-        unchecked.attentionForward16(type, batchHeads, heads, batchStride, headStride, rowStride, outBatchStride,
+        unchecked.attentionForwardStrided(type, batchHeads, heads, batchStride, headStride, rowStride, outBatchStride,
                 outHeadStride, outRowStride, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff, lse, lseOff);
     }
 
     @Override
-    public void attentionBackward16(int type, int batchHeads, int heads, long batchStride, long headStride,
-                                    long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
-                                    long doutBatchStride, long doutHeadStride, long doutRowStride, int t, int d,
-                                    float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
-                                    long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
-                                    MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
-                                    MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
-                                    long dvOff) {
-        attention16Operands("attentionBackward16", type, batchHeads, heads, batchStride, headStride, rowStride, t, d,
-                q, qOff, k, kOff, v, vOff, lse, lseOff);
-        attentionRows(batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, out, outOff, "out",
+    public void attentionBackwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
+                                         long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
+                                         long doutBatchStride, long doutHeadStride, long doutRowStride, int t, int d,
+                                         float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
+                                         long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
+                                         MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
+                                         MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
+                                         long dvOff) {
+        stridedAttentionOperands("attentionBackwardStrided", type, batchHeads, heads, batchStride, headStride,
+                rowStride, t, d, q, qOff, k, kOff, v, vOff, lse, lseOff);
+        attentionRows(type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, out, outOff, "out",
                 "outBatchStride", "outHeadStride", "outRowStride");
-        attentionRows(batchHeads, heads, doutBatchStride, doutHeadStride, doutRowStride, t, d, dout, doutOff, "dout",
-                "doutBatchStride", "doutHeadStride", "doutRowStride");
-        attention16Results(batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, dq, dqOff, "dq");
-        attention16Results(batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, dk, dkOff, "dk");
-        attention16Results(batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, dv, dvOff, "dv");
-        unchecked.attentionBackward16(type, batchHeads, heads, batchStride, headStride, rowStride, outBatchStride,
+        attentionRows(type, batchHeads, heads, doutBatchStride, doutHeadStride, doutRowStride, t, d, dout, doutOff,
+                "dout", "doutBatchStride", "doutHeadStride", "doutRowStride");
+        stridedAttentionResult(type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, dq, dqOff,
+                "dq");
+        stridedAttentionResult(type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, dk, dkOff,
+                "dk");
+        stridedAttentionResult(type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, dv, dvOff,
+                "dv");
+        unchecked.attentionBackwardStrided(type, batchHeads, heads, batchStride, headStride, rowStride, outBatchStride,
                 outHeadStride, outRowStride, doutBatchStride, doutHeadStride, doutRowStride, t, d, scale, causal, q,
                 qOff, k, kOff, v, vOff, out, outOff, lse, lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
     }
 
     /**
-     * Checks a 16-bit attention result in the output's layout ({@code Kernels.attentionForward16}): its strides
+     * Checks a strided attention result in the output's layout ({@code Kernels.attentionForwardStrided}): its strides
      * reach only its own elements, no two of its elements share an address, and it is writable.
      */
-    private static void attention16Results(int batchHeads, int heads, long sb, long sh, long st, int t, int d,
-                                           MemorySegment seg, long off, String name) {
-        attentionRows(batchHeads, heads, sb, sh, st, t, d, seg, off, name, "outBatchStride", "outHeadStride",
+    private static void stridedAttentionResult(int type, int batchHeads, int heads, long sb, long sh, long st, int t,
+                                               int d, MemorySegment seg, long off, String name) {
+        attentionRows(type, batchHeads, heads, sb, sh, st, t, d, seg, off, name, "outBatchStride", "outHeadStride",
                 "outRowStride");
         if (overlaps(new long[] {batchHeads / heads, heads, t, d}, new long[] {sb, sh, st, 1})) {
             throw new IllegalArgumentException(name + ": the output layout (outBatchStride " + sb + ", outHeadStride "
@@ -722,30 +726,33 @@ final class CheckedKernels implements Kernels {
     }
 
     /**
-     * Checks the type, the sizes, the layout and the operands both 16-bit attention kernels take (q, k, v: 16-bit,
-     * in the layout of {@code Kernels.attentionForward16}; lse: float32 {@code [batchHeads, t]}).
+     * Checks the type, the sizes, the layout and the operands both strided attention kernels take (q, k, v: of
+     * {@code type}, in the layout of {@code Kernels.attentionForwardStrided}; lse: float32 {@code [batchHeads, t]}).
      */
-    private static void attention16Operands(String kernel, int type, int batchHeads, int heads, long batchStride,
-                                            long headStride, long rowStride, int t, int d, MemorySegment q, long qOff,
-                                            MemorySegment k, long kOff, MemorySegment v, long vOff, MemorySegment lse,
-                                            long lseOff) {
-        Checks.half16(kernel, 0, 0, type);
+    private static void stridedAttentionOperands(String kernel, int type, int batchHeads, int heads, long batchStride,
+                                                 long headStride, long rowStride, int t, int d, MemorySegment q,
+                                                 long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                                 MemorySegment lse, long lseOff) {
+        if (type != Kernels.FLOAT32 && type != Kernels.FLOAT16 && type != Kernels.BFLOAT16) {
+            throw new IllegalArgumentException("type " + type + " is none of FLOAT32 (2), FLOAT16 (0), BFLOAT16 (1) ("
+                    + kernel + ")");
+        }
         attentionSizes(batchHeads, t, d);
         if (heads < 1 || batchHeads % heads != 0) {
             throw new IllegalArgumentException("heads must be at least 1 and divide batchHeads = " + batchHeads
                     + ", got " + heads);
         }
-        attentionRows(batchHeads, heads, batchStride, headStride, rowStride, t, d, q, qOff, "q", "batchStride",
+        attentionRows(type, batchHeads, heads, batchStride, headStride, rowStride, t, d, q, qOff, "q", "batchStride",
                 "headStride", "rowStride");
-        attentionRows(batchHeads, heads, batchStride, headStride, rowStride, t, d, k, kOff, "k", "batchStride",
+        attentionRows(type, batchHeads, heads, batchStride, headStride, rowStride, t, d, k, kOff, "k", "batchStride",
                 "headStride", "rowStride");
-        attentionRows(batchHeads, heads, batchStride, headStride, rowStride, t, d, v, vOff, "v", "batchStride",
+        attentionRows(type, batchHeads, heads, batchStride, headStride, rowStride, t, d, v, vOff, "v", "batchStride",
                 "headStride", "rowStride");
         Checks.range(lse, lseOff, (long) batchHeads * t, "lse");
     }
 
-    /** Checks a 16-bit attention input's strides (at least 0) and that every element they reach lies in it. */
-    private static void attentionRows(int batchHeads, int heads, long sb, long sh, long st, int t, int d,
+    /** Checks a strided attention operand's strides (at least 0) and that every element they reach lies in it. */
+    private static void attentionRows(int type, int batchHeads, int heads, long sb, long sh, long st, int t, int d,
                                       MemorySegment seg, long off, String name, String sbName, String shName,
                                       String stName) {
         Checks.nonNegative(sb, sbName);
@@ -760,7 +767,11 @@ final class CheckedKernels implements Kernels {
                 throw new IndexOutOfBoundsException(name + ": its strides reach beyond any segment");
             }
         }
-        Checks.range(seg, off, reach, name, Short.BYTES, "16-bit values");
+        if (type == Kernels.FLOAT32) {
+            Checks.range(seg, off, reach, name);
+        } else {
+            Checks.range(seg, off, reach, name, Short.BYTES, "16-bit values");
+        }
     }
 
     /**

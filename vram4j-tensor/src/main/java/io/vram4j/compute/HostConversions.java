@@ -37,7 +37,9 @@ interface HostConversions extends Kernels {
     }
 
     private void widen(int type, long n, MemorySegment src, long srcOff, MemorySegment dst) {
-        if (type == FLOAT16) {
+        if (type == FLOAT32) {
+            MemorySegment.copy(src, srcOff * Float.BYTES, dst, 0, n * Float.BYTES);
+        } else if (type == FLOAT16) {
             Half.fp16ToFloat(n, src, srcOff, dst, 0);
         } else {
             Half.bf16ToFloat(n, src, srcOff, dst, 0);
@@ -45,7 +47,9 @@ interface HostConversions extends Kernels {
     }
 
     private void narrow(int type, long n, MemorySegment src, MemorySegment dst, long dstOff) {
-        if (type == FLOAT16) {
+        if (type == FLOAT32) {
+            MemorySegment.copy(src, 0, dst, dstOff * Float.BYTES, n * Float.BYTES);
+        } else if (type == FLOAT16) {
             Half.floatToFp16(n, src, 0, dst, dstOff);
         } else {
             Half.floatToBf16(n, src, 0, dst, dstOff);
@@ -105,11 +109,25 @@ interface HostConversions extends Kernels {
     }
 
     /**
-     * The rows of an attention input in the layout of {@link #attentionForward16}, widened into a contiguous
-     * {@code [batchHeads, t, d]} float array of {@code arena}.
+     * @return whether rows in the layout {@code (heads, sb, sh, st)} of {@link #attentionForwardStrided} lie as one
+     *     contiguous {@code [batchHeads, t, d]} array
+     */
+    private static boolean dense(int batchHeads, int heads, long sb, long sh, long st, int t, int d) {
+        return (t <= 1 || st == d) && (heads <= 1 || sh == (long) t * d)
+                && (batchHeads / heads <= 1 || sb == (long) heads * t * d);
+    }
+
+    /**
+     * The rows of an attention input in the layout of {@link #attentionForwardStrided} as a contiguous
+     * {@code [batchHeads, t, d]} float array: float32 rows that already are one, in place; else widened (float32:
+     * gathered) into memory of {@code arena}.
      */
     private MemorySegment widenedRows(Arena arena, int type, int batchHeads, int heads, long sb, long sh, long st,
                                       int t, int d, MemorySegment src, long off) {
+        long n = (long) batchHeads * t * d;
+        if (type == FLOAT32 && dense(batchHeads, heads, sb, sh, st, t, d)) {
+            return src.asSlice(off * Float.BYTES, n * Float.BYTES);
+        }
         MemorySegment f = arena.allocate(Math.max(1, (long) batchHeads * t * d) * Float.BYTES, Float.BYTES);
         for (int p = 0; p < batchHeads; p++) {
             long base = off + (long) (p / heads) * sb + (long) (p % heads) * sh;
@@ -122,11 +140,28 @@ interface HostConversions extends Kernels {
     }
 
     /**
-     * Narrows a contiguous {@code [batchHeads, t, d]} float array into 16-bit rows of {@code type} in the layout of
-     * {@link #attentionForward16}'s output.
+     * @return where a kernel writes a result in the output layout {@code (heads, sb, sh, st)}: float32 rows that are
+     *     one contiguous {@code [batchHeads, t, d]} array, in place; else new memory of {@code arena}, which
+     *     {@link #narrowRows} then stores
+     */
+    private MemorySegment resultRows(Arena arena, int type, int batchHeads, int heads, long sb, long sh, long st,
+                                     int t, int d, MemorySegment dst, long off) {
+        long n = (long) batchHeads * t * d;
+        return type == FLOAT32 && dense(batchHeads, heads, sb, sh, st, t, d)
+                ? dst.asSlice(off * Float.BYTES, n * Float.BYTES)
+                : arena.allocate(Math.max(1, n) * Float.BYTES, Float.BYTES);
+    }
+
+    /**
+     * Narrows (float32: copies) a contiguous {@code [batchHeads, t, d]} float array into rows of {@code type} in the
+     * layout of {@link #attentionForwardStrided}'s output; nothing when {@code src} is those rows already
+     * ({@link #resultRows}).
      */
     private void narrowRows(int type, int batchHeads, int heads, long sb, long sh, long st, int t, int d,
                             MemorySegment src, MemorySegment dst, long off) {
+        if (type == FLOAT32 && dense(batchHeads, heads, sb, sh, st, t, d)) {
+            return;
+        }
         for (int p = 0; p < batchHeads; p++) {
             long base = off + (long) (p / heads) * sb + (long) (p % heads) * sh;
             for (int r = 0; r < t; r++) {
@@ -137,13 +172,14 @@ interface HostConversions extends Kernels {
     }
 
     @Override
-    default void attentionForward16(int type, int batchHeads, int heads, long batchStride, long headStride,
+    default void attentionForwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
                                     long rowStride, long outBatchStride, long outHeadStride, long outRowStride, int t,
                                     int d, float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
                                     long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
                                     MemorySegment lse, long lseOff) {
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment o = a.allocate(Math.max(1, (long) batchHeads * t * d) * Float.BYTES, Float.BYTES);
+            MemorySegment o = resultRows(a, type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d,
+                    out, outOff);
             attentionForward(batchHeads, t, d, scale, causal,
                     widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, q, qOff), 0,
                     widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, k, kOff), 0,
@@ -154,7 +190,7 @@ interface HostConversions extends Kernels {
     }
 
     @Override
-    default void attentionBackward16(int type, int batchHeads, int heads, long batchStride, long headStride,
+    default void attentionBackwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
                                      long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
                                      long doutBatchStride, long doutHeadStride, long doutRowStride, int t, int d,
                                      float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
@@ -162,9 +198,14 @@ interface HostConversions extends Kernels {
                                      MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
                                      MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
                                      long dvOff) {
-        long n = Math.max(1, (long) batchHeads * t * d) * Float.BYTES;
+        MemorySegment[] dst = {dq, dk, dv};
+        long[] off = {dqOff, dkOff, dvOff};
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment[] g = {a.allocate(n, Float.BYTES), a.allocate(n, Float.BYTES), a.allocate(n, Float.BYTES)};
+            MemorySegment[] g = new MemorySegment[3];
+            for (int i = 0; i < 3; i++) {
+                g[i] = resultRows(a, type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d,
+                        dst[i], off[i]);
+            }
             attentionBackward(batchHeads, t, d, scale, causal,
                     widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, q, qOff), 0,
                     widenedRows(a, type, batchHeads, heads, batchStride, headStride, rowStride, t, d, k, kOff), 0,
@@ -174,8 +215,6 @@ interface HostConversions extends Kernels {
                     widenedRows(a, type, batchHeads, heads, doutBatchStride, doutHeadStride, doutRowStride, t, d,
                             dout, doutOff), 0,
                     g[0], 0, g[1], 0, g[2], 0);
-            MemorySegment[] dst = {dq, dk, dv};
-            long[] off = {dqOff, dkOff, dvOff};
             for (int i = 0; i < 3; i++) {
                 narrowRows(type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, g[i], dst[i],
                         off[i]);

@@ -291,6 +291,8 @@ public interface Kernels {
     int FLOAT16 = 0;
     /** Element type code of the 16-bit element-wise kernels: bfloat16 ({@code torch.bfloat16}). */
     int BFLOAT16 = 1;
+    /** Element type code of the strided attention kernels ({@link #attentionForwardStrided}) for float32 operands. */
+    int FLOAT32 = 2;
 
     /** Op codes of {@link #unary16}, in the order of the float32 kernels they compute as. */
     int UNARY_NEG = 0, UNARY_EXP = 1, UNARY_LOG = 2, UNARY_SQRT = 3, UNARY_TANH = 4, UNARY_RELU = 5, UNARY_GELU = 6;
@@ -726,48 +728,50 @@ public interface Kernels {
                            MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv, long dvOff);
 
     /**
-     * {@link #attentionForward} on 16-bit {@code q}, {@code k}, {@code v} of {@code type}, read in place and widened
-     * as they are read (no copies of them, as PyTorch's flash attention under autocast): problem {@code p} is
-     * {@code (p / heads, p % heads)} of a {@code [batchHeads / heads, heads, t, d]} view with element strides
-     * {@code (batchStride, headStride, rowStride, 1)}, shared by the three (the heads split off one projection; a
-     * contiguous {@code [batchHeads, t, d]} input is {@code heads} 1, {@code batchStride} {@code t * d},
-     * {@code headStride} 0, {@code rowStride} {@code d}). The output {@code out} is 16-bit of {@code type}, each value
-     * rounded once from the float32 result, in its own layout ({@code outBatchStride}, {@code outHeadStride},
-     * {@code outRowStride}, the same {@code heads}; PyTorch's flash attention writes {@code [batch, t, heads, d]}:
-     * {@code (t * heads * d, d, heads * d)}), whose elements must not overlap; {@code lse} is float32 and contiguous
-     * as there. The values are those of {@link #attentionForward} on the widened inputs. Offsets and strides of the
-     * 16-bit operands count 16-bit elements. The CUDA kernels at {@code d} up to 64 multiply on tensor cores, as
-     * FlashAttention-2 under autocast: they round the probabilities to {@code type} before multiplying them with
-     * {@code v} and divide by the sum of the rounded probabilities, so their values are within a few units of
-     * {@code type}'s roundoff (of the result's largest magnitude) of these, not equal up to float32's last bits.
+     * {@link #attentionForward} on strided operands of one element type, read and written in place (no copies of
+     * them, as PyTorch's flash and memory-efficient attention read the heads split off one projection): problem
+     * {@code p} is {@code (p / heads, p % heads)} of a {@code [batchHeads / heads, heads, t, d]} view with element
+     * strides {@code (batchStride, headStride, rowStride, 1)}, shared by {@code q}, {@code k}, {@code v} (a contiguous
+     * {@code [batchHeads, t, d]} input is {@code heads} 1, {@code batchStride} {@code t * d}, {@code headStride} 0,
+     * {@code rowStride} {@code d}). The output {@code out} has the same type, in its own layout
+     * ({@code outBatchStride}, {@code outHeadStride}, {@code outRowStride}, the same {@code heads}; PyTorch's flash
+     * attention writes {@code [batch, t, heads, d]}: {@code (t * heads * d, d, heads * d)}), whose elements must not
+     * overlap; {@code lse} is float32 and contiguous as there. 16-bit inputs ({@link #FLOAT16}, {@link #BFLOAT16})
+     * are widened as they are read and each output value is rounded once from the float32 result, as PyTorch's flash
+     * attention under autocast; {@link #FLOAT32} operands give the values of {@link #attentionForward} on the same
+     * rows. Offsets and strides count elements of {@code type}. The CUDA kernels on 16-bit inputs at {@code d} up to
+     * 64 multiply on tensor cores, as FlashAttention-2 under autocast: they round the probabilities to {@code type}
+     * before multiplying them with {@code v} and divide by the sum of the rounded probabilities, so their values are
+     * within a few units of {@code type}'s roundoff (of the result's largest magnitude) of the float32 kernel's, not
+     * equal up to float32's last bits.
      *
-     * @param type {@link #FLOAT16} or {@link #BFLOAT16}
+     * @param type {@link #FLOAT32}, {@link #FLOAT16} or {@link #BFLOAT16}
      * @param heads at least 1, dividing {@code batchHeads}
      * @throws IllegalArgumentException as {@link #attentionForward}, for another type, a negative stride, an output
      *     layout whose elements overlap, or {@code heads} not dividing {@code batchHeads}
      */
-    void attentionForward16(int type, int batchHeads, int heads, long batchStride, long headStride, long rowStride,
+    void attentionForwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride, long rowStride,
                             long outBatchStride, long outHeadStride, long outRowStride,
                             int t, int d, float scale, boolean causal,
                             MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
                             MemorySegment out, long outOff, MemorySegment lse, long lseOff);
 
     /**
-     * {@link #attentionBackward} on 16-bit {@code q}, {@code k}, {@code v} (in the layout of
-     * {@link #attentionForward16}), {@code out} (the forward's output, in its layout {@code outBatchStride},
-     * {@code outHeadStride}, {@code outRowStride}) and {@code dout} (its own layout, {@code doutBatchStride},
-     * {@code doutHeadStride}, {@code doutRowStride}), all with the same {@code heads} and of {@code type}, read in
-     * place and widened as they are read; {@code lse} is float32 and contiguous. The gradients {@code dq},
-     * {@code dk}, {@code dv} are 16-bit of {@code type}, each value rounded once from the float32 result, in the
-     * output's layout (as PyTorch's flash attention backward gives them the inputs' {@code [batch, t, heads, d]}
-     * order); their values are those of {@link #attentionBackward} on the widened inputs (the CUDA kernels at
-     * {@code d} up to 64: within a few units of {@code type}'s roundoff, as {@link #attentionForward16} says; they also
-     * round {@code ds} to {@code type} before its products).
+     * {@link #attentionBackward} on strided operands of one element type (as {@link #attentionForwardStrided}):
+     * {@code q}, {@code k}, {@code v} in the layout of {@link #attentionForwardStrided}, {@code out} (the forward's
+     * output) in its layout {@code outBatchStride}, {@code outHeadStride}, {@code outRowStride}, and {@code dout} in
+     * its own ({@code doutBatchStride}, {@code doutHeadStride}, {@code doutRowStride}), all with the same
+     * {@code heads}, read in place (16-bit ones widened as read); {@code lse} is float32 and contiguous. The
+     * gradients {@code dq}, {@code dk}, {@code dv} have {@code type} (16-bit values rounded once from the float32
+     * results) and the output's layout (as PyTorch's flash attention backward gives them the inputs'
+     * {@code [batch, t, heads, d]} order); their values are those of {@link #attentionBackward} on the same rows (the
+     * CUDA kernels on 16-bit inputs at {@code d} up to 64: within a few units of {@code type}'s roundoff, as
+     * {@link #attentionForwardStrided} says; they also round {@code ds} to {@code type} before its products).
      *
-     * @param type {@link #FLOAT16} or {@link #BFLOAT16}
-     * @throws IllegalArgumentException as {@link #attentionForward16}
+     * @param type {@link #FLOAT32}, {@link #FLOAT16} or {@link #BFLOAT16}
+     * @throws IllegalArgumentException as {@link #attentionForwardStrided}
      */
-    void attentionBackward16(int type, int batchHeads, int heads, long batchStride, long headStride, long rowStride,
+    void attentionBackwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride, long rowStride,
                              long outBatchStride, long outHeadStride, long outRowStride,
                              long doutBatchStride, long doutHeadStride, long doutRowStride,
                              int t, int d, float scale, boolean causal,

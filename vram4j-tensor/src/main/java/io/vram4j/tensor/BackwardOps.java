@@ -300,8 +300,9 @@ public final class BackwardOps {
      * @param lse the saved float32 log-sum-exps {@code [..., T]}
      * @param causal as the forward call
      * @param scale the forward's factor of the scores
-     * @return {@code {dq, dk, dv}}, each of the shape of {@code q}; for 16-bit operands in device memory in the
-     *     layout of the output ({@code [B, H, T, d]} stored as {@code [B, T, H, d]}), else contiguous
+     * @return {@code {dq, dk, dv}}, each of the shape of {@code q}, in the layout of the output ({@code [B, H, T, d]}
+     *     stored as {@code [B, T, H, d]}) where the operands' layouts let the kernels read them in place, else
+     *     contiguous
      */
     public static Tensor[] attentionBackward(Tensor g, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse,
                                              boolean causal, float scale) {
@@ -309,27 +310,24 @@ public final class BackwardOps {
         FusedAttention.Dims n = FusedAttention.Dims.of(q);
         Tensor[] grads = new Tensor[3];
         try {
-            // 16-bit operands in device memory are read in place (q, k, v in one layout, the output and its gradient
-            // each in its own), and the gradients written in the output's layout (FusedAttention.output: for
-            // [B, H, T, d], stored as [B, T, H, d], so that the heads' gradients merge back into the projection's
-            // without a copy, as PyTorch's flash attention backward gives them)
-            int half = out.storage.deviceMemory() ? Host.halfType(out.dtype) : -1;
-            FusedAttention.Rows16 rows = half >= 0 && q.dtype == out.dtype ? FusedAttention.Rows16.shared(q, k, v)
+            // the operands are read in place (q, k, v in one layout, the output and its gradient each in its own),
+            // and the gradients written in the output's layout (FusedAttention.output: for [B, H, T, d], stored as
+            // [B, T, H, d], so that the heads' gradients merge back into the projection's without a copy, as
+            // PyTorch's flash attention backward gives them); the layouts are decided from shapes and strides alone,
+            // so sim lays the gradients out as cuda does
+            int type = FusedAttention.kernelType(out.dtype);
+            FusedAttention.Rows rows = type >= 0 && q.dtype == out.dtype ? FusedAttention.Rows.shared(q, k, v)
                     : null;
-            FusedAttention.Rows16 orows = rows != null ? FusedAttention.Rows16.of(out) : null;
-            FusedAttention.Rows16 grows = orows != null && g.dtype == out.dtype ? FusedAttention.Rows16.of(g) : null;
-            if (grows != null && grows.heads() == rows.heads() && orows.heads() == rows.heads()) {
+            FusedAttention.Rows orows = rows != null ? FusedAttention.Rows.of(out) : null;
+            FusedAttention.Rows grows = orows != null && g.dtype == out.dtype ? FusedAttention.Rows.of(g) : null;
+            if (grows != null && grows.heads() == rows.heads() && orows.equals(FusedAttention.Rows.of(q.shape))) {
                 for (int i = 0; i < 3; i++) {
                     grads[i] = FusedAttention.output(q);
-                }
-                if (!orows.equals(FusedAttention.Rows16.of(grads[0]))) {
-                    throw new IllegalStateException("the saved attention output's layout " + orows
-                            + " is not the one its gradients get, " + FusedAttention.Rows16.of(grads[0]));
                 }
                 if (!g.device.hasStorage()) {
                     return grads;   // sim: the gradients' bytes and layout, nothing computed
                 }
-                g.device.kernels().attentionBackward16(half, n.problems(), rows.heads(), rows.batchStride(),
+                g.device.kernels().attentionBackwardStrided(type, n.problems(), rows.heads(), rows.batchStride(),
                         rows.headStride(), rows.rowStride(), orows.batchStride(), orows.headStride(),
                         orows.rowStride(), grows.batchStride(), grows.headStride(), grows.rowStride(), n.t(), n.d(),
                         scale, causal, q.storage.kernelSegment(), q.offset, k.storage.kernelSegment(), k.offset,

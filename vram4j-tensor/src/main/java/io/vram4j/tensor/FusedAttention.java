@@ -10,8 +10,9 @@ import java.util.Arrays;
  * log-sum-exp ({@code [..., T]}, float32) of {@code softmax(scale q k^T [+ causal mask]) v}; the node saves
  * {@code q}, {@code k}, {@code v}, the output and the log-sum-exps, never the {@code [..., T, T]} probabilities.
  * Inputs of float16/bfloat16 are read as float32 (the kernels compute and accumulate in float32, as PyTorch's
- * flash kernel accumulates), the output has their dtype: in device memory the kernels read and write the 16-bit
- * values in place, each output value rounded once.
+ * flash kernel accumulates), the output has their dtype, each value rounded once. The kernels read float32, float16
+ * and bfloat16 inputs in place, strided as the Transformer's head split leaves them, and write the output in
+ * PyTorch's layout ({@link #output}).
  */
 final class FusedAttention {
     private FusedAttention() {
@@ -51,13 +52,13 @@ final class FusedAttention {
         try {
             lse = Tensor.allocate(q.device, DType.FLOAT32, Arrays.copyOf(q.shape, q.shape.length - 1));
             if (q.device.hasStorage()) {
-                // 16-bit inputs in device memory are read in place, strided too (the heads split off one
-                // projection), and the output written in its own layout; anything else is widened below
-                int half = out.storage.deviceMemory() ? Host.halfType(out.dtype) : -1;
-                Rows16 rows = half >= 0 ? Rows16.shared(q, k, v) : null;
-                Rows16 orows = rows != null ? Rows16.of(out) : null;
+                // q, k, v are read in place, strided too (the heads split off one projection), and the output
+                // written in its own layout; other layouts are gathered contiguous below
+                int type = kernelType(q.dtype);
+                Rows rows = type >= 0 ? Rows.shared(q, k, v) : null;
+                Rows orows = rows != null ? Rows.of(out) : null;
                 if (orows != null && orows.heads() == rows.heads()) {
-                    q.device.kernels().attentionForward16(half, n.problems(), rows.heads(), rows.batchStride(),
+                    q.device.kernels().attentionForwardStrided(type, n.problems(), rows.heads(), rows.batchStride(),
                             rows.headStride(), rows.rowStride(), orows.batchStride(), orows.headStride(),
                             orows.rowStride(), n.t(), n.d(), scale, causal, q.storage.kernelSegment(), q.offset,
                             k.storage.kernelSegment(), k.offset, v.storage.kernelSegment(), v.offset,
@@ -99,41 +100,64 @@ final class FusedAttention {
         }
         long bytes = Math.multiplyExact(Shapes.numel(s), q.dtype.byteSize());
         Storage storage = Storage.allocate(q.device, q.device.stream(), bytes, s.clone(), q.dtype);
-        long[] strides = {(long) s[2] * s[1] * s[3], s[3], (long) s[1] * s[3], 1};
-        return new Tensor(storage, q.dtype, s.clone(), strides, 0);
+        return new Tensor(storage, q.dtype, s.clone(), outputStrides(s), 0);
+    }
+
+    /** @return the strides of {@link #output} for queries of {@code shape} */
+    private static long[] outputStrides(int[] s) {
+        return s.length != 4 ? Shapes.contiguousStrides(s)
+                : new long[] {(long) s[2] * s[1] * s[3], s[3], (long) s[1] * s[3], 1};
     }
 
     /**
-     * The layout the 16-bit attention kernels read an input in ({@code Kernels.attentionForward16}): problem
+     * @return the strided attention kernels' type code of {@code d} ({@code Kernels.FLOAT32}, {@code FLOAT16},
+     *     {@code BFLOAT16}), or -1 for a dtype they do not take
+     */
+    static int kernelType(DType d) {
+        return d == DType.FLOAT32 ? io.vram4j.compute.Kernels.FLOAT32 : Host.halfType(d);
+    }
+
+    /**
+     * The layout the strided attention kernels read an operand in ({@code Kernels.attentionForwardStrided}): problem
      * {@code p} is {@code (p / heads, p % heads)}, its rows {@code rowStride} apart from
      * {@code (p / heads) * batchStride + (p % heads) * headStride}, its {@code d} elements adjacent; in elements.
      */
-    record Rows16(int heads, long batchStride, long headStride, long rowStride) {
+    record Rows(int heads, long batchStride, long headStride, long rowStride) {
         /**
-         * @return the layout of a {@code [t, d]}, {@code [batch, t, d]} or {@code [batch, heads, t, d]} tensor in
-         *     device memory whose elements along {@code d} are adjacent; null for any other (more dimensions, a
-         *     strided last dimension, a negative stride, no heads)
+         * @return the layout of a {@code [t, d]}, {@code [batch, t, d]} or {@code [batch, heads, t, d]} tensor whose
+         *     elements along {@code d} are adjacent; null for any other (more dimensions, a strided last dimension, a
+         *     negative stride, no heads). A shape and strides only: the same on every device, so that {@code sim}
+         *     lays gradients out as {@code cuda} does
          */
-        static Rows16 of(Tensor t) {
-            int r = t.shape.length;
-            if (!t.storage.deviceMemory() || (t.shape[r - 1] > 1 && t.strides[r - 1] != 1)) {
+        static Rows of(Tensor t) {
+            return of(t.shape, t.strides);
+        }
+
+        private static Rows of(int[] shape, long[] strides) {
+            int r = shape.length;
+            if (shape[r - 1] > 1 && strides[r - 1] != 1) {
                 return null;
             }
-            Rows16 rows = switch (r) {
-                case 2 -> new Rows16(1, 0, 0, t.strides[0]);
-                case 3 -> new Rows16(1, t.strides[0], 0, t.strides[1]);
-                case 4 -> t.shape[1] == 0 ? null : new Rows16(t.shape[1], t.strides[0], t.strides[1], t.strides[2]);
+            Rows rows = switch (r) {
+                case 2 -> new Rows(1, 0, 0, strides[0]);
+                case 3 -> new Rows(1, strides[0], 0, strides[1]);
+                case 4 -> shape[1] == 0 ? null : new Rows(shape[1], strides[0], strides[1], strides[2]);
                 default -> null;
             };
             return rows == null || rows.batchStride < 0 || rows.headStride < 0 || rows.rowStride < 0 ? null : rows;
+        }
+
+        /** @return the layout of {@link #output}'s tensor for queries of {@code shape}; null as {@link #of} */
+        static Rows of(int[] shape) {
+            return of(shape, outputStrides(shape));
         }
 
         /**
          * @return the layout {@code q}, {@code k} and {@code v} share, all of {@code q}'s dtype; null when they do
          *     not
          */
-        static Rows16 shared(Tensor q, Tensor k, Tensor v) {
-            Rows16 rows = of(q);
+        static Rows shared(Tensor q, Tensor k, Tensor v) {
+            Rows rows = of(q);
             return rows == null || k.dtype != q.dtype || v.dtype != q.dtype || !rows.equals(of(k))
                     || !rows.equals(of(v)) ? null : rows;
         }

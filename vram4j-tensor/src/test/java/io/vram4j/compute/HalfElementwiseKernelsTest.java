@@ -191,13 +191,13 @@ class HalfElementwiseKernelsTest {
                 }
                 MemorySegment[] want = {a.allocate(n * 4), a.allocate(bh * t * 4L), a.allocate(n * 4),
                                         a.allocate(n * 4), a.allocate(n * 4)};
-                k.attentionForward16(type, bh, heads, qkvRows[1], qkvRows[2], qkvRows[3], outRows[1], outRows[2],
+                k.attentionForwardStrided(type, bh, heads, qkvRows[1], qkvRows[2], qkvRows[3], outRows[1], outRows[2],
                         outRows[3], t, d, scale, true, qkv, qOff, qkv, kOff, qkv, vOff, got[0], 2, got[1], 0);
                 MemorySegment qw = contiguousRows(a, type, qkv, qOff, bh, qkvRows, t, d);
                 MemorySegment kw = contiguousRows(a, type, qkv, kOff, bh, qkvRows, t, d);
                 MemorySegment vw = contiguousRows(a, type, qkv, vOff, bh, qkvRows, t, d);
                 k.attentionForward(bh, t, d, scale, true, qw, 0, kw, 0, vw, 0, want[0], 0, want[1], 0);
-                k.attentionBackward16(type, bh, heads, qkvRows[1], qkvRows[2], qkvRows[3], outRows[1], outRows[2],
+                k.attentionBackwardStrided(type, bh, heads, qkvRows[1], qkvRows[2], qkvRows[3], outRows[1], outRows[2],
                         outRows[3], outRows[1], outRows[2], outRows[3], t, d, scale, true, qkv, qOff, qkv, kOff, qkv,
                         vOff, out, 1, want[1], 0, dout, 1, got[2], 2, got[3], 2, got[4], 2);
                 k.attentionBackward(bh, t, d, scale, true, qw, 0, kw, 0, vw, 0,

@@ -96,10 +96,10 @@ class KernelArgumentsTest {
             Map.entry("attentionForward", "batchHeads t d scale causal q qOff k kOff v vOff out* outOff lse* lseOff"),
             Map.entry("attentionBackward", "batchHeads t d scale causal q qOff k kOff v vOff out outOff lse lseOff "
                     + "dout doutOff dq* dqOff dk* dkOff dv* dvOff"),
-            Map.entry("attentionForward16", "type=1 batchHeads heads=3 batchStride=9 headStride=9 rowStride=3 "
+            Map.entry("attentionForwardStrided", "type=1 batchHeads heads=3 batchStride=9 headStride=9 rowStride=3 "
                     + "outBatchStride=27 outHeadStride=3 outRowStride=9 t d scale causal q qOff k kOff v vOff out* "
                     + "outOff lse* lseOff"),
-            Map.entry("attentionBackward16", "type=0 batchHeads heads=3 batchStride=9 headStride=9 rowStride=3 "
+            Map.entry("attentionBackwardStrided", "type=0 batchHeads heads=3 batchStride=9 headStride=9 rowStride=3 "
                     + "outBatchStride=27 outHeadStride=3 outRowStride=9 doutBatchStride=27 doutHeadStride=3 "
                     + "doutRowStride=9 t d scale causal q qOff k kOff v vOff out outOff lse lseOff dout doutOff dq* "
                     + "dqOff dk* dkOff dv* dvOff"),
@@ -333,11 +333,11 @@ class KernelArgumentsTest {
             for (long[] o : overlapping) {
                 byte[] before = res[0].toArray(ValueLayout.JAVA_BYTE);
                 IllegalArgumentException f = assertThrows(IllegalArgumentException.class, () ->
-                        k.attentionForward16(Kernels.BFLOAT16, bh, heads, 2L * t * d, t * d, d, o[0], o[1], o[2], t,
+                        k.attentionForwardStrided(Kernels.BFLOAT16, bh, heads, 2L * t * d, t * d, d, o[0], o[1], o[2], t,
                                 d, 0.5f, true, in, 0, in, 0, in, 0, res[0], 0, lse, 0), Arrays.toString(o));
                 assertTrue(names(f.getMessage(), "out"), f.getMessage());
                 IllegalArgumentException b = assertThrows(IllegalArgumentException.class, () ->
-                        k.attentionBackward16(Kernels.FLOAT16, bh, heads, 2L * t * d, t * d, d, o[0], o[1], o[2],
+                        k.attentionBackwardStrided(Kernels.FLOAT16, bh, heads, 2L * t * d, t * d, d, o[0], o[1], o[2],
                                 2L * t * d, t * d, d, t, d, 0.5f, true, in, 0, in, 0, in, 0, in, 0, lse, 0, in, 0,
                                 res[0], 0, res[1], 0, res[2], 0), Arrays.toString(o));
                 assertTrue(names(b.getMessage(), "dq"), b.getMessage());
@@ -345,7 +345,7 @@ class KernelArgumentsTest {
             }
             long[][] fine = {{t * heads * d, d, heads * d}, {2L * t * d, t * d, d}};
             for (long[] o : fine) {
-                k.attentionForward16(Kernels.BFLOAT16, bh, heads, 2L * t * d, t * d, d, o[0], o[1], o[2], t, d, 0.5f,
+                k.attentionForwardStrided(Kernels.BFLOAT16, bh, heads, 2L * t * d, t * d, d, o[0], o[1], o[2], t, d, 0.5f,
                         true, in, 0, in, 0, in, 0, res[0], 0, lse, 0);
             }
         }

@@ -291,6 +291,69 @@ class FusedAttentionTest {
         }
     }
 
+    /**
+     * Float32 q, k and v split off one projection (narrow, view, transpose, as {@code CausalSelfAttention}) are read
+     * in place: the forward allocates its output and lse only (no gathered copies of q, k, v, no scratch for the
+     * strided output), the backward gives gradients in the output's layout (so they merge back into the
+     * projection's gradient as views) with the math path's values.
+     */
+    @Test
+    void float32HeadsSplitOffOneProjectionAreReadInPlace() {
+        int b = 2;
+        int t = 9;
+        int h = 3;
+        int d = 5;
+        int c = h * d;
+        Random r = new Random(17);
+        try (MemoryScope s = MemoryScope.open()) {
+            Tensor qkv = dev.tensor(random(r, new int[] {b, t, 3 * c}, 1f), b, t, 3 * c);
+            Tensor[] in = new Tensor[3];
+            for (int i = 0; i < 3; i++) {
+                in[i] = qkv.narrow(2, i * c, c).view(b, t, h, d).transpose(1, 2);
+            }
+            CachingAllocatorProbe peak = new CachingAllocatorProbe(dev);
+            Tensor out = FusedAttention.forward(in[0], in[1], in[2], true, 0.4f);
+            long outBytes = (long) b * h * t * d * Float.BYTES;
+            long lseBytes = (long) b * h * t * Float.BYTES;
+            assertTrue(peak.rise() <= outBytes + lseBytes + 2 * 512, "forward peak " + peak.rise()
+                    + " over the output and lse: q, k, v or the output were copied");
+            assertArrayEquals(new long[] {(long) t * h * d, d, (long) h * d, 1}, out.strides);
+            Tensor g = dev.tensor(random(r, new int[] {b, t, h, d}, 1f), b, t, h, d).transpose(1, 2);
+            Tensor lse = Tensor.allocate(dev, DType.FLOAT32, new int[] {b, h, t});
+            Tensor[] contiguous = {in[0].contiguous(), in[1].contiguous(), in[2].contiguous()};
+            dev.kernels().attentionForward(b * h, t, d, 0.4f, true, contiguous[0].storage.kernelSegment(),
+                    contiguous[0].offset, contiguous[1].storage.kernelSegment(), contiguous[1].offset,
+                    contiguous[2].storage.kernelSegment(), contiguous[2].offset,
+                    Tensor.allocate(dev, DType.FLOAT32, new int[] {b, h, t, d}).storage.kernelSegment(), 0,
+                    lse.storage.kernelSegment(), lse.offset);
+            Tensor[] got = BackwardOps.attentionBackward(g, in[0], in[1], in[2], out, lse, true, 0.4f);
+            Tensor[] want = BackwardOps.attentionBackward(g.contiguous(), contiguous[0], contiguous[1], contiguous[2],
+                    out.contiguous(), lse, true, 0.4f);
+            for (int i = 0; i < 3; i++) {
+                assertArrayEquals(out.strides, got[i].strides, "gradient " + i + " in the output's layout");
+                assertArrayEquals(want[i].toFloatArray(), got[i].toFloatArray(), "gradient " + i);
+                got[i].close();
+                want[i].close();
+            }
+        }
+    }
+
+    /** The rise of the allocated bytes' peak since it was made. */
+    private static final class CachingAllocatorProbe {
+        private final io.vram4j.alloc.CachingAllocator alloc;
+        private final long base;
+
+        CachingAllocatorProbe(Device dev) {
+            alloc = dev.allocator();
+            alloc.resetPeakMemoryStats();
+            base = alloc.memoryAllocated();
+        }
+
+        long rise() {
+            return alloc.maxMemoryAllocated() - base;
+        }
+    }
+
     @Test
     void simulatedAndHostDevicesAllocateAlikeOnTheFusedPath() {
         GPT.Config cfg = new GPT.Config(11, 20, 2, 2, 12, 0f);

@@ -305,14 +305,14 @@ class HalfElementwiseOnDeviceMemoryTest {
              Tensor qw = q.to(DType.FLOAT32); Tensor kw = k.to(DType.FLOAT32); Tensor vw = v.to(DType.FLOAT32)) {
             alloc.resetPeakMemoryStats();
             long before = alloc.memoryAllocated();
-            long launches = counters.byKernel().getOrDefault("attentionForward16", 0L);
+            long launches = counters.byKernel().getOrDefault("attentionForwardStrided", 0L);
             try (Tensor out = Functional.scaledDotProductAttention(q, k, v, true)) {
                 // the call held its 16-bit output and the float32 lse: no widened q, k, v, no float32 image of the
                 // output (the kernel writes the 16-bit values in the output's layout)
                 long peak = alloc.maxMemoryAllocated() - before;
                 long bound = 2 * n + 4L * b * h * t + 2 * 512;
                 assertTrue(peak <= bound, "peak " + peak + " bytes over the " + bound + " of output and lse");
-                assertEquals(launches + 1, counters.byKernel().get("attentionForward16"), "one 16-bit launch");
+                assertEquals(launches + 1, counters.byKernel().get("attentionForwardStrided"), "one 16-bit launch");
                 assertEquals(type, out.dtype());
                 try (Tensor wide = Functional.scaledDotProductAttention(qw, kw, vw, true);
                      Tensor expected = wide.to(type)) {
@@ -391,8 +391,8 @@ class HalfElementwiseOnDeviceMemoryTest {
                     wide[i] = split[i].to(DType.FLOAT32);
                 }
                 assertFalse(split[0].isContiguous());
-                long forward = counters.byKernel().getOrDefault("attentionForward16", 0L);
-                long backward = counters.byKernel().getOrDefault("attentionBackward16", 0L);
+                long forward = counters.byKernel().getOrDefault("attentionForwardStrided", 0L);
+                long backward = counters.byKernel().getOrDefault("attentionBackwardStrided", 0L);
                 alloc.resetPeakMemoryStats();
                 long before = alloc.memoryAllocated();
                 try (Tensor out = FusedAttention.forward(split[0], split[1], split[2], true, 0.35f)) {
@@ -401,7 +401,7 @@ class HalfElementwiseOnDeviceMemoryTest {
                     assertTrue(alloc.maxMemoryAllocated() - before <= bound, "forward peak "
                             + (alloc.maxMemoryAllocated() - before) + " over " + bound + ": q, k, v or the output"
                             + " were copied");
-                    assertEquals(forward + 1, counters.byKernel().get("attentionForward16"), "read in place");
+                    assertEquals(forward + 1, counters.byKernel().get("attentionForwardStrided"), "read in place");
                     try (Tensor out32 = FusedAttention.forward(wide[0], wide[1], wide[2], true, 0.35f);
                          Tensor expected = out32.to(type)) {
                         assertBits(expected.toFloatArray(), out.toFloatArray(), "strided 16-bit attention");
@@ -432,7 +432,7 @@ class HalfElementwiseOnDeviceMemoryTest {
                         Tensor[] want = BackwardOps.attentionBackward(gw, wide[0], wide[1], wide[2], outw, lse, true,
                                 0.35f);
                         try {
-                            assertEquals(backward + 1, counters.byKernel().get("attentionBackward16"), "read in place");
+                            assertEquals(backward + 1, counters.byKernel().get("attentionBackwardStrided"), "read in place");
                             String[] names = {"dq", "dk", "dv"};
                             for (int i = 0; i < 3; i++) {
                                 assertEquals(type, got[i].dtype());

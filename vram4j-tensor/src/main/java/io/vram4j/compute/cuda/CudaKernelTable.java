@@ -91,15 +91,17 @@ final class CudaKernelTable {
     static final CudaKernel NLL_LOSS = CudaKernel.of("v4j_nll_loss_f32", PTR, PTR, PTR, PTR, I32, I32, S64, PTR);
     static final CudaKernel NLL_LOSS_BACKWARD = CudaKernel.of("v4j_nll_loss_backward_f32",
             PTR, PTR, PTR, I32, I32, S64, PTR);
-    // fused attention: forward, then the backward's two passes (dk and dv, then dq)
+    // fused attention, the forward and the backward's two passes (dk and dv, then dq) (Kernels.attentionForwardStrided,
+    // attentionBackwardStrided); the layouts last: heads, then (batch, head, row) strides of q/k/v, of out (and the
+    // gradients), of dout. On float32 operands:
     static final CudaKernel ATTENTION_FORWARD = CudaKernel.of("v4j_attention_forward_f32",
-            PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
+            PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DKDV = CudaKernel.of("v4j_attention_backward_dkdv_f32",
-            PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
+            PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32,
+            S64, S64, S64, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DQ = CudaKernel.of("v4j_attention_backward_dq_f32",
-            PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32);
-    // fused attention on 16-bit inputs and outputs (Kernels.attentionForward16, attentionBackward16); the layouts
-    // last: heads, then (batch, head, row) strides of q/k/v, of out (and the gradients), of dout
+            PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32, S64, S64, S64, S64, S64, S64, S64, S64, S64);
+    // on 16-bit operands of a type (the first argument), with a float32 workspace for d above 64:
     static final CudaKernel ATTENTION_FORWARD16 = CudaKernel.of("v4j_attention_forward16",
             I32, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DKDV16 = CudaKernel.of("v4j_attention_backward_dkdv16",

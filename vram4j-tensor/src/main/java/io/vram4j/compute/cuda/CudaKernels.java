@@ -999,12 +999,9 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     public void attentionForward(int batchHeads, int t, int d, float scale, boolean causal,
                                  MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
                                  MemorySegment out, long outOff, MemorySegment lse, long lseOff) {
-        int tile = attentionTile(batchHeads, d);
-        LaunchConfig config = attentionLaunch(batchHeads, t, 2 * tile * d);
-        if (!config.isEmpty()) {
-            gpu.launch(CudaKernelTable.ATTENTION_FORWARD, config, stream, ptr(q, qOff), ptr(k, kOff),
-                    ptr(v, vOff), ptr(out, outOff), ptr(lse, lseOff), t, d, scale, causal ? 1 : 0, tile);
-        }
+        long rows = (long) t * d;   // the contiguous [batchHeads, t, d] layout
+        attentionForwardStrided(FLOAT32, batchHeads, 1, rows, 0, d, rows, 0, d, t, d, scale, causal, q, qOff, k, kOff,
+                v, vOff, out, outOff, lse, lseOff);
     }
 
     @Override
@@ -1014,18 +1011,9 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                                   MemorySegment dout, long doutOff,
                                   MemorySegment dq, long dqOff, MemorySegment dk, long dkOff,
                                   MemorySegment dv, long dvOff) {
-        int tile = attentionTile(batchHeads, d);
-        LaunchConfig config = attentionLaunch(batchHeads, t, 2 * tile * d + 2 * tile);
-        if (config.isEmpty()) {
-            return;
-        }
-        int c = causal ? 1 : 0;
-        gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV, config, stream, ptr(q, qOff), ptr(k, kOff),
-                ptr(v, vOff), ptr(out, outOff), ptr(lse, lseOff), ptr(dout, doutOff), ptr(dk, dkOff), ptr(dv, dvOff),
-                t, d, scale, c, tile);
-        gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ, attentionLaunch(batchHeads, t, 2 * tile * d), stream,
-                ptr(q, qOff), ptr(k, kOff), ptr(v, vOff), ptr(out, outOff), ptr(lse, lseOff), ptr(dout, doutOff),
-                ptr(dq, dqOff), t, d, scale, c, tile);
+        long rows = (long) t * d;
+        attentionBackwardStrided(FLOAT32, batchHeads, 1, rows, 0, d, rows, 0, d, rows, 0, d, t, d, scale, causal, q,
+                qOff, k, kOff, v, vOff, out, outOff, lse, lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
     }
 
     /**
@@ -1044,19 +1032,25 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         return d <= ATTENTION_REGISTER_MAX_D || n == 0 ? 0 : allocator.malloc(copies * n * Float.BYTES, stream);
     }
 
+    /** The device address of element {@code off} of an attention operand of {@code type}. */
+    private static long ptrOf(int type, MemorySegment seg, long off) {
+        return type == FLOAT32 ? ptr(seg, off) : ptr16(seg, off);
+    }
+
     @Override
-    public void attentionForward16(int type, int batchHeads, int heads, long batchStride, long headStride,
-                                   long rowStride, long outBatchStride, long outHeadStride, long outRowStride, int t,
-                                   int d, float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
-                                   long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
-                                   MemorySegment lse, long lseOff) {
+    public void attentionForwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
+                                        long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
+                                        int t, int d, float scale, boolean causal, MemorySegment q, long qOff,
+                                        MemorySegment k, long kOff, MemorySegment v, long vOff, MemorySegment out,
+                                        long outOff, MemorySegment lse, long lseOff) {
         int c = causal ? 1 : 0;
-        if (attentionOnTensorCores(d)) {
+        Object[] layouts = {heads, batchStride, headStride, rowStride, outBatchStride, outHeadStride, outRowStride};
+        if (type != FLOAT32 && attentionOnTensorCores(d)) {
             LaunchConfig config = attentionTensorCoreLaunch(TcPass.FORWARD, batchHeads, t, d);
             if (!config.isEmpty()) {
-                gpu.launch(CudaKernelTable.ATTENTION_FORWARD_TC, config, stream, type, ptr16(q, qOff), ptr16(k, kOff),
-                        ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), t, d, scale, c, heads, batchStride,
-                        headStride, rowStride, outBatchStride, outHeadStride, outRowStride);
+                gpu.launch(CudaKernelTable.ATTENTION_FORWARD_TC, config, stream, concat(new Object[] {type,
+                        ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), t, d,
+                        scale, c}, layouts));
             }
             return;
         }
@@ -1065,11 +1059,16 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         if (config.isEmpty()) {
             return;
         }
+        if (type == FLOAT32) {
+            gpu.launch(CudaKernelTable.ATTENTION_FORWARD, config, stream, concat(new Object[] {ptr(q, qOff),
+                    ptr(k, kOff), ptr(v, vOff), ptr(out, outOff), ptr(lse, lseOff), t, d, scale, c, tile}, layouts));
+            return;
+        }
         long work = attentionWork(1, batchHeads, t, d);
         try {
-            gpu.launch(CudaKernelTable.ATTENTION_FORWARD16, config, stream, type, ptr16(q, qOff), ptr16(k, kOff),
-                    ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), work, t, d, scale, c, tile, heads,
-                    batchStride, headStride, rowStride, outBatchStride, outHeadStride, outRowStride);
+            gpu.launch(CudaKernelTable.ATTENTION_FORWARD16, config, stream, concat(new Object[] {type, ptr16(q, qOff),
+                    ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), work, t, d, scale, c, tile},
+                    layouts));
         } finally {
             if (work != 0) {
                 allocator.free(work);
@@ -1078,29 +1077,33 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     }
 
     @Override
-    public void attentionBackward16(int type, int batchHeads, int heads, long batchStride, long headStride,
-                                    long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
-                                    long doutBatchStride, long doutHeadStride, long doutRowStride, int t, int d,
-                                    float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
-                                    long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
-                                    MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
-                                    MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
-                                    long dvOff) {
+    public void attentionBackwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
+                                         long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
+                                         long doutBatchStride, long doutHeadStride, long doutRowStride, int t, int d,
+                                         float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
+                                         long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
+                                         MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
+                                         MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
+                                         long dvOff) {
         int c = causal ? 1 : 0;
         Object[] layouts = {heads, batchStride, headStride, rowStride, outBatchStride, outHeadStride, outRowStride,
                 doutBatchStride, doutHeadStride, doutRowStride};
-        if (attentionOnTensorCores(d)) {
+        long pq = ptrOf(type, q, qOff);
+        long pk = ptrOf(type, k, kOff);
+        long pv = ptrOf(type, v, vOff);
+        long po = ptrOf(type, out, outOff);
+        long pl = ptr(lse, lseOff);
+        long pg = ptrOf(type, dout, doutOff);
+        if (type != FLOAT32 && attentionOnTensorCores(d)) {
             LaunchConfig config = attentionTensorCoreLaunch(TcPass.DKDV, batchHeads, t, d);
             if (config.isEmpty()) {
                 return;
             }
-            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV_TC, config, stream, concat(new Object[] {type,
-                    ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff),
-                    ptr16(dout, doutOff), ptr16(dk, dkOff), ptr16(dv, dvOff), t, d, scale, c}, layouts));
+            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV_TC, config, stream, concat(new Object[] {type, pq, pk,
+                    pv, po, pl, pg, ptr16(dk, dkOff), ptr16(dv, dvOff), t, d, scale, c}, layouts));
             gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ_TC, attentionTensorCoreLaunch(TcPass.DQ, batchHeads, t, d),
-                    stream, concat(new Object[] {type, ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff),
-                            ptr16(out, outOff), ptr(lse, lseOff), ptr16(dout, doutOff), ptr16(dq, dqOff), t, d, scale,
-                            c}, layouts));
+                    stream, concat(new Object[] {type, pq, pk, pv, po, pl, pg, ptr16(dq, dqOff), t, d, scale, c},
+                            layouts));
             return;
         }
         int tile = attentionTile(batchHeads, d);
@@ -1108,15 +1111,20 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         if (config.isEmpty()) {
             return;
         }
+        LaunchConfig dqConfig = attentionLaunch(batchHeads, t, 2 * tile * d);
+        if (type == FLOAT32) {
+            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV, config, stream, concat(new Object[] {pq, pk, pv, po,
+                    pl, pg, ptr(dk, dkOff), ptr(dv, dvOff), t, d, scale, c, tile}, layouts));
+            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ, dqConfig, stream, concat(new Object[] {pq, pk, pv, po,
+                    pl, pg, ptr(dq, dqOff), t, d, scale, c, tile}, layouts));
+            return;
+        }
         long work = attentionWork(2, batchHeads, t, d);
         try {
-            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV16, config, stream, concat(new Object[] {type,
-                    ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff),
-                    ptr16(dout, doutOff), ptr16(dk, dkOff), ptr16(dv, dvOff), work, t, d, scale, c, tile}, layouts));
-            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ16, attentionLaunch(batchHeads, t, 2 * tile * d), stream,
-                    concat(new Object[] {type, ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff),
-                            ptr(lse, lseOff), ptr16(dout, doutOff), ptr16(dq, dqOff), work, t, d, scale, c, tile},
-                            layouts));
+            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV16, config, stream, concat(new Object[] {type, pq, pk,
+                    pv, po, pl, pg, ptr16(dk, dkOff), ptr16(dv, dvOff), work, t, d, scale, c, tile}, layouts));
+            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ16, dqConfig, stream, concat(new Object[] {type, pq, pk,
+                    pv, po, pl, pg, ptr16(dq, dqOff), work, t, d, scale, c, tile}, layouts));
         } finally {
             if (work != 0) {
                 allocator.free(work);

@@ -999,18 +999,18 @@ class GpuCudaKernelsTest {
                 short[][] e = {new short[n], null, new short[n], new short[n], new short[n]};
                 float[] eLse = new float[bh * t];
                 MemorySegment hq = MemorySegment.ofArray(qkv);
-                CPU.attentionForward16(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], t, d, scale, causal, hq, 0, hq,
+                CPU.attentionForwardStrided(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], t, d, scale, causal, hq, 0, hq,
                         3L * d, hq, 6L * d, MemorySegment.ofArray(e[0]), 0, MemorySegment.ofArray(eLse), 0);
-                CPU.attentionBackward16(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2], t, d, scale,
+                CPU.attentionBackwardStrided(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2], t, d, scale,
                         causal, hq, 0, hq, 3L * d, hq, 6L * d, MemorySegment.ofArray(out), 0,
                         MemorySegment.ofArray(eLse), 0, MemorySegment.ofArray(dout), 0, MemorySegment.ofArray(e[2]), 0,
                         MemorySegment.ofArray(e[3]), 0, MemorySegment.ofArray(e[4]), 0);
                 MemorySegment gqkv = onGpu(qkv);
                 MemorySegment[] g = {empty(n), empty(bh * t), empty(n), empty(n), empty(n)};
-                cuda.attentionForward16(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], t, d, scale, causal, gqkv, 0,
+                cuda.attentionForwardStrided(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], t, d, scale, causal, gqkv, 0,
                         gqkv, 3L * d, gqkv, 6L * d, g[0], 0, g[1], 0);
                 MemorySegment lse = onGpu(eLse);   // the CPU's lse, so that the backward's inputs are the same
-                cuda.attentionBackward16(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2], t, d, scale,
+                cuda.attentionBackwardStrided(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2], t, d, scale,
                         causal, gqkv, 0, gqkv, 3L * d, gqkv, 6L * d, onGpu(out), 0, lse, 0, onGpu(dout), 0, g[2], 0,
                         g[3], 0, g[4], 0);
                 float[] gotLse = back(g[1], bh * t);
@@ -1036,6 +1036,52 @@ class GpuCudaKernelsTest {
     }
 
     /**
+     * The float32 attention on q, k, v as the Transformer's head split leaves them and the output and gradients in
+     * PyTorch's [batch, t, heads, d] layout (read and written in place, as PyTorch's memory-efficient attention), on
+     * the CUDA-core kernels' register paths (20, 64) and generic path (80), against the CPU kernels.
+     */
+    @ParameterizedTest(name = "d = {0}")
+    @ValueSource(ints = {20, 64, 80})
+    void fusedAttentionOnStridedFloat32MatchesTheCpuKernels(int d) {
+        int bh = 3;
+        int t = 70;
+        int n = bh * t * d;
+        float scale = (float) (1 / Math.sqrt(d));
+        long qkvRows = 9L * d;
+        long[] o = {(long) t * bh * d, d, (long) bh * d};
+        float[] qkv = new float[(int) (t * qkvRows)];
+        float[] out = new float[n];
+        float[] dout = new float[n];
+        for (float[] a : new float[][] {qkv, out, dout}) {
+            for (int i = 0; i < a.length; i++) {
+                a[i] = random.nextFloat() * 4 - 2;
+            }
+        }
+        for (boolean causal : new boolean[] {true, false}) {
+            float[][] e = {new float[n], new float[bh * t], new float[n], new float[n], new float[n]};
+            MemorySegment hq = MemorySegment.ofArray(qkv);
+            CPU.attentionForwardStrided(Kernels.FLOAT32, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], t, d, scale, causal,
+                    hq, 0, hq, 3L * d, hq, 6L * d, MemorySegment.ofArray(e[0]), 0, MemorySegment.ofArray(e[1]), 0);
+            CPU.attentionBackwardStrided(Kernels.FLOAT32, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2], t,
+                    d, scale, causal, hq, 0, hq, 3L * d, hq, 6L * d, MemorySegment.ofArray(out), 0,
+                    MemorySegment.ofArray(e[1]), 0, MemorySegment.ofArray(dout), 0, MemorySegment.ofArray(e[2]), 0,
+                    MemorySegment.ofArray(e[3]), 0, MemorySegment.ofArray(e[4]), 0);
+            MemorySegment gqkv = onGpu(qkv);
+            MemorySegment[] g = {empty(n), empty(bh * t), empty(n), empty(n), empty(n)};
+            cuda.attentionForwardStrided(Kernels.FLOAT32, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], t, d, scale,
+                    causal, gqkv, 0, gqkv, 3L * d, gqkv, 6L * d, g[0], 0, g[1], 0);
+            cuda.attentionBackwardStrided(Kernels.FLOAT32, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2],
+                    t, d, scale, causal, gqkv, 0, gqkv, 3L * d, gqkv, 6L * d, onGpu(out), 0, onGpu(e[1]), 0,
+                    onGpu(dout), 0, g[2], 0, g[3], 0, g[4], 0);
+            String[] names = {"out", "lse", "dq", "dk", "dv"};
+            for (int i = 0; i < names.length; i++) {
+                closeSums(e[i], back(g[i], e[i].length), t, "strided float32 attention " + names[i] + " d " + d
+                        + (causal ? " causal" : ""));
+            }
+        }
+    }
+
+    /**
      * {@code VRAM4J_CUDA_ATTENTION=cuda-cores} runs the 16-bit attention at d 64 on the CUDA-core kernels: the CPU
      * kernels' values up to float32's last bits (so their 16-bit roundings at most a unit apart), which the
      * tensor-core kernels' rounding of p (a unit of 16-bit roundoff before the products) would not meet.
@@ -1052,13 +1098,13 @@ class GpuCudaKernelsTest {
         short[] v = halves(Kernels.BFLOAT16, n, -2, 2);
         short[] eOut = new short[n];
         float[] eLse = new float[bh * t];
-        CPU.attentionForward16(Kernels.BFLOAT16, bh, 1, (long) t * d, 0, d, (long) t * d, 0, d, t, d, scale, true,
+        CPU.attentionForwardStrided(Kernels.BFLOAT16, bh, 1, (long) t * d, 0, d, (long) t * d, 0, d, t, d, scale, true,
                 MemorySegment.ofArray(q), 0, MemorySegment.ofArray(k), 0, MemorySegment.ofArray(v), 0,
                 MemorySegment.ofArray(eOut), 0, MemorySegment.ofArray(eLse), 0);
         try (CudaKernels cores = CudaKernels.create(alloc, gpu.defaultStream(),
                 java.util.Map.of(CudaKernels.ATTENTION_ENV, "cuda-cores"))) {
             MemorySegment[] g = {empty(n), empty(bh * t)};
-            cores.attentionForward16(Kernels.BFLOAT16, bh, 1, (long) t * d, 0, d, (long) t * d, 0, d, t, d, scale,
+            cores.attentionForwardStrided(Kernels.BFLOAT16, bh, 1, (long) t * d, 0, d, (long) t * d, 0, d, t, d, scale,
                     true, onGpu(q), 0, onGpu(k), 0, onGpu(v), 0, g[0], 0, g[1], 0);
             closeSums16(eOut, backHalves(g[0], n), Kernels.BFLOAT16, t, "cuda-core attention out");
             closeSums(eLse, back(g[1], bh * t), t, "cuda-core attention lse");
