@@ -434,8 +434,10 @@ extern "C" __global__ void v4j_embedding_f32(const float* weight, const s64* idx
     }
 }
 
-// dweight[idx[i], :] += g[i, :] (dweight zeroed first). atomicAdd: the order of additions into one row
-// varies between runs when an index repeats, as in PyTorch's non-deterministic embedding backward.
+// dweight[idx[i], :] += g[i, :] (dweight zeroed first). atomicAdd: the order of additions into one row varies between
+// runs when an index repeats, so a repeated run may differ in the last bits. PyTorch's is reproducible: it sorts the
+// indices and sums each row's gradients in a fixed order (embedding is not among the ops
+// torch.use_deterministic_algorithms lists as nondeterministic). Not yet here.
 extern "C" __global__ void v4j_embedding_backward_f32(const float* g, const s64* idx, float* dweight, u64 count,
                                                       int cols) {
     u64 n = count * (u64) cols;
