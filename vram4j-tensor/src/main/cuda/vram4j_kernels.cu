@@ -434,15 +434,102 @@ extern "C" __global__ void v4j_embedding_f32(const float* weight, const s64* idx
     }
 }
 
-// dweight[idx[i], :] += g[i, :] (dweight zeroed first). atomicAdd: the order of additions into one row varies between
-// runs when an index repeats, so a repeated run may differ in the last bits. PyTorch's is reproducible: it sorts the
-// indices and sums each row's gradients in a fixed order (embedding is not among the ops
-// torch.use_deterministic_algorithms lists as nondeterministic). Not yet here.
-extern "C" __global__ void v4j_embedding_backward_f32(const float* g, const s64* idx, float* dweight, u64 count,
-                                                      int cols) {
-    u64 n = count * (u64) cols;
-    GRID_STRIDE(i, n) {
-        atomicAdd(&dweight[idx[i / cols] * cols + (s64) (i % cols)], g[i]);
+// The embedding backward, reproducible: dweight[r, :] is the sum of g[i, :] over the positions i with idx[i] == r, added
+// in index order from 0, as the CPU kernels add them (and as PyTorch, which sorts the indices, sums each row in a fixed
+// order). Four launches after a zero fill of counts: count each row's positions, scan the counts into offsets, list
+// each row's positions in index order (a counting sort), sum each row's list. Indices outside [0, rows) are skipped
+// (the forward gather reported them).
+
+// counts[r] = the positions of row r (counts zeroed first; integer adds, so the counts do not depend on the order)
+extern "C" __global__ void v4j_embedding_count(const s64* idx, int* counts, u64 count, s64 rows) {
+    GRID_STRIDE(i, count) {
+        s64 r = idx[i];
+        if (r >= 0 && r < rows) {
+            atomicAdd(&counts[r], 1);
+        }
+    }
+}
+
+// One block: offsets[r] = counts[0] + ... + counts[r - 1] for r in [0, rows] and cursor[r] = offsets[r]. Each thread
+// sums a run of rows, thread 0 scans the runs' sums (in shared memory, blockDim.x ints), each thread writes its run.
+extern "C" __global__ void v4j_embedding_offsets(const int* counts, int* offsets, int* cursor, int rows) {
+    extern __shared__ float offsets_shared[];
+    int* run_sums = (int*) offsets_shared;
+    int per = (rows + (int) blockDim.x - 1) / (int) blockDim.x;
+    int lo = min(rows, (int) threadIdx.x * per);
+    int hi = min(rows, lo + per);
+    int sum = 0;
+    for (int r = lo; r < hi; r++) {
+        sum += counts[r];
+    }
+    run_sums[threadIdx.x] = sum;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int at = 0;
+        for (int t = 0; t < (int) blockDim.x; t++) {
+            int v = run_sums[t];
+            run_sums[t] = at;
+            at += v;
+        }
+        offsets[rows] = at;
+    }
+    __syncthreads();
+    int at = run_sums[threadIdx.x];
+    for (int r = lo; r < hi; r++) {
+        offsets[r] = at;
+        cursor[r] = at;
+        at += counts[r];
+    }
+}
+
+// One block lists each row's positions in index order: order[offsets[r] + k] is the k-th position of row r. The block
+// walks the indices in tiles of blockDim.x (shared memory: blockDim.x int64 keys); a position goes to its row's cursor
+// plus the tile's earlier positions of that row, and the tile's last position of a row advances the row's cursor.
+extern "C" __global__ void v4j_embedding_place(const s64* idx, int* cursor, int* order, u64 count, s64 rows) {
+    extern __shared__ __align__(8) float place_shared[];
+    s64* tile_keys = (s64*) place_shared;
+    for (u64 t0 = 0; t0 < count; t0 += blockDim.x) {
+        u64 i = t0 + threadIdx.x;
+        s64 r = i < count ? idx[i] : -1;
+        bool valid = r >= 0 && r < rows;
+        tile_keys[threadIdx.x] = valid ? r : -1;
+        __syncthreads();
+        int n = count - t0 < (u64) blockDim.x ? (int) (count - t0) : (int) blockDim.x;
+        int before = 0;
+        bool last = true;
+        int at = 0;
+        if (valid) {
+            for (int j = 0; j < n; j++) {
+                if (tile_keys[j] == r) {
+                    if (j < (int) threadIdx.x) {
+                        before++;
+                    } else if (j > (int) threadIdx.x) {
+                        last = false;
+                    }
+                }
+            }
+            at = cursor[r] + before;
+            order[at] = (int) i;
+        }
+        __syncthreads();   // every position of the tile has read its row's cursor
+        if (valid && last) {
+            cursor[r] = at + 1;
+        }
+        __syncthreads();
+    }
+}
+
+// dweight[r, c] = 0 + g[order[k], c] for k from offsets[r] to offsets[r + 1] - 1, in that order: every row written
+extern "C" __global__ void v4j_embedding_row_sums(const float* g, const int* offsets, const int* order,
+                                                  float* dweight, s64 rows, int cols) {
+    GRID_STRIDE(e, (u64) rows * cols) {
+        s64 r = (s64) (e / cols);
+        int c = (int) (e % cols);
+        float sum = 0.0f;
+        for (int k = offsets[r]; k < offsets[r + 1]; k++) {
+            sum += g[(s64) order[k] * cols + c];
+        }
+        dweight[e] = sum;
     }
 }
 

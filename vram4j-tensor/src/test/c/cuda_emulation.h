@@ -60,6 +60,7 @@ struct alignas(16) float4 { float x, y, z, w; };
 
 /* Fibers run one at a time, so an atomic add is a plain one. */
 inline float atomicAdd(float *address, float v) { float old = *address; *address = old + v; return old; }
+inline int atomicAdd(int *address, int v) { int old = *address; *address = old + v; return old; }
 
 /* IEEE binary16 through the compiler's _Float16: conversions round to nearest even, as __float2half_rn. */
 struct __half { _Float16 v; };

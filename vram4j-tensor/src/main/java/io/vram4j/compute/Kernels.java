@@ -615,8 +615,9 @@ public interface Kernels {
 
     /**
      * Embedding backward: {@code dweight} ({@code rows x cols}, overwritten) is 0 plus row {@code i} of {@code g}
-     * added into row {@code idx[i]}, for {@code i} in index order (host implementations; a device's order of
-     * additions into one row may vary, as PyTorch's).
+     * added into row {@code idx[i]}, for {@code i} in index order, on every implementation (the same bits on the CPU
+     * and on a GPU, run after run; PyTorch's CUDA kernel also sums each row in a fixed order, after sorting the
+     * indices).
      */
     void embeddingBackward(long count, int rows, int cols, MemorySegment g, long gOff, MemorySegment idx,
                            long idxOff, MemorySegment dweight, long dweightOff);

@@ -65,7 +65,12 @@ final class CudaKernelTable {
     static final CudaKernel MASK_UPPER = CudaKernel.of("v4j_mask_upper_f32", PTR, PTR, U64, I32, I32, F32);
     // embedding
     static final CudaKernel EMBEDDING = CudaKernel.of("v4j_embedding_f32", PTR, PTR, PTR, U64, I32, S64, PTR);
-    static final CudaKernel EMBEDDING_BACKWARD = CudaKernel.of("v4j_embedding_backward_f32", PTR, PTR, PTR, U64, I32);
+    // the embedding backward's four passes (CudaKernels.embeddingBackward): count, offsets, place, row sums
+    static final CudaKernel EMBEDDING_COUNT = CudaKernel.of("v4j_embedding_count", PTR, PTR, U64, S64);
+    static final CudaKernel EMBEDDING_OFFSETS = CudaKernel.of("v4j_embedding_offsets", PTR, PTR, PTR, I32);
+    static final CudaKernel EMBEDDING_PLACE = CudaKernel.of("v4j_embedding_place", PTR, PTR, PTR, U64, S64);
+    static final CudaKernel EMBEDDING_ROW_SUMS = CudaKernel.of("v4j_embedding_row_sums",
+            PTR, PTR, PTR, PTR, S64, I32);
     // dropout
     static final CudaKernel DROPOUT = CudaKernel.of("v4j_dropout_f32", PTR, PTR, PTR, U64, F32, F32, U64);
     static final CudaKernel DROPOUT_BACKWARD = CudaKernel.of("v4j_dropout_backward_f32", PTR, PTR, PTR, U64, F32);
@@ -137,7 +142,8 @@ final class CudaKernelTable {
     static final List<CudaKernel> ALL = List.of(ADD, SUB, MUL, DIV, BINARY_BCAST4, GATHER4, AXPY, SCALE, ADD_SCALAR,
             FILL, NEG, EXP, LOG, SQRT, TANH, SIGMOID, RELU, RELU_BACKWARD, GELU, GELU_BACKWARD, REDUCE_PARTIAL,
             SOFTMAX_ROWS, LOG_SOFTMAX_ROWS, SOFTMAX_BACKWARD_ROWS, LOG_SOFTMAX_BACKWARD_ROWS, LAYER_NORM_ROWS,
-            LAYER_NORM_BACKWARD_ROWS, LAYER_NORM_PARAM_GRADS, MASK_UPPER, EMBEDDING, EMBEDDING_BACKWARD, DROPOUT,
+            LAYER_NORM_BACKWARD_ROWS, LAYER_NORM_PARAM_GRADS, MASK_UPPER, EMBEDDING, EMBEDDING_COUNT, EMBEDDING_OFFSETS,
+            EMBEDDING_PLACE, EMBEDDING_ROW_SUMS, DROPOUT,
             DROPOUT_BACKWARD, F32_TO_F16, F16_TO_F32, F32_TO_BF16, BF16_TO_F32, UNARY16, POINTWISE_BACKWARD16, BINARY16_BCAST4,
             BINARY_MIXED_BCAST4,
             SGD_MULTI, ADAMW_MULTI, NLL_LOSS,

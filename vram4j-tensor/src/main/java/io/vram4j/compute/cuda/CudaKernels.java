@@ -605,9 +605,50 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         elementwise(CudaKernelTable.EMBEDDING, count * cols, weight, idx, out, count, cols, rows, bad);
     }
 
-    /** Embedding backward: adds row {@code i} of {@code g} into row {@code idx[i]} of {@code dweight} (zeroed first). */
-    public void embeddingBackward(long count, int cols, long g, long idx, long dweight) {
-        elementwise(CudaKernelTable.EMBEDDING_BACKWARD, count * cols, g, idx, dweight, count, cols);
+    /**
+     * Embedding backward, reproducible: row {@code r} of {@code dweight} ({@code rows x cols}, every row written) is
+     * 0 plus the rows {@code i} of {@code g} with {@code idx[i] == r}, added in index order (the CPU kernels' bits;
+     * PyTorch, which sorts the indices, also sums each row in a fixed order). A counting sort of the positions by row
+     * (a zero fill and three launches over int workspaces from the caching allocator: counts, offsets and cursors of
+     * the rows, the positions listed by row), then one launch summing each row's list. An index outside
+     * {@code [0, rows)} adds nothing.
+     *
+     * @param idx device address of {@code count} int64 indices
+     */
+    public void embeddingBackward(long count, long rows, int cols, long g, long idx, long dweight) {
+        if (rows * cols == 0) {
+            return;
+        }
+        if (count > Integer.MAX_VALUE || rows >= Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("embeddingBackward: " + count + " indices into " + rows
+                    + " rows exceed the int positions and offsets of the kernels");
+        }
+        long rowInts = (rows + 1) * Integer.BYTES;
+        long counts = allocator.malloc(rowInts, stream);
+        long offsets = 0;
+        long cursor = 0;
+        long order = 0;
+        try {
+            offsets = allocator.malloc(rowInts, stream);
+            cursor = allocator.malloc(rowInts, stream);
+            order = allocator.malloc(Math.max(1, count) * Integer.BYTES, stream);
+            gpu.fill(counts, rowInts, (byte) 0, stream);
+            if (count > 0) {
+                elementwise(CudaKernelTable.EMBEDDING_COUNT, count, idx, counts, count, rows);
+            }
+            LaunchConfig one = new LaunchConfig(1, 1, LaunchConfig.BLOCK, LaunchConfig.BLOCK * Long.BYTES);
+            gpu.launch(CudaKernelTable.EMBEDDING_OFFSETS, one, stream, counts, offsets, cursor, (int) rows);
+            if (count > 0) {
+                gpu.launch(CudaKernelTable.EMBEDDING_PLACE, one, stream, idx, cursor, order, count, rows);
+            }
+            elementwise(CudaKernelTable.EMBEDDING_ROW_SUMS, rows * cols, g, offsets, order, dweight, rows, cols);
+        } finally {
+            for (long p : new long[] {order, cursor, offsets, counts}) {
+                if (p != 0) {
+                    allocator.free(p);
+                }
+            }
+        }
     }
 
     /** Dropout backward: {@code dx = mask ? dy * scale : 0} over {@code n} elements. */
@@ -843,8 +884,8 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     @Override
     public void embeddingBackward(long count, int rows, int cols, MemorySegment g, long gOff, MemorySegment idx,
                                   long idxOff, MemorySegment dweight, long dweightOff) {
-        fill((long) rows * cols, 0f, dweight, dweightOff);
-        embeddingBackward(count, cols, ptr(g, gOff), idx.address() + idxOff * Long.BYTES, ptr(dweight, dweightOff));
+        embeddingBackward(count, rows, cols, ptr(g, gOff), idx.address() + idxOff * Long.BYTES,
+                ptr(dweight, dweightOff));
     }
 
     @Override
