@@ -4,6 +4,7 @@ import io.vram4j.compute.Kernels;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * The backward primitives the autograd rule table calls for ops whose gradient is not itself a composition
@@ -213,7 +214,7 @@ public final class BackwardOps {
      * @return a new tensor of {@code inputShape} and the gradients' dtype
      * @throws IllegalArgumentException when the gradients do not tile {@code inputShape} along {@code dim}
      */
-    public static Tensor splitBackward(java.util.List<Tensor> grads, int[] inputShape, int dim) {
+    public static Tensor splitBackward(List<Tensor> grads, int[] inputShape, int dim) {
         Ops.open(grads.toArray(new Tensor[0]));
         int at = 0;
         for (Tensor g : grads) {
