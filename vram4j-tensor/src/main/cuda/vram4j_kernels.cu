@@ -1802,25 +1802,37 @@ __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q
     tc_write_rows<D>(dqa, (float*) sm.own0, dq, p, q0, t, d, scale);   // over Q and dout, no longer read
 }
 
+// The padded head dimension D as a type, for tc_dispatch
+template <int D> struct TcDim { static constexpr int value = D; };
+
+// Calls f(TcDim<D>{}, T{}) with the padded head dimension D of d (32 up to 32, else 64) and the 16-bit type T of type
+// (0 float16, 1 bfloat16): the four instantiations each tensor-core entry has
+template <typename F>
+__device__ __forceinline__ void tc_dispatch(int type, int d, F f) {
+    if (d <= 32) {
+        if (type == 0) {
+            f(TcDim<32>{}, __half{});
+        } else {
+            f(TcDim<32>{}, __nv_bfloat16{});
+        }
+    } else if (type == 0) {
+        f(TcDim<64>{}, __half{});
+    } else {
+        f(TcDim<64>{}, __nv_bfloat16{});
+    }
+}
+
 // The entries: arguments as v4j_attention_forward16 and the backward's passes, without the CUDA-core kernels' tile
-// and workspace; d at most 64 (D = 32 up to 32, else 64), blocks of TC_THREADS threads, one per TC_ROWS rows.
+// and workspace; d at most 64, blocks of TC_THREADS threads, one per TC_ROWS rows.
 extern "C" __global__ void v4j_attention_forward_tc(int type, const unsigned short* q, const unsigned short* k,
                                                     const unsigned short* v, unsigned short* out, float* lse, int t,
                                                     int d, float scale, int causal, int heads, s64 sb, s64 sh, s64 st,
                                                     s64 osb, s64 osh, s64 ost) {
     AttnRows rows{heads, sb, sh, st};
     AttnOut o = attn_out16(out, type, AttnRows{heads, osb, osh, ost}, nullptr, t, d);
-    if (d <= 32) {
-        if (type == 0) {
-            attention_forward_tc<32, __half>(q, k, v, rows, o, lse, t, d, scale, causal);
-        } else {
-            attention_forward_tc<32, __nv_bfloat16>(q, k, v, rows, o, lse, t, d, scale, causal);
-        }
-    } else if (type == 0) {
-        attention_forward_tc<64, __half>(q, k, v, rows, o, lse, t, d, scale, causal);
-    } else {
-        attention_forward_tc<64, __nv_bfloat16>(q, k, v, rows, o, lse, t, d, scale, causal);
-    }
+    tc_dispatch(type, d, [&](auto dim, auto half) {
+        attention_forward_tc<decltype(dim)::value, decltype(half)>(q, k, v, rows, o, lse, t, d, scale, causal);
+    });
 }
 
 extern "C" __global__ void v4j_attention_backward_dkdv_tc(int type, const unsigned short* q, const unsigned short* k,
@@ -1834,21 +1846,10 @@ extern "C" __global__ void v4j_attention_backward_dkdv_tc(int type, const unsign
     AttnRows grows{heads, gsb, gsh, gst};
     AttnOut ok = attn_out16(dk, type, orows, nullptr, t, d);
     AttnOut ov = attn_out16(dv, type, orows, nullptr, t, d);
-    if (d <= 32) {
-        if (type == 0) {
-            attention_backward_dkdv_tc<32, __half>(q, k, v, rows, out, orows, lse, dout, grows, ok, ov, t, d, scale,
-                                                   causal);
-        } else {
-            attention_backward_dkdv_tc<32, __nv_bfloat16>(q, k, v, rows, out, orows, lse, dout, grows, ok, ov, t, d,
-                                                          scale, causal);
-        }
-    } else if (type == 0) {
-        attention_backward_dkdv_tc<64, __half>(q, k, v, rows, out, orows, lse, dout, grows, ok, ov, t, d, scale,
-                                               causal);
-    } else {
-        attention_backward_dkdv_tc<64, __nv_bfloat16>(q, k, v, rows, out, orows, lse, dout, grows, ok, ov, t, d,
-                                                      scale, causal);
-    }
+    tc_dispatch(type, d, [&](auto dim, auto half) {
+        attention_backward_dkdv_tc<decltype(dim)::value, decltype(half)>(q, k, v, rows, out, orows, lse, dout, grows,
+                                                                          ok, ov, t, d, scale, causal);
+    });
 }
 
 extern "C" __global__ void v4j_attention_backward_dq_tc(int type, const unsigned short* q, const unsigned short* k,
@@ -1861,17 +1862,8 @@ extern "C" __global__ void v4j_attention_backward_dq_tc(int type, const unsigned
     AttnRows orows{heads, osb, osh, ost};
     AttnRows grows{heads, gsb, gsh, gst};
     AttnOut oq = attn_out16(dq, type, orows, nullptr, t, d);
-    if (d <= 32) {
-        if (type == 0) {
-            attention_backward_dq_tc<32, __half>(q, k, v, rows, out, orows, lse, dout, grows, oq, t, d, scale, causal);
-        } else {
-            attention_backward_dq_tc<32, __nv_bfloat16>(q, k, v, rows, out, orows, lse, dout, grows, oq, t, d, scale,
-                                                        causal);
-        }
-    } else if (type == 0) {
-        attention_backward_dq_tc<64, __half>(q, k, v, rows, out, orows, lse, dout, grows, oq, t, d, scale, causal);
-    } else {
-        attention_backward_dq_tc<64, __nv_bfloat16>(q, k, v, rows, out, orows, lse, dout, grows, oq, t, d, scale,
-                                                    causal);
-    }
+    tc_dispatch(type, d, [&](auto dim, auto half) {
+        attention_backward_dq_tc<decltype(dim)::value, decltype(half)>(q, k, v, rows, out, orows, lse, dout, grows,
+                                                                        oq, t, d, scale, causal);
+    });
 }

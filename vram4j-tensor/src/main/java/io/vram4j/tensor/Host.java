@@ -213,7 +213,12 @@ final class Host {
                     f.apply(n, from, fromOff, d, dOff);
                 } else {
                     f.apply(n, from, fromOff, narrow.storage.kernelSegment(), narrow.offset);
-                    sameType16(dev, shape, narrow.storage.kernelSegment(), dt, narrow.offset, cs, d, dOff, dStr);
+                    if (!sameType16(dev, shape, narrow.storage.kernelSegment(), dt, narrow.offset, cs, d, dOff,
+                            dStr)) {
+                        // the destination folded beside the source, so it folds beside contiguous strides too
+                        throw new IllegalStateException("a strided 16-bit destination did not fold: "
+                                + Arrays.toString(dStr));
+                    }
                 }
             }
         } else {

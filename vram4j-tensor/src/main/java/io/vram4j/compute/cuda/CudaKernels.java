@@ -1086,12 +1086,16 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                                         long outOff, MemorySegment lse, long lseOff) {
         int c = causal ? 1 : 0;
         Object[] layouts = {heads, batchStride, headStride, rowStride, outBatchStride, outHeadStride, outRowStride};
+        long pq = ptrOf(type, q, qOff);
+        long pk = ptrOf(type, k, kOff);
+        long pv = ptrOf(type, v, vOff);
+        long po = ptrOf(type, out, outOff);
+        long pl = ptr(lse, lseOff);
         if (type != FLOAT32 && attentionOnTensorCores(d)) {
             LaunchConfig config = attentionTensorCoreLaunch(TcPass.FORWARD, batchHeads, t, d);
             if (!config.isEmpty()) {
-                gpu.launch(CudaKernelTable.ATTENTION_FORWARD_TC, config, stream, concat(new Object[] {type,
-                        ptr16(q, qOff), ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), t, d,
-                        scale, c}, layouts));
+                gpu.launch(CudaKernelTable.ATTENTION_FORWARD_TC, config, stream, concat(new Object[] {type, pq, pk, pv,
+                        po, pl, t, d, scale, c}, layouts));
             }
             return;
         }
@@ -1101,15 +1105,14 @@ public final class CudaKernels implements Kernels, AutoCloseable {
             return;
         }
         if (type == FLOAT32) {
-            gpu.launch(CudaKernelTable.ATTENTION_FORWARD, config, stream, concat(new Object[] {ptr(q, qOff),
-                    ptr(k, kOff), ptr(v, vOff), ptr(out, outOff), ptr(lse, lseOff), t, d, scale, c, tile}, layouts));
+            gpu.launch(CudaKernelTable.ATTENTION_FORWARD, config, stream, concat(new Object[] {pq, pk, pv, po, pl, t,
+                    d, scale, c, tile}, layouts));
             return;
         }
         long work = attentionWork(1, batchHeads, t, d);
         try {
-            gpu.launch(CudaKernelTable.ATTENTION_FORWARD16, config, stream, concat(new Object[] {type, ptr16(q, qOff),
-                    ptr16(k, kOff), ptr16(v, vOff), ptr16(out, outOff), ptr(lse, lseOff), work, t, d, scale, c, tile},
-                    layouts));
+            gpu.launch(CudaKernelTable.ATTENTION_FORWARD16, config, stream, concat(new Object[] {type, pq, pk, pv, po,
+                    pl, work, t, d, scale, c, tile}, layouts));
         } finally {
             if (work != 0) {
                 allocator.free(work);
