@@ -613,7 +613,11 @@ public final class CudaKernels implements Kernels, AutoCloseable {
      * the rows, the positions listed by row), then one launch summing each row's list. An index outside
      * {@code [0, rows)} adds nothing.
      *
+     * @param g device address of {@code count x cols} float32 gradients of the gathered rows
      * @param idx device address of {@code count} int64 indices
+     * @param dweight device address of the {@code rows x cols} float32 result
+     * @throws IllegalArgumentException for {@code count} or {@code rows} beyond the kernels' int positions and offsets
+     *     (2^31 - 1)
      */
     public void embeddingBackward(long count, long rows, int cols, long g, long idx, long dweight) {
         if (rows * cols == 0) {
