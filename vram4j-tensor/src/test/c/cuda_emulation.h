@@ -31,6 +31,11 @@ void syncthreads();
 [[noreturn]] void misuse(const char *format, ...);
 /* the running fiber's lane in its warp (blocks are one-dimensional where warp-wide operations are used) */
 inline unsigned lane() { return thread_idx.x % 32; }
+/* suspends the running fiber until every lane of its warp reached a __syncwarp() or a shuffle; mask must name the
+   whole warp (the kernels use no other) */
+void syncwarp(unsigned mask);
+/* a shuffle: v as lane `src` of the running fiber's warp passed it, once every lane of the warp got there */
+float shuffle(unsigned mask, float v, unsigned src);
 /* the launch's dynamic shared memory */
 void *dynamic_shared();
 }
@@ -41,6 +46,12 @@ void *dynamic_shared();
 #define gridDim (emu::grid_dim)
 #define __syncthreads() emu::syncthreads()
 #define __trap() emu::trap()
+
+inline void __syncwarp(unsigned mask = 0xffffffffu) { emu::syncwarp(mask); }
+inline float __shfl_sync(unsigned mask, float v, int src_lane) { return emu::shuffle(mask, v, (unsigned) src_lane % 32); }
+inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask) {
+    return emu::shuffle(mask, v, emu::lane() ^ ((unsigned) lane_mask % 32));
+}
 
 #define CUDART_INF_F (__builtin_inff())
 #define CUDART_NAN_F (__builtin_nanf(""))

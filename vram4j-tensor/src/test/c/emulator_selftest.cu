@@ -76,3 +76,40 @@ extern "C" __global__ void t_wmma(const unsigned short* a, const unsigned short*
     nvcuda::wmma::mma_sync(fc, fa, fb, fc);
     nvcuda::wmma::store_matrix_sync(c, fc, 16, nvcuda::wmma::mem_row_major);
 }
+
+// per thread t of lane l: out[2t] = the sum over its warp of (lane + 1) * (warp + 1), by xor shuffles; out[2t + 1] =
+// the value 10 * t of lane 5 of its warp, by a broadcast shuffle
+extern "C" __global__ void t_shuffle(float* out) {
+    unsigned t = threadIdx.x;
+    float v = (float) ((t % 32 + 1) * (t / 32 + 1));
+    for (int o = 16; o > 0; o /= 2) {
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    }
+    out[2 * t] = v;
+    out[2 * t + 1] = __shfl_sync(0xffffffffu, 10.0f * t, 5);
+}
+
+// warp 0 reverses its lanes' values through shared memory behind __syncwarp() while the other warps wait at
+// __syncthreads(): right only if __syncwarp() waits for the warp's lanes, and only for them
+extern "C" __global__ void t_syncwarp(float* out) {
+    extern __shared__ float sh[];
+    unsigned t = threadIdx.x;
+    if (t < 32) {
+        sh[t] = (float) t;
+        __syncwarp();
+        out[t] = sh[31 - t];
+    }
+    __syncthreads();
+    if (t >= 32) {
+        out[t] = sh[t - 32];
+    }
+}
+
+// lane 0 returns before the __syncwarp() the rest of its warp waits at
+extern "C" __global__ void t_divergent_syncwarp(int* out) {
+    if (threadIdx.x == 0) {
+        return;
+    }
+    __syncwarp();
+    out[threadIdx.x] = 1;
+}

@@ -25,11 +25,17 @@
  * emu_set_reverse(1)) both run in reverse index order. A GPU promises neither, so a kernel whose results differ
  * between the two orders reads what another thread or block writes without a barrier between them (a race); the
  * emulated GPU run runs the kernels' test in both.
- * Warps: the one warp-wide operation the kernels use is the warp matrix functions (nvcuda::wmma, for the tensor-core
- * attention), which emu-include/mma.h emulates per thread (each thread stores only its lane's elements; see there).
- * A warp matrix function misused (a misaligned tile, a bad leading dimension) fails the launch with a message.
- * Not emulated: warps otherwise (no kernel uses shuffles or votes), blocks running at the same time, streams (the
- * stand-in driver runs a launch when it is made).
+ * Warps: lanes 32k to 32k + 31 of a block (by flat thread index) are warp k. Warp-wide operations:
+ *  - __syncwarp() waits for the warp's 32 lanes only, as the block barrier waits for the block; a lane that returns
+ *    while others of its warp wait there, or lanes of one warp waiting at both kinds of barrier, fail the launch;
+ *  - __shfl_sync and __shfl_xor_sync (float values, the whole warp) are a __syncwarp() with an exchange: each lane
+ *    leaves its value in its fiber, then reads its source lane's (two slots used in turn, so a fast lane's next
+ *    shuffle never overwrites a value a slow lane has yet to read);
+ *  - the warp matrix functions (nvcuda::wmma, for the tensor-core attention), which emu-include/mma.h emulates per
+ *    thread (each thread stores only its lane's elements; see there). A warp matrix function misused (a misaligned
+ *    tile, a bad leading dimension) fails the launch with a message.
+ * Not emulated: votes, blocks running at the same time, streams (the stand-in driver runs a launch when it is
+ * made).
  * Test-only: never shipped.
  */
 #include "cuda_emulation.h"
@@ -56,7 +62,7 @@ constexpr size_t STACK_BYTES = 64 * 1024;
 constexpr size_t SHARED_BYTES = 48 * 1024;      /* the stand-in driver's limit, as a GPU's default */
 constexpr unsigned SHARED_FILL = 0x7FC0DEADu;   /* a quiet NaN with a payload a kernel never computes */
 
-enum State { RUNNABLE, AT_BARRIER, DONE };
+enum State { RUNNABLE, AT_BARRIER, AT_WARP_BARRIER, DONE };
 
 #if defined(__x86_64__)
 /* Saves the System V callee-saved registers on the running stack, stores its pointer in *from and continues on
@@ -134,6 +140,8 @@ struct Fiber {
     char *stack;
     dim3 index;
     State state;
+    float exchange[2];    /* this lane's values of its last two shuffles */
+    unsigned shuffles;    /* shuffles this lane made in this block */
 };
 
 std::mutex launch_lock;            /* launches run one at a time: the index variables are shared */
@@ -176,12 +184,39 @@ void fiber_main() {
     std::abort();  /* a finished fiber is never resumed */
 }
 
+/* After every thread ran to its next barrier: releases each warp whose lanes all wait at __syncwarp(), and returns
+   whether any was. A warp only some of whose lanes wait there can never go on (the others returned or wait at
+   __syncthreads()): that fails the launch. */
+bool release_warps(unsigned threads) {
+    bool released = false;
+    for (unsigned w0 = 0; w0 < threads && !failed; w0 += 32) {
+        unsigned lanes = threads - w0 < 32 ? threads - w0 : 32;
+        unsigned at_warp = 0;
+        unsigned done = 0;
+        for (unsigned l = 0; l < lanes; l++) {
+            at_warp += fibers[w0 + l].state == AT_WARP_BARRIER;
+            done += fibers[w0 + l].state == DONE;
+        }
+        if (at_warp == lanes) {
+            for (unsigned l = 0; l < lanes; l++) {
+                fibers[w0 + l].state = RUNNABLE;
+            }
+            released = true;
+        } else if (at_warp > 0) {
+            fail("block (%u, %u, %u) warp %u: %u lanes %s while %u wait at __syncwarp()", block_idx.x, block_idx.y,
+                 block_idx.z, w0 / 32, lanes - at_warp, done > 0 ? "returned" : "wait at __syncthreads()", at_warp);
+        }
+    }
+    return released;
+}
+
 /* Runs one block: every thread to its next barrier, again and again, until all returned or the launch failed. */
 void run_block(unsigned threads) {
     for (unsigned t = 0; t < threads; t++) {
         Fiber &f = fibers[t];
         f.index = dim3{t % block_dim.x, (t / block_dim.x) % block_dim.y, t / (block_dim.x * block_dim.y)};
         f.state = RUNNABLE;
+        f.shuffles = 0;
         /* the stacks' tops staggered by a cache line each, so that they do not all compete for the same cache sets */
         start_context(f.context, f.stack, STACK_BYTES - (t % 64) * 64);
     }
@@ -207,6 +242,12 @@ void run_block(unsigned threads) {
             }
         }
         if (waiting == 0) {
+            return;
+        }
+        if (release_warps(threads)) {
+            continue;
+        }
+        if (failed) {
             return;
         }
         if (done > 0) {
@@ -277,6 +318,27 @@ const Entry TABLE[] = {
 void syncthreads() {
     running->state = AT_BARRIER;
     switch_context(running->context, scheduler);
+}
+
+void syncwarp(unsigned mask) {
+    unsigned threads = block_dim.x * block_dim.y * block_dim.z;
+    if (mask != 0xffffffffu) {
+        misuse("a warp-wide operation with mask %#x: only whole warps (0xffffffff) are emulated", mask);
+    }
+    if (threads % 32 != 0) {
+        misuse("a warp-wide operation in a block of %u threads, not whole warps", threads);
+    }
+    running->state = AT_WARP_BARRIER;
+    switch_context(running->context, scheduler);
+}
+
+float shuffle(unsigned mask, float v, unsigned src) {
+    Fiber &self = *running;
+    unsigned slot = self.shuffles++ % 2;
+    self.exchange[slot] = v;
+    syncwarp(mask);
+    unsigned t = (unsigned) (&self - fibers);
+    return fibers[t - t % 32 + src].exchange[slot];
 }
 
 void trap() {

@@ -34,7 +34,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Holds the kernel emulator (the CPU run of CUDA kernels behind the emulated GPU run) to a GPU's rules, on kernels
  * written to break them ({@code src/test/c/emulator_selftest.cu}): thread and block indices, barriers that wait for
- * the whole block, a race that reads differently in index and reverse order, and the errors it must report (divergent barrier, shared memory written past the launch's size,
+ * the whole block, warp shuffles and barriers that wait for the warp, a race that reads differently in index and reverse
+ * order, and the errors it must report (divergent barriers, shared memory written past the launch's size,
  * parameters of the wrong size, a trap, which the stand-in driver turns into a sticky launch failure). And its table
  * of the project's kernels is exactly the committed PTX's entries.
  */
@@ -187,6 +188,39 @@ class KernelEmulatorTest {
         }
     }
 
+    /**
+     * Shuffles across a warp (a butterfly sum, a broadcast) give every lane its warp's values in either order, and
+     * {@code __syncwarp()} waits for the warp's lanes and for nothing else: warp 0 passes it while warp 1 waits at
+     * {@code __syncthreads()}.
+     */
+    @Test
+    void warpShufflesAndWarpBarriersSeeTheWholeWarpOnly() throws Throwable {
+        for (int reverse = 0; reverse < 2; reverse++) {
+            setReverse.invokeExact(reverse);
+            String order = reverse == 1 ? " (reverse order)" : "";
+            try (Arena a = Arena.ofConfined()) {
+                int threads = 64;
+                MemorySegment out = a.allocate(JAVA_FLOAT, 2L * threads);
+                assertEquals(new Outcome(0, ""), run(a, "t_shuffle", new int[] {1, 1, 1, threads, 1, 1, 0},
+                        out.address()));
+                for (int t = 0; t < threads; t++) {
+                    int warp = t / 32;
+                    assertEquals(528f * (warp + 1), out.getAtIndex(JAVA_FLOAT, 2L * t), "sum, thread " + t + order);
+                    assertEquals(10f * (warp * 32 + 5), out.getAtIndex(JAVA_FLOAT, 2L * t + 1),
+                            "broadcast, thread " + t + order);
+                }
+                MemorySegment reversed = a.allocate(JAVA_FLOAT, threads);
+                assertEquals(new Outcome(0, ""), run(a, "t_syncwarp", new int[] {1, 1, 1, threads, 1, 1, 128},
+                        reversed.address()));
+                for (int t = 0; t < threads; t++) {
+                    assertEquals(t < 32 ? 31 - t : t - 32, reversed.getAtIndex(JAVA_FLOAT, t), "thread " + t + order);
+                }
+            } finally {
+                setReverse.invokeExact(0);
+            }
+        }
+    }
+
     @Test
     void sharedMemoryNobodyWroteReadsAsNaN() throws Throwable {
         try (Arena a = Arena.ofConfined()) {
@@ -205,6 +239,13 @@ class KernelEmulatorTest {
             Outcome divergent = run(a, "t_divergent_barrier", new int[] {1, 1, 1, 64, 1, 1, 0}, out.address());
             assertEquals(new Outcome(2, "block (0, 0, 0): 1 threads returned while 63 wait at __syncthreads()"),
                     divergent);
+
+            assertEquals(new Outcome(2, "block (0, 0, 0) warp 0: 1 lanes returned while 31 wait at __syncwarp()"),
+                    run(a, "t_divergent_syncwarp", new int[] {1, 1, 1, 32, 1, 1, 0}, out.address()));
+            Outcome partialWarp = run(a, "t_shuffle", new int[] {1, 1, 1, 16, 1, 1, 0}, out.address());
+            assertEquals(2, partialWarp.code(), partialWarp.message());
+            assertTrue(partialWarp.message().endsWith("a warp-wide operation in a block of 16 threads, not whole"
+                    + " warps"), partialWarp.message());
 
             assertEquals(0, run(a, "t_shared_store", new int[] {1, 1, 1, 1, 1, 1, 64}, 15, out.address()).code());
             assertEquals(new Outcome(2, "t_shared_store: a block wrote shared memory at byte 64, past the launch's 64"
