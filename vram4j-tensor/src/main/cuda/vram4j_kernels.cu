@@ -1489,11 +1489,14 @@ extern "C" __global__ void v4j_attention_backward_dq16(int type, const unsigned 
 //  - a block of TC_THREADS threads (four warps) owns TC_ROWS query rows (forward, dq) or key rows (dk/dv), 16 per
 //    warp, and walks tiles of TC_TILE rows of the other operand; every operand is staged into shared memory as
 //    16-bit, head dimension d padded with zeros to D (32 or 64), rows past t as zeros;
-//  - the element-wise steps (online softmax, p, ds) run on the block's threads between barriers, on float32
-//    tiles the products stored in shared memory (a fragment's layout across a warp is unspecified, so no kernel
-//    reads a fragment's elements).
+//  - the element-wise steps (online softmax, p, ds) run on float32 tiles the products stored in shared memory (a
+//    fragment's layout across a warp is unspecified, so no kernel reads a fragment's elements). The forward's
+//    online softmax is warp-local: a warp walks its own 16 rows, one key column per lane, with the row's maximum and
+//    sum from shuffles, so consecutive lanes touch consecutive words of S, P and O (no shared-memory bank
+//    conflicts) and only __syncwarp() stands between the warp's products and its softmax. The backward's p and ds
+//    take the block's threads over consecutive elements, and its row statistic D takes a warp per row;
 // The order of every sum is fixed, so a launch repeated gives the same bits. Shared memory stays under 48 KiB
-// (attn_tc_shared_floats; CudaKernels.attentionTensorCoreShared computes the same).
+// (CudaKernels.attentionTensorCoreShared computes the kernels' layout).
 
 #include <mma.h>
 
@@ -1556,86 +1559,119 @@ __device__ __forceinline__ bool tc_visible(int i, int j, int t, int causal) {
     return i < t && j < t && (!causal || j <= i);
 }
 
-// Forward. Shared memory (floats): O [TC_ROWS, D], S [TC_ROWS, TC_TILE], m and l [TC_ROWS], then 16-bit Q [TC_ROWS, D],
-// K and V [TC_TILE, D], P [TC_ROWS, TC_TILE].
+#define TC_WARP_ALL 0xffffffffu
+
+static_assert(TC_TILE == 32, "the online softmax gives each lane of a warp one key of a tile");
+static_assert(TC_ROWS == 16 * (TC_THREADS / 32), "each warp owns 16 rows");
+
+// v summed over the 32 lanes of the warp, in the same order on every lane (a butterfly: each step adds the partner's
+// partial sum, and a + b == b + a), so every lane gets the same bits
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o /= 2) {
+        v += __shfl_xor_sync(TC_WARP_ALL, v, o);
+    }
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o /= 2) {
+        v = fmaxf(v, __shfl_xor_sync(TC_WARP_ALL, v, o));
+    }
+    return v;
+}
+
+// v rounded to the 16-bit type (0 float16, 1 bfloat16) and widened back, as store16 then load16 would give it
+__device__ __forceinline__ float round16(float v, int type) {
+    return type == 0 ? __half2float(__float2half_rn(v)) : bf16_value(bf16_bits(v));
+}
+
+// One tile of the forward's online softmax, for a warp's 16 query rows i0 + r against keys j0 + lane: S holds the
+// rows' scores (rows of TC_TILE floats), P gets their probabilities rounded to the type, and each row of O (rows of
+// D floats) is rescaled by exp(m_old - m_new) where the row's maximum grew. Lane r keeps row r's maximum m and sum l
+// of rounded probabilities in mOwn and lOwn; every lane reads them by shuffle. All 32 lanes call it.
+template <int D>
+__device__ __forceinline__ void tc_softmax_tile(const float* S, unsigned short* P, float* O, float& mOwn,
+                                                float& lOwn, int i0, int j0, int t, int causal, float scale,
+                                                int type) {
+    int lane = threadIdx.x % 32;
+    for (int r = 0; r < 16; r++) {
+        bool seen = tc_visible(i0 + r, j0 + lane, t, causal);
+        float s = seen ? S[r * TC_TILE + lane] * scale : -CUDART_INF_F;
+        float m = __shfl_sync(TC_WARP_ALL, mOwn, r);
+        float mt = fmaxf(m, warp_max(s));
+        float a = mt == -CUDART_INF_F ? 1.0f : expf(m - mt);
+        float pr = round16(seen ? expf(s - mt) : 0.0f, type);
+        store16(P, (u64) (r * TC_TILE + lane), type, pr);
+        float sum = warp_sum(pr);
+        if (lane == r) {
+            lOwn = lOwn * a + sum;
+            mOwn = mt;
+        }
+        if (a != 1.0f) {   // the same on every lane: m and mt are
+            for (int x = lane; x < D; x += 32) {
+                O[r * D + x] *= a;
+            }
+        }
+    }
+}
+
+// Forward. Shared memory (floats): O [TC_ROWS, D], S [TC_ROWS, TC_TILE], then 16-bit Q [TC_ROWS, D], K and V
+// [TC_TILE, D], P [TC_ROWS, TC_TILE]. Warp w owns rows 16 w to 16 w + 15 of O, S, Q and P.
 template <int D, typename T>
 __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, const unsigned short* k,
                                                      const unsigned short* v, AttnRows rows, AttnOut out, float* lse,
                                                      int t, int d, float scale, int causal) {
     extern __shared__ __align__(128) float attn_tc[];
     const int type = TcType<T>::code;
-    float* O = attn_tc;
-    float* S = O + TC_ROWS * D;
-    float* M = S + TC_ROWS * TC_TILE;
-    float* L = M + TC_ROWS;
-    unsigned short* Qs = (unsigned short*) (L + TC_ROWS);
-    unsigned short* Ks = Qs + TC_ROWS * D;
-    unsigned short* Vs = Ks + TC_TILE * D;
-    unsigned short* P = Vs + TC_TILE * D;
     int p = blockIdx.y;
     int w = threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
     int q0 = blockIdx.x * TC_ROWS;
+    int i0 = q0 + w * 16;   // this warp's first row
+    float* O = attn_tc + w * 16 * D;
+    float* S = attn_tc + TC_ROWS * D + w * 16 * TC_TILE;
+    unsigned short* Qs = (unsigned short*) (attn_tc + TC_ROWS * D + TC_ROWS * TC_TILE);
+    unsigned short* Ks = Qs + TC_ROWS * D;
+    unsigned short* Vs = Ks + TC_TILE * D;
+    unsigned short* P = Vs + TC_TILE * D + w * 16 * TC_TILE;
     s64 base = rows.base(p);
     tc_stage<D>(q + base, rows.st, q0, TC_ROWS, t, d, Qs);
-    for (int e = threadIdx.x; e < TC_ROWS * D; e += blockDim.x) {
+    for (int e = lane; e < 16 * D; e += 32) {
         O[e] = 0.0f;
     }
-    if (threadIdx.x < TC_ROWS) {
-        M[threadIdx.x] = -CUDART_INF_F;
-        L[threadIdx.x] = 0.0f;
-    }
+    float mOwn = -CUDART_INF_F;   // lane r < 16: row i0 + r's running maximum and sum
+    float lOwn = 0.0f;
     int keys = causal ? min(t, q0 + TC_ROWS) : t;
     for (int j0 = 0; j0 < keys; j0 += TC_TILE) {
         __syncthreads();
         tc_stage<D>(k + base, rows.st, j0, TC_TILE, t, d, Ks);
         tc_stage<D>(v + base, rows.st, j0, TC_TILE, t, d, Vs);
         __syncthreads();
-        tc_abt<D, TC_TILE, T>(Qs + w * 16 * D, Ks, S + w * 16 * TC_TILE, TC_TILE);
-        __syncthreads();
-        if (threadIdx.x < TC_ROWS) {
-            // online softmax of row r over this tile: new maximum, rescale l and the row of O, rounded p
-            int r = threadIdx.x;
-            int i = q0 + r;
-            const float* sr = S + r * TC_TILE;
-            float m = M[r];
-            float mt = m;
-            for (int c = 0; c < TC_TILE; c++) {
-                if (tc_visible(i, j0 + c, t, causal)) {
-                    mt = fmaxf(mt, sr[c] * scale);
-                }
-            }
-            float a = mt == -CUDART_INF_F ? 1.0f : expf(m - mt);
-            float sum = 0.0f;
-            for (int c = 0; c < TC_TILE; c++) {
-                float pr = tc_visible(i, j0 + c, t, causal) ? expf(sr[c] * scale - mt) : 0.0f;
-                store16(P, (u64) (r * TC_TILE + c), type, pr);
-                sum += load16(P, (u64) (r * TC_TILE + c), type);
-            }
-            L[r] = L[r] * a + sum;
-            M[r] = mt;
-            for (int x = 0; x < D; x++) {
-                O[r * D + x] *= a;
-            }
-        }
-        __syncthreads();
+        tc_abt<D, TC_TILE, T>(Qs + w * 16 * D, Ks, S, TC_TILE);
+        __syncwarp();
+        tc_softmax_tile<D>(S, P, O, mOwn, lOwn, i0, j0, t, causal, scale, type);
+        __syncwarp();
         tc_acc acc[D / 16];
         for (int n = 0; n < D / 16; n++) {
-            wmma::load_matrix_sync(acc[n], O + w * 16 * D + n * 16, D, wmma::mem_row_major);
+            wmma::load_matrix_sync(acc[n], O + n * 16, D, wmma::mem_row_major);
         }
-        tc_ab<D, TC_TILE, T>(acc, P + w * 16 * TC_TILE, Vs);
+        tc_ab<D, TC_TILE, T>(acc, P, Vs);
         for (int n = 0; n < D / 16; n++) {
-            wmma::store_matrix_sync(O + w * 16 * D + n * 16, acc[n], D, wmma::mem_row_major);
+            wmma::store_matrix_sync(O + n * 16, acc[n], D, wmma::mem_row_major);
         }
     }
-    __syncthreads();
-    int r = threadIdx.x;
-    int i = q0 + r;
-    if (r < TC_ROWS && i < t) {
-        float l = L[r];
-        for (int x = 0; x < d; x++) {
-            out.set(p, i, x, O[r * D + x] / l);
+    __syncwarp();
+    // the warp's rows out, a lane per column: O / l, and lse = m + log l
+    for (int r = 0; r < 16; r++) {
+        float l = __shfl_sync(TC_WARP_ALL, lOwn, r);
+        if (i0 + r < t) {
+            for (int x = lane; x < d; x += 32) {
+                out.set(p, i0 + r, x, O[r * D + x] / l);
+            }
         }
-        lse[(s64) p * t + i] = M[r] + logf(l);
+    }
+    if (lane < 16 && i0 + lane < t) {
+        lse[(s64) p * t + i0 + lane] = mOwn + logf(lOwn);
     }
 }
 
@@ -1660,14 +1696,27 @@ struct TcBackwardTiles {
     }
 };
 
-// lse and D = rowsum(dout * out) of query rows [i0, i0 + n) into ls and ds, one thread a row (0 past t)
+// lse and D = rowsum(dout * out) of query rows [i0, i0 + n) into ls and ds (0 past t): a warp per row, its lanes
+// reading the row's elements side by side, their products summed by warp_sum
 __device__ __forceinline__ void tc_query_stats(const float* lse, const unsigned short* out, AttnRows orows,
                                                const unsigned short* dout, AttnRows grows, int p, int i0, int n, int t,
                                                int d, int type, float* ls, float* ds) {
-    if ((int) threadIdx.x < n) {
-        int i = i0 + threadIdx.x;
-        ls[threadIdx.x] = i < t ? lse[(s64) p * t + i] : 0.0f;
-        ds[threadIdx.x] = attn_row_delta(H16In{out, type}, orows, H16In{dout, type}, grows, p, i, t, d);
+    int lane = threadIdx.x % 32;
+    for (int r = threadIdx.x / 32; r < n; r += blockDim.x / 32) {
+        int i = i0 + r;
+        float s = 0.0f;
+        if (i < t) {
+            const unsigned short* o = out + orows.base(p) + (s64) i * orows.st;
+            const unsigned short* g = dout + grows.base(p) + (s64) i * grows.st;
+            for (int x = lane; x < d; x += 32) {
+                s += load16(g, (u64) x, type) * load16(o, (u64) x, type);
+            }
+        }
+        s = warp_sum(s);
+        if (lane == 0) {
+            ls[r] = i < t ? lse[(s64) p * t + i] : 0.0f;
+            ds[r] = s;
+        }
     }
 }
 

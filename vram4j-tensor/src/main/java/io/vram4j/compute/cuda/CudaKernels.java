@@ -1009,8 +1009,8 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     /**
      * @return dynamic shared memory of one tensor-core attention launch, in bytes, at head dimension {@code d}
      *     (padded to {@code D} = 32 or 64), as the kernels lay it out: the forward holds a float32 output tile and
-     *     score tile, the maxima and sums, and 16-bit q, k, v and probability tiles; each backward pass holds
-     *     16-bit tiles of its own rows (two operands), of the other operand's tile (two), a float32 product tile,
+     *     score tile and 16-bit q, k, v and probability tiles (the rows' maxima and sums stay in registers); each
+     *     backward pass holds 16-bit tiles of its own rows (two operands), of the other operand's tile (two), a float32 product tile,
      *     two 16-bit element-wise tiles, and lse and D of the query rows it sees
      */
     static int attentionTensorCoreShared(TcPass pass, int d) {
@@ -1018,7 +1018,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         int rows = ATTENTION_TC_ROWS;
         int tile = ATTENTION_TC_TILE;
         int floats = switch (pass) {
-            case FORWARD -> rows * dd + rows * tile + 2 * rows + (rows * dd + 2 * tile * dd + rows * tile) / 2;
+            case FORWARD -> rows * dd + rows * tile + (rows * dd + 2 * tile * dd + rows * tile) / 2;
             case DKDV -> (2 * rows * dd + 2 * tile * dd) / 2 + rows * tile + rows * tile + 2 * tile;
             case DQ -> (2 * rows * dd + 2 * tile * dd) / 2 + rows * tile + rows * tile + 2 * rows;
         };
