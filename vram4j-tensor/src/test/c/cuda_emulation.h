@@ -66,8 +66,10 @@ inline int max(int a, int b) { return a > b ? a : b; }
 inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 
-/* CUDA's 16-byte vector of floats (a 128-bit shared or global load) */
+/* CUDA's 16-byte vectors of floats and of unsigned ints (a 128-bit shared or global load or store) */
 struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 
 /* Fibers run one at a time, so an atomic add is a plain one. */
 inline float atomicAdd(float *address, float v) { float old = *address; *address = old + v; return old; }

@@ -1010,8 +1010,8 @@ public final class CudaKernels implements Kernels, AutoCloseable {
      * @return dynamic shared memory of one tensor-core attention launch, in bytes, at head dimension {@code d}
      *     (padded to {@code D} = 32 or 64), as the kernels lay it out: the forward holds a float32 output tile and
      *     score tile and 16-bit q, k, v and probability tiles (the rows' maxima and sums stay in registers); each
-     *     backward pass holds 16-bit tiles of its own rows (two operands), of the other operand's tile (two), a float32 product tile,
-     *     two 16-bit element-wise tiles, and lse and D of the query rows it sees
+     *     backward pass holds 16-bit tiles of its own rows (two operands), of the other operand's tile (two), a
+     *     float32 product tile, two 16-bit element-wise tiles, and lse and D of the query rows it sees
      */
     static int attentionTensorCoreShared(TcPass pass, int d) {
         int dd = d <= 32 ? 32 : 64;
