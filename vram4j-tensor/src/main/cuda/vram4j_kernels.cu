@@ -54,13 +54,34 @@ extern "C" __global__ void v4j_div_f32(const float* a, const float* b, float* ou
     GRID_STRIDE(i, n) { out[i] = a[i] / b[i]; }
 }
 
-// The element offset of linear index i of a row-major [d0, d1, d2, d3] walk in a layout of strides s0..s3
-// (d0 is implied by the index range).
-__device__ __forceinline__ s64 offset4(u64 i, int d1, int d2, int d3, s64 s0, s64 s1, s64 s2, s64 s3) {
-    s64 i3 = i % d3; i /= d3;
-    s64 i2 = i % d2; i /= d2;
-    s64 i1 = i % d1; i /= d1;
-    return (s64) i * s0 + i1 * s1 + i2 * s2 + i3 * s3;
+// The indices of linear index i of a row-major [d0, d1, d2, d3] walk, found once and shared by every operand of a
+// launch (offset: in a layout of strides s0..s3). Integer division costs tens of instructions a thread on a GPU, so
+// leading extents of 1, which the Java side's folding (Layout4) leaves, cost none: a walk folded into one run of
+// elements divides nothing, a [rows, cols] walk (a bias add) once; only 3- and 4-dimensional walks divide three
+// times. The branches depend on the launch's extents alone, so every thread of a launch takes the same one.
+struct Index4 {
+    u64 i0, i1, i2, i3;
+    __device__ __forceinline__ s64 offset(s64 s0, s64 s1, s64 s2, s64 s3) const {
+        return (s64) i0 * s0 + (s64) i1 * s1 + (s64) i2 * s2 + (s64) i3 * s3;
+    }
+};
+
+__device__ __forceinline__ Index4 index4(u64 i, int d0, int d1, int d2, int d3) {
+    Index4 x{0, 0, 0, i};
+    if (d0 == 1 && d1 == 1 && d2 == 1) {
+        return x;
+    }
+    x.i3 = i % (u64) d3;
+    i /= (u64) d3;
+    if (d0 == 1 && d1 == 1) {
+        x.i2 = i;
+        return x;
+    }
+    x.i2 = i % (u64) d2;
+    i /= (u64) d2;
+    x.i1 = i % (u64) d1;
+    x.i0 = i / (u64) d1;
+    return x;
 }
 
 // Broadcasting binary op into a contiguous output of up to 4 dimensions (extents d0..d3, outermost first;
@@ -70,19 +91,16 @@ extern "C" __global__ void v4j_binary_bcast4_f32(int op, const float* a, const f
                                                  int d0, int d1, int d2, int d3,
                                                  s64 as0, s64 as1, s64 as2, s64 as3,
                                                  s64 bs0, s64 bs1, s64 bs2, s64 bs3) {
-    (void) d0;
     GRID_STRIDE(i, n) {
-        float x = a[offset4(i, d1, d2, d3, as0, as1, as2, as3)];
-        float y = b[offset4(i, d1, d2, d3, bs0, bs1, bs2, bs3)];
-        out[i] = binop(op, x, y);
+        Index4 x = index4(i, d0, d1, d2, d3);
+        out[i] = binop(op, a[x.offset(as0, as1, as2, as3)], b[x.offset(bs0, bs1, bs2, bs3)]);
     }
 }
 
 // Gathers a strided float32 view of up to 4 dimensions into contiguous memory (contiguous(), expand()).
 extern "C" __global__ void v4j_gather4_f32(const float* src, float* dst, u64 n, int d0, int d1, int d2, int d3,
                                            s64 s0, s64 s1, s64 s2, s64 s3) {
-    (void) d0;
-    GRID_STRIDE(i, n) { dst[i] = src[offset4(i, d1, d2, d3, s0, s1, s2, s3)]; }
+    GRID_STRIDE(i, n) { dst[i] = src[index4(i, d0, d1, d2, d3).offset(s0, s1, s2, s3)]; }
 }
 
 // ------------------------------------------------------------------------------------------------ with a scalar
@@ -659,11 +677,11 @@ extern "C" __global__ void v4j_binary16_bcast4(int op, int type, const unsigned 
                                                unsigned short* out, u64 n, int d0, int d1, int d2, int d3,
                                                s64 as0, s64 as1, s64 as2, s64 as3,
                                                s64 bs0, s64 bs1, s64 bs2, s64 bs3) {
-    (void) d0;
     GRID_STRIDE(i, n) {
-        float x = load16(a, (u64) offset4(i, d1, d2, d3, as0, as1, as2, as3), type);
-        float y = load16(b, (u64) offset4(i, d1, d2, d3, bs0, bs1, bs2, bs3), type);
-        store16(out, i, type, binop(op, x, y));
+        Index4 x = index4(i, d0, d1, d2, d3);
+        float va = load16(a, (u64) x.offset(as0, as1, as2, as3), type);
+        float vb = load16(b, (u64) x.offset(bs0, bs1, bs2, bs3), type);
+        store16(out, i, type, binop(op, va, vb));
     }
 }
 
@@ -673,10 +691,10 @@ extern "C" __global__ void v4j_binary_mixed_bcast4(int op, int type, int half16,
                                                    float* out, u64 n, int d0, int d1, int d2, int d3,
                                                    s64 as0, s64 as1, s64 as2, s64 as3,
                                                    s64 bs0, s64 bs1, s64 bs2, s64 bs3) {
-    (void) d0;
     GRID_STRIDE(i, n) {
-        s64 ia = offset4(i, d1, d2, d3, as0, as1, as2, as3);
-        s64 ib = offset4(i, d1, d2, d3, bs0, bs1, bs2, bs3);
+        Index4 at = index4(i, d0, d1, d2, d3);
+        s64 ia = at.offset(as0, as1, as2, as3);
+        s64 ib = at.offset(bs0, bs1, bs2, bs3);
         float x = half16 == 0 ? load16((const unsigned short*) a, (u64) ia, type) : ((const float*) a)[ia];
         float y = half16 == 1 ? load16((const unsigned short*) b, (u64) ib, type) : ((const float*) b)[ib];
         out[i] = binop(op, x, y);
@@ -876,15 +894,19 @@ extern "C" __global__ void v4j_max_dim_f32(const float* x, float* values, s64* i
 // Kernels.copy4); destination elements are distinct.
 extern "C" __global__ void v4j_copy4_f32(const float* src, float* dst, u64 n, int d0, int d1, int d2, int d3,
                                          s64 s0, s64 s1, s64 s2, s64 s3, s64 t0, s64 t1, s64 t2, s64 t3) {
-    (void) d0;
-    GRID_STRIDE(i, n) { dst[offset4(i, d1, d2, d3, t0, t1, t2, t3)] = src[offset4(i, d1, d2, d3, s0, s1, s2, s3)]; }
+    GRID_STRIDE(i, n) {
+        Index4 x = index4(i, d0, d1, d2, d3);
+        dst[x.offset(t0, t1, t2, t3)] = src[x.offset(s0, s1, s2, s3)];
+    }
 }
 
 // v4j_copy4_f32 over 16-bit elements (float16 or bfloat16 alike: the bits are copied)
 extern "C" __global__ void v4j_copy4_16(const unsigned short* src, unsigned short* dst, u64 n, int d0, int d1, int d2,
                                         int d3, s64 s0, s64 s1, s64 s2, s64 s3, s64 t0, s64 t1, s64 t2, s64 t3) {
-    (void) d0;
-    GRID_STRIDE(i, n) { dst[offset4(i, d1, d2, d3, t0, t1, t2, t3)] = src[offset4(i, d1, d2, d3, s0, s1, s2, s3)]; }
+    GRID_STRIDE(i, n) {
+        Index4 x = index4(i, d0, d1, d2, d3);
+        dst[x.offset(t0, t1, t2, t3)] = src[x.offset(s0, s1, s2, s3)];
+    }
 }
 
 // ------------------------------------------------------------------------------------------------ positions

@@ -748,6 +748,59 @@ class GpuCudaKernelsTest {
     }
 
     /**
+     * The strided kernels find a linear index's 4 indices by the fewest divisions the extents allow (none for one
+     * run of elements, one for rows and columns, three otherwise; {@code index4} in vram4j_kernels.cu): each way, on
+     * every kernel that walks 4 dimensions, bit for bit the CPU kernels' results. a is read column-major (every stride
+     * in play), b broadcast along dimension 2, the outputs contiguous.
+     */
+    @Test
+    void everyWayOfIndexingAFourDimensionalWalkMatchesTheCpuKernels() {
+        int[][] shapes = {{1, 1, 1, 210}, {1, 1, 30, 7}, {1, 1, 210, 1}, {1, 5, 6, 7}, {2, 5, 3, 7}, {5, 1, 1, 42}};
+        for (int[] sh : shapes) {
+            int n = sh[0] * sh[1] * sh[2] * sh[3];
+            long[] as = {1, sh[0], (long) sh[0] * sh[1], (long) sh[0] * sh[1] * sh[2]};   // column-major
+            long[] bs = {(long) sh[1] * sh[3], sh[3], 0, 1};                                // broadcast along 2
+            long[] cs = {(long) sh[1] * sh[2] * sh[3], (long) sh[2] * sh[3], sh[3], 1};    // contiguous
+            int bn = sh[0] * sh[1] * sh[3];
+            String shape = java.util.Arrays.toString(sh);
+            float[] a = values(n, -3, 3);
+            float[] b = values(bn, -3, 3);
+            for (int op : new int[] {0, 2}) {
+                float[][] r = both((k, in, out) -> k.binary4(op, sh[0], sh[1], sh[2], sh[3], in[0], 0, as[0], as[1],
+                        as[2], as[3], in[1], 0, bs[0], bs[1], bs[2], bs[3], out, 0), n, a, b);
+                assertArrayEquals(r[0], r[1], "binary4 op " + op + " " + shape);
+            }
+            float[][] r = both((k, in, out) -> k.copy4(sh[0], sh[1], sh[2], sh[3], in[0], 0, as[0], as[1], as[2],
+                    as[3], out, 0, cs[0], cs[1], cs[2], cs[3]), n, a);
+            assertArrayEquals(r[0], r[1], "copy4 " + shape);
+            for (int type : new int[] {Kernels.FLOAT16, Kernels.BFLOAT16}) {
+                short[] ha = halves(type, n, -3, 3);
+                short[] hb = halves(type, bn, -3, 3);
+                short[] want = new short[n];
+                MemorySegment got = empty((n + 1) / 2);
+                CPU.binary16(0, type, sh[0], sh[1], sh[2], sh[3], MemorySegment.ofArray(ha), 0, as[0], as[1], as[2],
+                        as[3], MemorySegment.ofArray(hb), 0, bs[0], bs[1], bs[2], bs[3], MemorySegment.ofArray(want), 0);
+                cuda.binary16(0, type, sh[0], sh[1], sh[2], sh[3], onGpu(ha), 0, as[0], as[1], as[2], as[3], onGpu(hb),
+                        0, bs[0], bs[1], bs[2], bs[3], got, 0);
+                assertArrayEquals(want, backHalves(got, n), "binary16 type " + type + " " + shape);
+                CPU.copy16(sh[0], sh[1], sh[2], sh[3], MemorySegment.ofArray(ha), 0, as[0], as[1], as[2], as[3],
+                        MemorySegment.ofArray(want), 0, cs[0], cs[1], cs[2], cs[3]);
+                cuda.copy16(sh[0], sh[1], sh[2], sh[3], onGpu(ha), 0, as[0], as[1], as[2], as[3], got, 0, cs[0], cs[1],
+                        cs[2], cs[3]);
+                assertArrayEquals(want, backHalves(got, n), "copy16 type " + type + " " + shape);
+                float[] mixed = new float[n];
+                MemorySegment gotMixed = empty(n);
+                CPU.binaryMixed(2, type, 1, sh[0], sh[1], sh[2], sh[3], MemorySegment.ofArray(a), 0, as[0], as[1],
+                        as[2], as[3], MemorySegment.ofArray(hb), 0, bs[0], bs[1], bs[2], bs[3],
+                        MemorySegment.ofArray(mixed), 0);
+                cuda.binaryMixed(2, type, 1, sh[0], sh[1], sh[2], sh[3], onGpu(a), 0, as[0], as[1], as[2], as[3],
+                        onGpu(hb), 0, bs[0], bs[1], bs[2], bs[3], gotMixed, 0);
+                assertArrayEquals(mixed, back(gotMixed, n), "binaryMixed type " + type + " " + shape);
+            }
+        }
+    }
+
+    /**
      * Sums over a dimension of 16-bit values read in place: the bits of the float32 kernel over the widened values
      * (one chunk, and several whose partial sums a second launch adds), and within tolerance of the CPU kernels.
      */
