@@ -27,7 +27,8 @@
 #   lm            ./vram4j train --model transformer --device cuda, one short epoch, with a sample
 #   fbs           ./vram4j find-batch-size --device cuda --memory-fraction FRACTION (default 0.01), then the dry run it
 #                 prints (sim:TOTAL:ccX.Y, same fraction): every try, largest batch and peak must be equal
-#   sanitize      the CUDA kernels' GPU test under compute-sanitizer --tool memcheck (out-of-bounds device accesses)
+#   sanitize      the CUDA kernels' GPU test under compute-sanitizer --tool memcheck (out-of-bounds device accesses),
+#                 then the 16-bit attention's test under --tool racecheck (shared-memory hazards)
 # issue9 = preflight tests differential bench train; issue10 = preflight fbs techniques gpt2 train attention lm.
 #
 # The device tool brings back at most 8 files from $OUT, so logs are written under /tmp and packed at the end:
@@ -288,12 +289,21 @@ stage_sanitize() {
     --class-path "$B/test-classes:$CP" --select-class io.vram4j.compute.cuda.GpuCudaKernelsTest \
     --details=tree --disable-banner --disable-ansi-colors > "$LOG/sanitize-tests.txt" 2>&1
   local rc=$?
-  result "rc $rc; $(grep -m1 -E 'ERROR SUMMARY' "$LOG/sanitize-memcheck.txt" || echo 'no memcheck summary') | $(grep -E 'tests (successful|failed)' "$LOG/sanitize-tests.txt" | tr -s ' ' | tr '\n' ' ')"
+  # racecheck: shared-memory hazards of the attention kernels (the tensor-core forward's softmax is warp-local and
+  # relies on __syncwarp() between a warp's products and its element-wise steps)
+  VRAM4J_REQUIRE_GPU=1 "$cs" --tool racecheck --racecheck-report hazard --error-exitcode 9 --print-limit 20 \
+    --log-file "$LOG/sanitize-racecheck.txt" "${JAVA[@]}" -jar "$B/lib/junit-platform-console-standalone.jar" execute \
+    --class-path "$B/test-classes:$CP" \
+    --select-method 'io.vram4j.compute.cuda.GpuCudaKernelsTest#fusedAttentionOnSixteenBitInputsMatchesTheCpuKernels(int)' \
+    --details=tree --disable-banner --disable-ansi-colors > "$LOG/sanitize-racecheck-tests.txt" 2>&1
+  local race=$?
+  [[ $rc -ne 0 ]] || rc=$race
+  result "rc $rc; memcheck $(grep -m1 -E 'ERROR SUMMARY' "$LOG/sanitize-memcheck.txt" || echo 'no summary') | $(grep -E 'tests (successful|failed)' "$LOG/sanitize-tests.txt" | tr -s ' ' | tr '\n' ' ')| racecheck $(grep -m1 -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/sanitize-racecheck.txt" || echo 'no summary')"
   return $rc
 }
 
 declare -A CAP=([preflight]=90 [tests]=240 [differential]=200 [bench]=120 [train]=240 [techniques]=300 [gpt2]=300
-                [attention]=120 [lm]=150 [fbs]=120 [sanitize]=240)
+                [attention]=120 [lm]=150 [fbs]=120 [sanitize]=300)
 
 if [[ "${1:-}" == "--stage" ]]; then     # one stage, in its own process (run under timeout by the loop below)
   STAGE="$2"
