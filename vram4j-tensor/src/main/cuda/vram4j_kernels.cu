@@ -1525,18 +1525,26 @@ extern "C" __global__ void v4j_attention_backward_dq16(int type, const unsigned 
 #define TC_THREADS 128
 #define TC_ROWS 64
 #define TC_TILE 32
+// Every tile row in shared memory is TC_SKEW elements longer than its data (TC_LD), so that the 8 rows a fragment
+// load or store touches at once start in different banks: rows of 64 16-bit values (128 bytes) or of 32 or 64 floats
+// all start in bank 0, and a fragment's rows then queue on the same 4 banks (8-way conflicts); 8 more elements
+// shift each row by 4 banks (16-bit) or 8 banks (float). The padding is never read.
+#define TC_SKEW 8
+#define TC_LD(cols) ((cols) + TC_SKEW)
 
 namespace wmma = nvcuda::wmma;
 typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> tc_acc;
+template <typename T>
+using tc_rows = wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major>;
 
 // the type code of load16 and store16 for a fragment's 16-bit type
 template <typename T> struct TcType;
 template <> struct TcType<__half> { static constexpr int code = 0; };
 template <> struct TcType<__nv_bfloat16> { static constexpr int code = 1; };
 
-// rows [r0, r0 + n) of a 16-bit input (rows st apart, d elements each) into dst, rows of D: zeros past d and past t.
-// Where d is D and every row starts 16-byte aligned (GPT-2's heads: d 64, rows 2304 elements apart), 8 elements move
-// per load and store (uint4), a thread taking consecutive 16-byte pieces; else one element at a time.
+// rows [r0, r0 + n) of a 16-bit input (rows st apart, d elements each) into dst, an operand tile (rows of TC_LD(D)):
+// zeros past d up to D and in rows past t. Where d is D and every row starts 16-byte aligned (GPT-2's heads: d 64,
+// rows 2304 elements apart), 8 elements move per load and store (uint4); else one element at a time.
 template <int D>
 __device__ __forceinline__ void tc_stage(const unsigned short* src, s64 st, int r0, int n, int t, int d,
                                          unsigned short* dst) {
@@ -1544,7 +1552,7 @@ __device__ __forceinline__ void tc_stage(const unsigned short* src, s64 st, int 
         for (int e = threadIdx.x; e < n * (D / 8); e += blockDim.x) {
             int r = e / (D / 8);
             int x = e % (D / 8) * 8;
-            *(uint4*) (dst + r * D + x) =
+            *(uint4*) (dst + r * TC_LD(D) + x) =
                     r0 + r < t ? *(const uint4*) (src + (s64) (r0 + r) * st + x) : make_uint4(0, 0, 0, 0);
         }
         return;
@@ -1552,36 +1560,43 @@ __device__ __forceinline__ void tc_stage(const unsigned short* src, s64 st, int 
     for (int e = threadIdx.x; e < n * D; e += blockDim.x) {
         int r = e / D;
         int x = e % D;
-        dst[e] = r0 + r < t && x < d ? src[(s64) (r0 + r) * st + x] : (unsigned short) 0;
+        dst[r * TC_LD(D) + x] = r0 + r < t && x < d ? src[(s64) (r0 + r) * st + x] : (unsigned short) 0;
     }
 }
 
-// out (16 rows, ld ldo, float) = a (16 rows of D, 16-bit) times the transpose of b (N rows of D, 16-bit)
+// a warp's 16 rows of an operand tile (rows of TC_LD(D)) as D / 16 fragments, for tc_abt
+template <int D, typename T>
+__device__ __forceinline__ void tc_load_rows(tc_rows<T>* fa, const unsigned short* a) {
+    for (int k = 0; k < D / 16; k++) {
+        wmma::load_matrix_sync(fa[k], (const T*) (a + k * 16), TC_LD(D));
+    }
+}
+
+// out (16 rows, ld ldo, float) = fa (16 rows of D, from tc_load_rows) times the transpose of b (N rows of an
+// operand tile)
 template <int D, int N, typename T>
-__device__ __forceinline__ void tc_abt(const unsigned short* a, const unsigned short* b, float* out, int ldo) {
+__device__ __forceinline__ void tc_abt(const tc_rows<T>* fa, const unsigned short* b, float* out, int ldo) {
     for (int n0 = 0; n0 < N; n0 += 16) {
         tc_acc acc;
         wmma::fill_fragment(acc, 0.0f);
-        for (int k0 = 0; k0 < D; k0 += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+        for (int k = 0; k < D / 16; k++) {
             wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
-            wmma::load_matrix_sync(fa, (const T*) (a + k0), D);
-            wmma::load_matrix_sync(fb, (const T*) (b + (s64) n0 * D + k0), D);
-            wmma::mma_sync(acc, fa, fb, acc);
+            wmma::load_matrix_sync(fb, (const T*) (b + n0 * TC_LD(D) + k * 16), TC_LD(D));
+            wmma::mma_sync(acc, fa[k], fb, acc);
         }
         wmma::store_matrix_sync(out + n0, acc, ldo, wmma::mem_row_major);
     }
 }
 
-// acc[D / 16] (16 rows of D) += a (16 rows of K, 16-bit) times b (K rows of D, 16-bit)
+// acc[D / 16] (16 rows of D) += a (16 rows of K, rows of TC_LD(K), 16-bit) times b (K rows of an operand tile)
 template <int D, int K, typename T>
 __device__ __forceinline__ void tc_ab(tc_acc* acc, const unsigned short* a, const unsigned short* b) {
     for (int n = 0; n < D / 16; n++) {
         for (int k0 = 0; k0 < K; k0 += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+            tc_rows<T> fa;
             wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
-            wmma::load_matrix_sync(fa, (const T*) (a + k0), K);
-            wmma::load_matrix_sync(fb, (const T*) (b + (s64) k0 * D + n * 16), D);
+            wmma::load_matrix_sync(fa, (const T*) (a + k0), TC_LD(K));
+            wmma::load_matrix_sync(fb, (const T*) (b + k0 * TC_LD(D) + n * 16), TC_LD(D));
             wmma::mma_sync(acc[n], fa, fb, acc[n]);
         }
     }
@@ -1619,9 +1634,10 @@ __device__ __forceinline__ float round16(float v, int type) {
 }
 
 // One tile of the forward's online softmax, for a warp's 16 query rows i0 + r against keys j0 + lane: S holds the
-// rows' scores (rows of TC_TILE floats), P gets their probabilities rounded to the type, and each row of O (rows of
-// D floats) is rescaled by exp(m_old - m_new) where the row's maximum grew. Lane r keeps row r's maximum m and sum l
-// of rounded probabilities in mOwn and lOwn; every lane reads them by shuffle. All 32 lanes call it.
+// rows' scores (rows of TC_LD(TC_TILE) floats), P gets their probabilities rounded to the type (rows of
+// TC_LD(TC_TILE)), and each row of O (rows of TC_LD(D) floats) is rescaled by exp(m_old - m_new) where the row's
+// maximum grew. Lane r keeps row r's maximum m and sum l of rounded probabilities in mOwn and lOwn; every lane reads
+// them by shuffle. All 32 lanes call it.
 template <int D>
 __device__ __forceinline__ void tc_softmax_tile(const float* S, unsigned short* P, float* O, float& mOwn,
                                                 float& lOwn, int i0, int j0, int t, int causal, float scale,
@@ -1629,12 +1645,12 @@ __device__ __forceinline__ void tc_softmax_tile(const float* S, unsigned short* 
     int lane = threadIdx.x % 32;
     for (int r = 0; r < 16; r++) {
         bool seen = tc_visible(i0 + r, j0 + lane, t, causal);
-        float s = seen ? S[r * TC_TILE + lane] * scale : -CUDART_INF_F;
+        float s = seen ? S[r * TC_LD(TC_TILE) + lane] * scale : -CUDART_INF_F;
         float m = __shfl_sync(TC_WARP_ALL, mOwn, r);
         float mt = fmaxf(m, warp_max(s));
         float a = mt == -CUDART_INF_F ? 1.0f : expf(m - mt);
         float pr = round16(seen ? expf(s - mt) : 0.0f, type);
-        store16(P, (u64) (r * TC_TILE + lane), type, pr);
+        store16(P, (u64) (r * TC_LD(TC_TILE) + lane), type, pr);
         float sum = warp_sum(pr);
         if (lane == r) {
             lOwn = lOwn * a + sum;
@@ -1642,14 +1658,15 @@ __device__ __forceinline__ void tc_softmax_tile(const float* S, unsigned short* 
         }
         if (a != 1.0f) {   // the same on every lane: m and mt are
             for (int x = lane; x < D; x += 32) {
-                O[r * D + x] *= a;
+                O[r * TC_LD(D) + x] *= a;
             }
         }
     }
 }
 
-// Forward. Shared memory (floats): O [TC_ROWS, D], S [TC_ROWS, TC_TILE], then 16-bit Q [TC_ROWS, D], K and V
-// [TC_TILE, D], P [TC_ROWS, TC_TILE]. Warp w owns rows 16 w to 16 w + 15 of O, S, Q and P.
+// Forward. Shared memory: O [TC_ROWS, TC_LD(D)] and S [TC_ROWS, TC_LD(TC_TILE)] of floats, then 16-bit K and V
+// [TC_TILE, TC_LD(D)] and P [TC_ROWS, TC_LD(TC_TILE)]. Warp w owns rows 16 w to 16 w + 15 of O, S and P, and keeps
+// its 16 rows of q in fragments for the whole loop: q is staged once, as 16-bit rows, where O will be.
 template <int D, typename T>
 __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, const unsigned short* k,
                                                      const unsigned short* v, AttnRows rows, AttnOut out, float* lse,
@@ -1661,16 +1678,22 @@ __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, co
     int lane = threadIdx.x % 32;
     int q0 = blockIdx.x * TC_ROWS;
     int i0 = q0 + w * 16;   // this warp's first row
-    float* O = attn_tc + w * 16 * D;
-    float* S = attn_tc + TC_ROWS * D + w * 16 * TC_TILE;
-    unsigned short* Qs = (unsigned short*) (attn_tc + TC_ROWS * D + TC_ROWS * TC_TILE);
-    unsigned short* Ks = Qs + TC_ROWS * D;
-    unsigned short* Vs = Ks + TC_TILE * D;
-    unsigned short* P = Vs + TC_TILE * D + w * 16 * TC_TILE;
+    float* O = attn_tc + w * 16 * TC_LD(D);
+    float* S = attn_tc + TC_ROWS * TC_LD(D) + w * 16 * TC_LD(TC_TILE);
+    unsigned short* Ks = (unsigned short*) (attn_tc + TC_ROWS * TC_LD(D) + TC_ROWS * TC_LD(TC_TILE));
+    unsigned short* Vs = Ks + TC_TILE * TC_LD(D);
+    unsigned short* P = Vs + TC_TILE * TC_LD(D) + w * 16 * TC_LD(TC_TILE);
     s64 base = rows.base(p);
+    unsigned short* Qs = (unsigned short*) attn_tc;
     tc_stage<D>(q + base, rows.st, q0, TC_ROWS, t, d, Qs);
-    for (int e = lane; e < 16 * D; e += 32) {
-        O[e] = 0.0f;
+    __syncthreads();
+    tc_rows<T> qa[D / 16];
+    tc_load_rows<D, T>(qa, Qs + w * 16 * TC_LD(D));
+    __syncthreads();   // every warp has its q before O overwrites the staged rows
+    for (int r = 0; r < 16; r++) {
+        for (int x = lane; x < D; x += 32) {
+            O[r * TC_LD(D) + x] = 0.0f;
+        }
     }
     float mOwn = -CUDART_INF_F;   // lane r < 16: row i0 + r's running maximum and sum
     float lOwn = 0.0f;
@@ -1680,17 +1703,17 @@ __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, co
         tc_stage<D>(k + base, rows.st, j0, TC_TILE, t, d, Ks);
         tc_stage<D>(v + base, rows.st, j0, TC_TILE, t, d, Vs);
         __syncthreads();
-        tc_abt<D, TC_TILE, T>(Qs + w * 16 * D, Ks, S, TC_TILE);
+        tc_abt<D, TC_TILE, T>(qa, Ks, S, TC_LD(TC_TILE));
         __syncwarp();
         tc_softmax_tile<D>(S, P, O, mOwn, lOwn, i0, j0, t, causal, scale, type);
         __syncwarp();
         tc_acc acc[D / 16];
         for (int n = 0; n < D / 16; n++) {
-            wmma::load_matrix_sync(acc[n], O + n * 16, D, wmma::mem_row_major);
+            wmma::load_matrix_sync(acc[n], O + n * 16, TC_LD(D), wmma::mem_row_major);
         }
         tc_ab<D, TC_TILE, T>(acc, P, Vs);
         for (int n = 0; n < D / 16; n++) {
-            wmma::store_matrix_sync(O + n * 16, acc[n], D, wmma::mem_row_major);
+            wmma::store_matrix_sync(O + n * 16, acc[n], TC_LD(D), wmma::mem_row_major);
         }
     }
     __syncwarp();
@@ -1699,7 +1722,7 @@ __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, co
         float l = __shfl_sync(TC_WARP_ALL, lOwn, r);
         if (i0 + r < t) {
             for (int x = lane; x < d; x += 32) {
-                out.set(p, i0 + r, x, O[r * D + x] / l);
+                out.set(p, i0 + r, x, O[r * TC_LD(D) + x] / l);
             }
         }
     }
@@ -1708,23 +1731,23 @@ __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, co
     }
 }
 
-// The backward passes' shared memory: 16-bit tiles of the block's own TC_ROWS rows (own0, own1) and of a tile of
-// TC_TILE rows of the other operand (oth0, oth1), all rows of D; a float32 product tile F [TC_ROWS, TC_TILE]; 16-bit
-// p and ds tiles of that shape; lse and D of the query rows the block holds (stats of them). At the end own0 and own1
-// (TC_ROWS * D floats together) hold a result on its way out (tc_write_rows).
+// The backward passes' shared memory: 16-bit operand tiles of the block's own TC_ROWS rows (own0, own1) and of a tile
+// of TC_TILE rows of the other operand (oth0, oth1), rows of TC_LD(D); a float32 product tile F [TC_ROWS,
+// TC_LD(TC_TILE)]; 16-bit p and ds tiles of that shape; lse and D of the query rows the block holds (stats of them).
+// At the end own0 and own1 (at least TC_ROWS * D floats together) hold a result on its way out (tc_write_rows).
 template <int D>
 struct TcBackwardTiles {
     unsigned short *own0, *own1, *oth0, *oth1, *p, *ds;
     float *f, *lse, *delta;
     __device__ __forceinline__ TcBackwardTiles(float* base, int stats) {
         own0 = (unsigned short*) base;
-        own1 = own0 + TC_ROWS * D;
-        oth0 = own1 + TC_ROWS * D;
-        oth1 = oth0 + TC_TILE * D;
-        f = (float*) (oth1 + TC_TILE * D);
-        p = (unsigned short*) (f + TC_ROWS * TC_TILE);
-        ds = p + TC_ROWS * TC_TILE;
-        lse = (float*) (ds + TC_ROWS * TC_TILE);
+        own1 = own0 + TC_ROWS * TC_LD(D);
+        oth0 = own1 + TC_ROWS * TC_LD(D);
+        oth1 = oth0 + TC_TILE * TC_LD(D);
+        f = (float*) (oth1 + TC_TILE * TC_LD(D));
+        p = (unsigned short*) (f + TC_ROWS * TC_LD(TC_TILE));
+        ds = p + TC_ROWS * TC_LD(TC_TILE);
+        lse = (float*) (ds + TC_ROWS * TC_LD(TC_TILE));
         delta = lse + stats;
     }
 };
@@ -1753,10 +1776,10 @@ __device__ __forceinline__ void tc_query_stats(const float* lse, const unsigned 
     }
 }
 
-// Over the [TC_ROWS, TC_TILE] tile of the block's rows r0 + r against the other operand's c0 + c: with keysOwn the
-// block's rows are keys and the columns queries (dk/dv), else the reverse (dq). First p = exp(scale s - lse) from
-// the scores in F, 0 where the query does not see the key, into P; then, with F holding dp, ds = p (dp - D) into DS.
-// Query-indexed lse and D are read at the query's position in ls and ds.
+// Over the [TC_ROWS, TC_TILE] tile of the block's rows r0 + r against the other operand's c0 + c (F, P and DS with
+// rows of TC_LD(TC_TILE)): with keysOwn the block's rows are keys and the columns queries (dk/dv), else the reverse
+// (dq). First p = exp(scale s - lse) from the scores in F, 0 where the query does not see the key, into P; then, with
+// F holding dp, ds = p (dp - D) into DS. Query-indexed lse and D are read at the query's position in ls and ds.
 __device__ __forceinline__ void tc_probabilities(const float* F, const float* ls, unsigned short* P, bool keysOwn,
                                                  int r0, int c0, int t, int causal, float scale, int type) {
     for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
@@ -1764,16 +1787,20 @@ __device__ __forceinline__ void tc_probabilities(const float* F, const float* ls
         int c = e % TC_TILE;
         int i = keysOwn ? c0 + c : r0 + r;
         int j = keysOwn ? r0 + r : c0 + c;
-        float pr = tc_visible(i, j, t, causal) ? expf(F[e] * scale - ls[keysOwn ? c : r]) : 0.0f;
-        store16(P, (u64) e, type, pr);
+        int at = r * TC_LD(TC_TILE) + c;
+        float pr = tc_visible(i, j, t, causal) ? expf(F[at] * scale - ls[keysOwn ? c : r]) : 0.0f;
+        store16(P, (u64) at, type, pr);
     }
 }
 
 __device__ __forceinline__ void tc_score_grads(const float* F, const float* ds, const unsigned short* P,
                                                unsigned short* DS, bool keysOwn, int type) {
     for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
-        float delta = ds[keysOwn ? e % TC_TILE : e / TC_TILE];
-        store16(DS, (u64) e, type, load16(P, (u64) e, type) * (F[e] - delta));
+        int r = e / TC_TILE;
+        int c = e % TC_TILE;
+        int at = r * TC_LD(TC_TILE) + c;
+        float delta = ds[keysOwn ? c : r];
+        store16(DS, (u64) at, type, load16(P, (u64) at, type) * (F[at] - delta));
     }
 }
 
@@ -1813,6 +1840,9 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
     int w = threadIdx.x / 32;
     int k0 = blockIdx.x * TC_ROWS;
     s64 base = rows.base(p);
+    unsigned short* ownK = sm.own0 + w * 16 * TC_LD(D);
+    unsigned short* ownV = sm.own1 + w * 16 * TC_LD(D);
+    float* F = sm.f + w * 16 * TC_LD(TC_TILE);
     tc_stage<D>(k + base, rows.st, k0, TC_ROWS, t, d, sm.own0);
     tc_stage<D>(v + base, rows.st, k0, TC_ROWS, t, d, sm.own1);
     tc_acc dka[D / 16];
@@ -1827,16 +1857,19 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
         tc_stage<D>(dout + grows.base(p), grows.st, i0, TC_TILE, t, d, sm.oth1);
         tc_query_stats(lse, out, orows, dout, grows, p, i0, TC_TILE, t, d, type, sm.lse, sm.delta);
         __syncthreads();
-        tc_abt<D, TC_TILE, T>(sm.own0 + w * 16 * D, sm.oth0, sm.f + w * 16 * TC_TILE, TC_TILE);   // s^T = k q^T
+        tc_rows<T> fa[D / 16];
+        tc_load_rows<D, T>(fa, ownK);
+        tc_abt<D, TC_TILE, T>(fa, sm.oth0, F, TC_LD(TC_TILE));                            // s^T = k q^T
         __syncthreads();
         tc_probabilities(sm.f, sm.lse, sm.p, true, k0, i0, t, causal, scale, type);
         __syncthreads();
-        tc_abt<D, TC_TILE, T>(sm.own1 + w * 16 * D, sm.oth1, sm.f + w * 16 * TC_TILE, TC_TILE);   // dp^T = v dout^T
-        tc_ab<D, TC_TILE, T>(dva, sm.p + w * 16 * TC_TILE, sm.oth1);                            // dv += p^T dout
+        tc_load_rows<D, T>(fa, ownV);
+        tc_abt<D, TC_TILE, T>(fa, sm.oth1, F, TC_LD(TC_TILE));                            // dp^T = v dout^T
+        tc_ab<D, TC_TILE, T>(dva, sm.p + w * 16 * TC_LD(TC_TILE), sm.oth1);               // dv += p^T dout
         __syncthreads();
         tc_score_grads(sm.f, sm.delta, sm.p, sm.ds, true, type);
         __syncthreads();
-        tc_ab<D, TC_TILE, T>(dka, sm.ds + w * 16 * TC_TILE, sm.oth0);                           // dk += ds^T q
+        tc_ab<D, TC_TILE, T>(dka, sm.ds + w * 16 * TC_LD(TC_TILE), sm.oth0);              // dk += ds^T q
     }
     float* R = (float*) sm.own0;   // TC_ROWS * D floats over K and V, no longer read
     tc_write_rows<D>(dva, R, dv, p, k0, t, d, 1.0f);
@@ -1844,7 +1877,7 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
 }
 
 // Backward, dq of this block's TC_ROWS queries (own tiles: q, dout, with their stats; other: a tile of k and v),
-// walking the key tiles they see.
+// walking the key tiles they see. Each warp keeps its 16 rows of q and dout in fragments for the whole loop.
 template <int D, typename T>
 __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q, const unsigned short* k,
                                                          const unsigned short* v, AttnRows rows,
@@ -1858,9 +1891,15 @@ __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q
     int w = threadIdx.x / 32;
     int q0 = blockIdx.x * TC_ROWS;
     s64 base = rows.base(p);
+    float* F = sm.f + w * 16 * TC_LD(TC_TILE);
     tc_stage<D>(q + base, rows.st, q0, TC_ROWS, t, d, sm.own0);
     tc_stage<D>(dout + grows.base(p), grows.st, q0, TC_ROWS, t, d, sm.own1);
     tc_query_stats(lse, out, orows, dout, grows, p, q0, TC_ROWS, t, d, type, sm.lse, sm.delta);
+    __syncthreads();
+    tc_rows<T> qa[D / 16];
+    tc_rows<T> ga[D / 16];
+    tc_load_rows<D, T>(qa, sm.own0 + w * 16 * TC_LD(D));
+    tc_load_rows<D, T>(ga, sm.own1 + w * 16 * TC_LD(D));
     tc_acc dqa[D / 16];
     for (int n = 0; n < D / 16; n++) {
         wmma::fill_fragment(dqa[n], 0.0f);
@@ -1871,15 +1910,15 @@ __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q
         tc_stage<D>(k + base, rows.st, j0, TC_TILE, t, d, sm.oth0);
         tc_stage<D>(v + base, rows.st, j0, TC_TILE, t, d, sm.oth1);
         __syncthreads();
-        tc_abt<D, TC_TILE, T>(sm.own0 + w * 16 * D, sm.oth0, sm.f + w * 16 * TC_TILE, TC_TILE);   // s = q k^T
+        tc_abt<D, TC_TILE, T>(qa, sm.oth0, F, TC_LD(TC_TILE));                            // s = q k^T
         __syncthreads();
         tc_probabilities(sm.f, sm.lse, sm.p, false, q0, j0, t, causal, scale, type);
         __syncthreads();
-        tc_abt<D, TC_TILE, T>(sm.own1 + w * 16 * D, sm.oth1, sm.f + w * 16 * TC_TILE, TC_TILE);   // dp = dout v^T
+        tc_abt<D, TC_TILE, T>(ga, sm.oth1, F, TC_LD(TC_TILE));                            // dp = dout v^T
         __syncthreads();
         tc_score_grads(sm.f, sm.delta, sm.p, sm.ds, false, type);
         __syncthreads();
-        tc_ab<D, TC_TILE, T>(dqa, sm.ds + w * 16 * TC_TILE, sm.oth0);                           // dq += ds k
+        tc_ab<D, TC_TILE, T>(dqa, sm.ds + w * 16 * TC_LD(TC_TILE), sm.oth0);              // dq += ds k
     }
     tc_write_rows<D>(dqa, (float*) sm.own0, dq, p, q0, t, d, scale);   // over Q and dout, no longer read
 }

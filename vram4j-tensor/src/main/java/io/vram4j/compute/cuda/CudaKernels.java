@@ -994,6 +994,11 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     static final int ATTENTION_TC_ROWS = 64;
     /** Rows of the other operand per staged tile of the tensor-core attention kernels. */
     static final int ATTENTION_TC_TILE = 32;
+    /**
+     * Elements each tile row of the tensor-core attention kernels has in shared memory past its data (TC_SKEW), so
+     * that a fragment's rows start in different banks.
+     */
+    static final int ATTENTION_TC_SKEW = 8;
     /** Largest head dimension the tensor-core attention kernels take (padded to 32 or 64 in shared memory). */
     static final int ATTENTION_TC_MAX_D = 64;
 
@@ -1008,19 +1013,21 @@ public final class CudaKernels implements Kernels, AutoCloseable {
 
     /**
      * @return dynamic shared memory of one tensor-core attention launch, in bytes, at head dimension {@code d}
-     *     (padded to {@code D} = 32 or 64), as the kernels lay it out: the forward holds a float32 output tile and
-     *     score tile and 16-bit q, k, v and probability tiles (the rows' maxima and sums stay in registers); each
-     *     backward pass holds 16-bit tiles of its own rows (two operands), of the other operand's tile (two), a
-     *     float32 product tile, two 16-bit element-wise tiles, and lse and D of the query rows it sees
+     *     (padded to {@code D} = 32 or 64), as the kernels lay it out, every tile row {@value #ATTENTION_TC_SKEW}
+     *     elements longer than its data: the forward holds a float32 output tile (where q is staged first) and score
+     *     tile and 16-bit k, v and probability tiles (the rows' maxima and sums stay in registers); each backward
+     *     pass holds 16-bit tiles of its own rows (two operands), of the other operand's tile (two), a float32
+     *     product tile, two 16-bit element-wise tiles, and lse and D of the query rows it sees
      */
     static int attentionTensorCoreShared(TcPass pass, int d) {
-        int dd = d <= 32 ? 32 : 64;
+        int ldD = (d <= 32 ? 32 : 64) + ATTENTION_TC_SKEW;
+        int ldT = ATTENTION_TC_TILE + ATTENTION_TC_SKEW;
         int rows = ATTENTION_TC_ROWS;
         int tile = ATTENTION_TC_TILE;
         int floats = switch (pass) {
-            case FORWARD -> rows * dd + rows * tile + (rows * dd + 2 * tile * dd + rows * tile) / 2;
-            case DKDV -> (2 * rows * dd + 2 * tile * dd) / 2 + rows * tile + rows * tile + 2 * tile;
-            case DQ -> (2 * rows * dd + 2 * tile * dd) / 2 + rows * tile + rows * tile + 2 * rows;
+            case FORWARD -> rows * ldD + rows * ldT + (2 * tile * ldD + rows * ldT) / 2;
+            case DKDV -> (2 * rows * ldD + 2 * tile * ldD) / 2 + rows * ldT + rows * ldT + 2 * tile;
+            case DQ -> (2 * rows * ldD + 2 * tile * ldD) / 2 + rows * ldT + rows * ldT + 2 * rows;
         };
         return floats * Float.BYTES;
     }
