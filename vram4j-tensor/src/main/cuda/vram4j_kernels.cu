@@ -1516,7 +1516,8 @@ extern "C" __global__ void v4j_attention_backward_dq16(int type, const unsigned 
 //    online softmax is warp-local: a warp walks its own 16 rows, one key column per lane, with the row's maximum and
 //    sum from shuffles, so consecutive lanes touch consecutive words of S, P and O (no shared-memory bank
 //    conflicts) and only __syncwarp() stands between the warp's products and its softmax. The backward's p and ds
-//    take the block's threads over consecutive elements, and its row statistic D takes a warp per row;
+//    are warp-local the same way (a warp's own rows, a column per lane), so a tile of either pass has two block
+//    barriers, around the staging; the row statistic D takes a warp per row;
 // The order of every sum is fixed, so a launch repeated gives the same bits. Shared memory stays under 48 KiB
 // (CudaKernels.attentionTensorCoreShared computes the kernels' layout).
 
@@ -1776,30 +1777,31 @@ __device__ __forceinline__ void tc_query_stats(const float* lse, const unsigned 
     }
 }
 
-// Over the [TC_ROWS, TC_TILE] tile of the block's rows r0 + r against the other operand's c0 + c (F, P and DS with
-// rows of TC_LD(TC_TILE)): with keysOwn the block's rows are keys and the columns queries (dk/dv), else the reverse
-// (dq). First p = exp(scale s - lse) from the scores in F, 0 where the query does not see the key, into P; then, with
-// F holding dp, ds = p (dp - D) into DS. Query-indexed lse and D are read at the query's position in ls and ds.
+// Over a warp's 16 rows r0 + r of the block's own operand against the tile's columns c0 + lane (F, P and DS: the
+// warp's rows, rows of TC_LD(TC_TILE)), a lane per column: with keysOwn the rows are keys and the columns queries
+// (dk/dv), else the reverse (dq). First p = exp(scale s - lse) from the scores in F, 0 where the query does not see
+// the key, into P; then, with F holding dp, ds = p (dp - D) into DS. lse and D are read at the query's position in
+// ls and ds (the tile's columns with keysOwn, else the warp's rows). All 32 lanes call them.
 __device__ __forceinline__ void tc_probabilities(const float* F, const float* ls, unsigned short* P, bool keysOwn,
                                                  int r0, int c0, int t, int causal, float scale, int type) {
-    for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
-        int r = e / TC_TILE;
-        int c = e % TC_TILE;
-        int i = keysOwn ? c0 + c : r0 + r;
-        int j = keysOwn ? r0 + r : c0 + c;
-        int at = r * TC_LD(TC_TILE) + c;
-        float pr = tc_visible(i, j, t, causal) ? expf(F[at] * scale - ls[keysOwn ? c : r]) : 0.0f;
+    int lane = threadIdx.x % 32;
+    #pragma unroll 1
+    for (int r = 0; r < 16; r++) {
+        int i = keysOwn ? c0 + lane : r0 + r;
+        int j = keysOwn ? r0 + r : c0 + lane;
+        int at = r * TC_LD(TC_TILE) + lane;
+        float pr = tc_visible(i, j, t, causal) ? expf(F[at] * scale - ls[keysOwn ? lane : r]) : 0.0f;
         store16(P, (u64) at, type, pr);
     }
 }
 
 __device__ __forceinline__ void tc_score_grads(const float* F, const float* ds, const unsigned short* P,
                                                unsigned short* DS, bool keysOwn, int type) {
-    for (int e = threadIdx.x; e < TC_ROWS * TC_TILE; e += blockDim.x) {
-        int r = e / TC_TILE;
-        int c = e % TC_TILE;
-        int at = r * TC_LD(TC_TILE) + c;
-        float delta = ds[keysOwn ? c : r];
+    int lane = threadIdx.x % 32;
+    #pragma unroll 1
+    for (int r = 0; r < 16; r++) {
+        int at = r * TC_LD(TC_TILE) + lane;
+        float delta = ds[keysOwn ? lane : r];
         store16(DS, (u64) at, type, load16(P, (u64) at, type) * (F[at] - delta));
     }
 }
@@ -1825,7 +1827,8 @@ __device__ __forceinline__ void tc_write_rows(tc_acc* acc, float* R, AttnOut dst
 }
 
 // Backward, dk and dv of this block's TC_ROWS keys (own tiles: k, v; other: a tile of q and dout; stats of TC_TILE
-// query rows), walking the query tiles that see them.
+// query rows), walking the query tiles that see them. Two block barriers a tile (the staging); between them each
+// warp works on its own 16 keys' rows of F, P and DS behind __syncwarp().
 template <int D, typename T>
 __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short* q, const unsigned short* k,
                                                            const unsigned short* v, AttnRows rows,
@@ -1839,10 +1842,13 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
     int p = blockIdx.y;
     int w = threadIdx.x / 32;
     int k0 = blockIdx.x * TC_ROWS;
+    int r0 = k0 + w * 16;   // this warp's first key
     s64 base = rows.base(p);
     unsigned short* ownK = sm.own0 + w * 16 * TC_LD(D);
     unsigned short* ownV = sm.own1 + w * 16 * TC_LD(D);
     float* F = sm.f + w * 16 * TC_LD(TC_TILE);
+    unsigned short* P = sm.p + w * 16 * TC_LD(TC_TILE);
+    unsigned short* DS = sm.ds + w * 16 * TC_LD(TC_TILE);
     tc_stage<D>(k + base, rows.st, k0, TC_ROWS, t, d, sm.own0);
     tc_stage<D>(v + base, rows.st, k0, TC_ROWS, t, d, sm.own1);
     tc_acc dka[D / 16];
@@ -1859,17 +1865,17 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
         __syncthreads();
         tc_rows<T> fa[D / 16];
         tc_load_rows<D, T>(fa, ownK);
-        tc_abt<D, TC_TILE, T>(fa, sm.oth0, F, TC_LD(TC_TILE));                            // s^T = k q^T
-        __syncthreads();
-        tc_probabilities(sm.f, sm.lse, sm.p, true, k0, i0, t, causal, scale, type);
-        __syncthreads();
+        tc_abt<D, TC_TILE, T>(fa, sm.oth0, F, TC_LD(TC_TILE));           // s^T = k q^T
+        __syncwarp();
+        tc_probabilities(F, sm.lse, P, true, r0, i0, t, causal, scale, type);
+        __syncwarp();
         tc_load_rows<D, T>(fa, ownV);
-        tc_abt<D, TC_TILE, T>(fa, sm.oth1, F, TC_LD(TC_TILE));                            // dp^T = v dout^T
-        tc_ab<D, TC_TILE, T>(dva, sm.p + w * 16 * TC_LD(TC_TILE), sm.oth1);               // dv += p^T dout
-        __syncthreads();
-        tc_score_grads(sm.f, sm.delta, sm.p, sm.ds, true, type);
-        __syncthreads();
-        tc_ab<D, TC_TILE, T>(dka, sm.ds + w * 16 * TC_LD(TC_TILE), sm.oth0);              // dk += ds^T q
+        tc_abt<D, TC_TILE, T>(fa, sm.oth1, F, TC_LD(TC_TILE));           // dp^T = v dout^T
+        tc_ab<D, TC_TILE, T>(dva, P, sm.oth1);                           // dv += p^T dout
+        __syncwarp();
+        tc_score_grads(F, sm.delta, P, DS, true, type);
+        __syncwarp();
+        tc_ab<D, TC_TILE, T>(dka, DS, sm.oth0);                          // dk += ds^T q
     }
     float* R = (float*) sm.own0;   // TC_ROWS * D floats over K and V, no longer read
     tc_write_rows<D>(dva, R, dv, p, k0, t, d, 1.0f);
@@ -1877,7 +1883,8 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
 }
 
 // Backward, dq of this block's TC_ROWS queries (own tiles: q, dout, with their stats; other: a tile of k and v),
-// walking the key tiles they see. Each warp keeps its 16 rows of q and dout in fragments for the whole loop.
+// walking the key tiles they see. Each warp keeps its 16 rows of q and dout in fragments for the whole loop, and
+// works on its own rows of F, P and DS behind __syncwarp() between the two block barriers of a tile.
 template <int D, typename T>
 __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q, const unsigned short* k,
                                                          const unsigned short* v, AttnRows rows,
@@ -1892,6 +1899,8 @@ __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q
     int q0 = blockIdx.x * TC_ROWS;
     s64 base = rows.base(p);
     float* F = sm.f + w * 16 * TC_LD(TC_TILE);
+    unsigned short* P = sm.p + w * 16 * TC_LD(TC_TILE);
+    unsigned short* DS = sm.ds + w * 16 * TC_LD(TC_TILE);
     tc_stage<D>(q + base, rows.st, q0, TC_ROWS, t, d, sm.own0);
     tc_stage<D>(dout + grows.base(p), grows.st, q0, TC_ROWS, t, d, sm.own1);
     tc_query_stats(lse, out, orows, dout, grows, p, q0, TC_ROWS, t, d, type, sm.lse, sm.delta);
@@ -1910,15 +1919,15 @@ __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q
         tc_stage<D>(k + base, rows.st, j0, TC_TILE, t, d, sm.oth0);
         tc_stage<D>(v + base, rows.st, j0, TC_TILE, t, d, sm.oth1);
         __syncthreads();
-        tc_abt<D, TC_TILE, T>(qa, sm.oth0, F, TC_LD(TC_TILE));                            // s = q k^T
-        __syncthreads();
-        tc_probabilities(sm.f, sm.lse, sm.p, false, q0, j0, t, causal, scale, type);
-        __syncthreads();
-        tc_abt<D, TC_TILE, T>(ga, sm.oth1, F, TC_LD(TC_TILE));                            // dp = dout v^T
-        __syncthreads();
-        tc_score_grads(sm.f, sm.delta, sm.p, sm.ds, false, type);
-        __syncthreads();
-        tc_ab<D, TC_TILE, T>(dqa, sm.ds + w * 16 * TC_LD(TC_TILE), sm.oth0);              // dq += ds k
+        tc_abt<D, TC_TILE, T>(qa, sm.oth0, F, TC_LD(TC_TILE));           // s = q k^T
+        __syncwarp();
+        tc_probabilities(F, sm.lse + w * 16, P, false, q0 + w * 16, j0, t, causal, scale, type);
+        __syncwarp();
+        tc_abt<D, TC_TILE, T>(ga, sm.oth1, F, TC_LD(TC_TILE));           // dp = dout v^T
+        __syncwarp();
+        tc_score_grads(F, sm.delta + w * 16, P, DS, false, type);
+        __syncwarp();
+        tc_ab<D, TC_TILE, T>(dqa, DS, sm.oth0);                          // dq += ds k
     }
     tc_write_rows<D>(dqa, (float*) sm.own0, dq, p, q0, t, d, scale);   // over Q and dout, no longer read
 }
