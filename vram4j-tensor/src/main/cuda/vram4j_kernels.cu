@@ -1513,9 +1513,9 @@ extern "C" __global__ void v4j_attention_backward_dq16(int type, const unsigned 
 //    16-bit, head dimension d padded with zeros to D (32 or 64), rows past t as zeros;
 //  - the element-wise steps (online softmax, p, ds) run on float32 tiles the products stored in shared memory (a
 //    fragment's layout across a warp is unspecified, so no kernel reads a fragment's elements). The forward's
-//    online softmax is warp-local: a warp walks its own 16 rows, one key column per lane, with the row's maximum and
-//    sum from shuffles, so consecutive lanes touch consecutive words of S, P and O (no shared-memory bank
-//    conflicts) and only __syncwarp() stands between the warp's products and its softmax. The backward's p and ds
+//    online softmax is warp-local: two lanes take each of the warp's own 16 rows, half its keys each, one shuffle
+//    joining their maximum and sum, their walks rotated so that no two lanes of the warp touch one bank of S or O
+//    at once; only __syncwarp() stands between the warp's products and its softmax. The backward's p and ds
 //    are warp-local the same way (a warp's own rows, a column per lane), so a tile of either pass has two block
 //    barriers, around the staging; the row statistic D takes a warp per row;
 // The order of every sum is fixed, so a launch repeated gives the same bits. Shared memory stays under 48 KiB
@@ -1634,33 +1634,51 @@ __device__ __forceinline__ float round16(float v, int type) {
     return type == 0 ? __half2float(__float2half_rn(v)) : bf16_value(bf16_bits(v));
 }
 
-// One tile of the forward's online softmax, for a warp's 16 query rows i0 + r against keys j0 + lane: S holds the
+// One tile of the forward's online softmax, for a warp's 16 query rows i0 + r against keys j0 .. j0 + 31: S holds the
 // rows' scores (rows of TC_LD(TC_TILE) floats), P gets their probabilities rounded to the type (rows of
 // TC_LD(TC_TILE)), and each row of O (rows of TC_LD(D) floats) is rescaled by exp(m_old - m_new) where the row's
-// maximum grew. Lane r keeps row r's maximum m and sum l of rounded probabilities in mOwn and lOwn; every lane reads
-// them by shuffle. All 32 lanes call it.
+// maximum grew. Two lanes take a row, r = lane / 2, each one half of its keys (h = lane % 2) and half of its output
+// columns; they keep the row's maximum m and sum l of rounded probabilities in mOwn and lOwn (both the same), and
+// one shuffle joins their halves. Each lane walks its half from column r on (a rotation), so that the 32 lanes'
+// loads of S fall in 32 different banks at every step (the rows are 40 floats apart); the output columns rotate by
+// 2r + h (D 64) or r (D 32) for the same reason. All 32 lanes call it.
 template <int D>
 __device__ __forceinline__ void tc_softmax_tile(const float* S, unsigned short* P, float* O, float& mOwn,
                                                 float& lOwn, int i0, int j0, int t, int causal, float scale,
                                                 int type) {
+    const int half = TC_TILE / 2;
     int lane = threadIdx.x % 32;
-    for (int r = 0; r < 16; r++) {
-        bool seen = tc_visible(i0 + r, j0 + lane, t, causal);
-        float s = seen ? S[r * TC_LD(TC_TILE) + lane] * scale : -CUDART_INF_F;
-        float m = __shfl_sync(TC_WARP_ALL, mOwn, r);
-        float mt = fmaxf(m, warp_max(s));
-        float a = mt == -CUDART_INF_F ? 1.0f : expf(m - mt);
-        float pr = round16(seen ? expf(s - mt) : 0.0f, type);
-        store16(P, (u64) (r * TC_LD(TC_TILE) + lane), type, pr);
-        float sum = warp_sum(pr);
-        if (lane == r) {
-            lOwn = lOwn * a + sum;
-            mOwn = mt;
+    int r = lane / 2;
+    int h = lane % 2;
+    int i = i0 + r;
+    const float* Sr = S + r * TC_LD(TC_TILE) + h * half;
+    unsigned short* Pr = P + r * TC_LD(TC_TILE) + h * half;
+    int jh = j0 + h * half;
+    float mx = -CUDART_INF_F;
+    for (int c = 0; c < half; c++) {
+        int col = (c + r) % half;
+        if (tc_visible(i, jh + col, t, causal)) {
+            mx = fmaxf(mx, Sr[col] * scale);
         }
-        if (a != 1.0f) {   // the same on every lane: m and mt are
-            for (int x = lane; x < D; x += 32) {
-                O[r * TC_LD(D) + x] *= a;
-            }
+    }
+    float mt = fmaxf(mOwn, fmaxf(mx, __shfl_xor_sync(TC_WARP_ALL, mx, 1)));
+    float a = mt == -CUDART_INF_F ? 1.0f : expf(mOwn - mt);
+    float sum = 0.0f;
+    for (int c = 0; c < half; c++) {
+        int col = (c + r) % half;
+        float pr = round16(tc_visible(i, jh + col, t, causal) ? expf(Sr[col] * scale - mt) : 0.0f, type);
+        store16(Pr, (u64) col, type, pr);
+        sum += pr;
+    }
+    sum += __shfl_xor_sync(TC_WARP_ALL, sum, 1);   // the two halves: the same bits on both lanes
+    lOwn = lOwn * a + sum;
+    mOwn = mt;
+    if (a != 1.0f) {
+        const int cols = D / 2;
+        int rot = D == 64 ? 2 * r + h : r;
+        float* Or = O + r * TC_LD(D) + h * cols;
+        for (int c = 0; c < cols; c++) {
+            Or[(c + rot) % cols] *= a;
         }
     }
 }
@@ -1696,7 +1714,7 @@ __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, co
             O[r * TC_LD(D) + x] = 0.0f;
         }
     }
-    float mOwn = -CUDART_INF_F;   // lane r < 16: row i0 + r's running maximum and sum
+    float mOwn = -CUDART_INF_F;   // lanes 2r and 2r + 1: row i0 + r's running maximum and sum
     float lOwn = 0.0f;
     int keys = causal ? min(t, q0 + TC_ROWS) : t;
     for (int j0 = 0; j0 < keys; j0 += TC_TILE) {
@@ -1720,15 +1738,15 @@ __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, co
     __syncwarp();
     // the warp's rows out, a lane per column: O / l, and lse = m + log l
     for (int r = 0; r < 16; r++) {
-        float l = __shfl_sync(TC_WARP_ALL, lOwn, r);
+        float l = __shfl_sync(TC_WARP_ALL, lOwn, 2 * r);
         if (i0 + r < t) {
             for (int x = lane; x < d; x += 32) {
                 out.set(p, i0 + r, x, O[r * TC_LD(D) + x] / l);
             }
         }
     }
-    if (lane < 16 && i0 + lane < t) {
-        lse[(s64) p * t + i0 + lane] = mOwn + logf(lOwn);
+    if (lane % 2 == 0 && i0 + lane / 2 < t) {
+        lse[(s64) p * t + i0 + lane / 2] = mOwn + logf(lOwn);
     }
 }
 
