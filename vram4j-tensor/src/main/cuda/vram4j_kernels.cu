@@ -1771,11 +1771,12 @@ struct TcBackwardTiles {
     }
 };
 
-// lse and D = rowsum(dout * out) of query rows [i0, i0 + n) into ls and ds (0 past t): a warp per row, its lanes
-// reading the row's elements side by side, their products summed by warp_sum
+// lse and D = rowsum(dout * out) of query rows [i0, i0 + n) into ls and ds (0 past t), and D of the rows that exist
+// into delta (problem p's row i at p t + i) for the dk/dv pass: a warp per row, its lanes reading the row's elements
+// side by side, their products summed by warp_sum
 __device__ __forceinline__ void tc_query_stats(const float* lse, const unsigned short* out, AttnRows orows,
                                                const unsigned short* dout, AttnRows grows, int p, int i0, int n, int t,
-                                               int d, int type, float* ls, float* ds) {
+                                               int d, int type, float* ls, float* ds, float* delta) {
     int lane = threadIdx.x % 32;
     for (int r = threadIdx.x / 32; r < n; r += blockDim.x / 32) {
         int i = i0 + r;
@@ -1791,7 +1792,20 @@ __device__ __forceinline__ void tc_query_stats(const float* lse, const unsigned 
         if (lane == 0) {
             ls[r] = i < t ? lse[(s64) p * t + i] : 0.0f;
             ds[r] = s;
+            if (i < t) {
+                delta[(s64) p * t + i] = s;
+            }
         }
+    }
+}
+
+// lse and D of query rows [i0, i0 + n) into ls and ds (0 past t), from the forward's lse and the dq pass's delta
+__device__ __forceinline__ void tc_load_stats(const float* lse, const float* delta, int p, int i0, int n, int t,
+                                              float* ls, float* ds) {
+    for (int r = threadIdx.x; r < n; r += blockDim.x) {
+        int i = i0 + r;
+        ls[r] = i < t ? lse[(s64) p * t + i] : 0.0f;
+        ds[r] = i < t ? delta[(s64) p * t + i] : 0.0f;
     }
 }
 
@@ -1844,16 +1858,15 @@ __device__ __forceinline__ void tc_write_rows(tc_acc* acc, float* R, AttnOut dst
     }
 }
 
-// Backward, dk and dv of this block's TC_ROWS keys (own tiles: k, v; other: a tile of q and dout; stats of TC_TILE
-// query rows), walking the query tiles that see them. Two block barriers a tile (the staging); between them each
-// warp works on its own 16 keys' rows of F, P and DS behind __syncwarp().
+// Backward, dk and dv of this block's TC_ROWS keys (own tiles: k, v; other: a tile of q and dout; lse and D of
+// TC_TILE query rows, D as the dq pass left it in delta), walking the query tiles that see them. Two block barriers a
+// tile (the staging); between them each warp works on its own 16 keys' rows of F, P and DS behind __syncwarp().
 template <int D, typename T>
 __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short* q, const unsigned short* k,
                                                            const unsigned short* v, AttnRows rows,
-                                                           const unsigned short* out, AttnRows orows,
-                                                           const float* lse, const unsigned short* dout,
-                                                           AttnRows grows, AttnOut dk, AttnOut dv, int t, int d,
-                                                           float scale, int causal) {
+                                                           const float* delta, const float* lse,
+                                                           const unsigned short* dout, AttnRows grows, AttnOut dk,
+                                                           AttnOut dv, int t, int d, float scale, int causal) {
     extern __shared__ __align__(128) float attn_tc[];
     const int type = TcType<T>::code;
     TcBackwardTiles<D> sm(attn_tc, TC_TILE);
@@ -1879,7 +1892,7 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
         __syncthreads();
         tc_stage<D>(q + base, rows.st, i0, TC_TILE, t, d, sm.oth0);
         tc_stage<D>(dout + grows.base(p), grows.st, i0, TC_TILE, t, d, sm.oth1);
-        tc_query_stats(lse, out, orows, dout, grows, p, i0, TC_TILE, t, d, type, sm.lse, sm.delta);
+        tc_load_stats(lse, delta, p, i0, TC_TILE, t, sm.lse, sm.delta);
         __syncthreads();
         tc_rows<T> fa[D / 16];
         tc_load_rows<D, T>(fa, ownK);
@@ -1900,15 +1913,16 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
     tc_write_rows<D>(dka, R, dk, p, k0, t, d, scale);
 }
 
-// Backward, dq of this block's TC_ROWS queries (own tiles: q, dout, with their stats; other: a tile of k and v),
-// walking the key tiles they see. Each warp keeps its 16 rows of q and dout in fragments for the whole loop, and
-// works on its own rows of F, P and DS behind __syncwarp() between the two block barriers of a tile.
+// Backward, dq of this block's TC_ROWS queries (own tiles: q, dout, with their stats, D also written to delta for
+// the dk/dv pass that runs next; other: a tile of k and v), walking the key tiles they see. Each warp keeps its 16
+// rows of q and dout in fragments for the whole loop, and works on its own rows of F, P and DS behind __syncwarp()
+// between the two block barriers of a tile.
 template <int D, typename T>
 __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q, const unsigned short* k,
                                                          const unsigned short* v, AttnRows rows,
                                                          const unsigned short* out, AttnRows orows, const float* lse,
                                                          const unsigned short* dout, AttnRows grows, AttnOut dq,
-                                                         int t, int d, float scale, int causal) {
+                                                         float* delta, int t, int d, float scale, int causal) {
     extern __shared__ __align__(128) float attn_tc[];
     const int type = TcType<T>::code;
     TcBackwardTiles<D> sm(attn_tc, TC_ROWS);
@@ -1921,7 +1935,7 @@ __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q
     unsigned short* DS = sm.ds + w * 16 * TC_LD(TC_TILE);
     tc_stage<D>(q + base, rows.st, q0, TC_ROWS, t, d, sm.own0);
     tc_stage<D>(dout + grows.base(p), grows.st, q0, TC_ROWS, t, d, sm.own1);
-    tc_query_stats(lse, out, orows, dout, grows, p, q0, TC_ROWS, t, d, type, sm.lse, sm.delta);
+    tc_query_stats(lse, out, orows, dout, grows, p, q0, TC_ROWS, t, d, type, sm.lse, sm.delta, delta);
     __syncthreads();
     tc_rows<T> qa[D / 16];
     tc_rows<T> ga[D / 16];
@@ -1971,7 +1985,9 @@ __device__ __forceinline__ void tc_dispatch(int type, int d, F f) {
 }
 
 // The entries: arguments as v4j_attention_forward16 and the backward's passes, without the CUDA-core kernels' tile
-// and workspace; d at most 64, blocks of TC_THREADS threads, one per TC_ROWS rows.
+// and workspace; d at most 64, blocks of TC_THREADS threads, one per TC_ROWS rows. The backward runs dq first: it
+// writes D = rowsum(dout * out) of every query row into delta ([problems, t] floats), which dk/dv then reads in
+// place of out (FlashAttention-2 computes D once too, in a kernel of its own).
 extern "C" __global__ void v4j_attention_forward_tc(int type, const unsigned short* q, const unsigned short* k,
                                                     const unsigned short* v, unsigned short* out, float* lse, int t,
                                                     int d, float scale, int causal, int heads, s64 sb, s64 sh, s64 st,
@@ -1984,7 +2000,7 @@ extern "C" __global__ void v4j_attention_forward_tc(int type, const unsigned sho
 }
 
 extern "C" __global__ void v4j_attention_backward_dkdv_tc(int type, const unsigned short* q, const unsigned short* k,
-                                                          const unsigned short* v, const unsigned short* out,
+                                                          const unsigned short* v, const float* delta,
                                                           const float* lse, const unsigned short* dout,
                                                           unsigned short* dk, unsigned short* dv, int t, int d,
                                                           float scale, int causal, int heads, s64 sb, s64 sh, s64 st,
@@ -1995,15 +2011,16 @@ extern "C" __global__ void v4j_attention_backward_dkdv_tc(int type, const unsign
     AttnOut ok = attn_out16(dk, type, orows, nullptr, t, d);
     AttnOut ov = attn_out16(dv, type, orows, nullptr, t, d);
     tc_dispatch(type, d, [&](auto dim, auto half) {
-        attention_backward_dkdv_tc<decltype(dim)::value, decltype(half)>(q, k, v, rows, out, orows, lse, dout, grows,
-                                                                          ok, ov, t, d, scale, causal);
+        attention_backward_dkdv_tc<decltype(dim)::value, decltype(half)>(q, k, v, rows, delta, lse, dout, grows, ok,
+                                                                          ov, t, d, scale, causal);
     });
 }
 
 extern "C" __global__ void v4j_attention_backward_dq_tc(int type, const unsigned short* q, const unsigned short* k,
                                                         const unsigned short* v, const unsigned short* out,
                                                         const float* lse, const unsigned short* dout,
-                                                        unsigned short* dq, int t, int d, float scale, int causal,
+                                                        unsigned short* dq, float* delta, int t, int d, float scale,
+                                                        int causal,
                                                         int heads, s64 sb, s64 sh, s64 st, s64 osb, s64 osh, s64 ost,
                                                         s64 gsb, s64 gsh, s64 gst) {
     AttnRows rows{heads, sb, sh, st};
@@ -2012,6 +2029,6 @@ extern "C" __global__ void v4j_attention_backward_dq_tc(int type, const unsigned
     AttnOut oq = attn_out16(dq, type, orows, nullptr, t, d);
     tc_dispatch(type, d, [&](auto dim, auto half) {
         attention_backward_dq_tc<decltype(dim)::value, decltype(half)>(q, k, v, rows, out, orows, lse, dout, grows,
-                                                                        oq, t, d, scale, causal);
+                                                                        oq, delta, t, d, scale, causal);
     });
 }

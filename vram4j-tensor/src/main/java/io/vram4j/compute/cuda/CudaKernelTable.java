@@ -122,7 +122,7 @@ final class CudaKernelTable {
             I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32,
             S64, S64, S64, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DQ_TC = CudaKernel.of("v4j_attention_backward_dq_tc",
-            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32,
+            I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32,
             S64, S64, S64, S64, S64, S64, S64, S64, S64);
 
     // dimension reductions (Kernels.sumDim, Kernels.maxDim)

@@ -1154,11 +1154,17 @@ public final class CudaKernels implements Kernels, AutoCloseable {
             if (config.isEmpty()) {
                 return;
             }
-            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV_TC, config, stream, concat(new Object[] {type, pq, pk,
-                    pv, po, pl, pg, ptr16(dk, dkOff), ptr16(dv, dvOff), t, d, scale, c}, layouts));
-            gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ_TC, attentionTensorCoreLaunch(TcPass.DQ, batchHeads, t, d),
-                    stream, concat(new Object[] {type, pq, pk, pv, po, pl, pg, ptr16(dq, dqOff), t, d, scale, c},
-                            layouts));
+            // dq first: it leaves each query row's D = rowsum(dout * out) in delta, which dk/dv reads
+            long delta = allocator.malloc(Math.multiplyExact((long) batchHeads, t) * Float.BYTES, stream);
+            try {
+                gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DQ_TC, attentionTensorCoreLaunch(TcPass.DQ, batchHeads, t,
+                        d), stream, concat(new Object[] {type, pq, pk, pv, po, pl, pg, ptr16(dq, dqOff), delta, t, d,
+                        scale, c}, layouts));
+                gpu.launch(CudaKernelTable.ATTENTION_BACKWARD_DKDV_TC, config, stream, concat(new Object[] {type, pq,
+                        pk, pv, delta, pl, pg, ptr16(dk, dkOff), ptr16(dv, dvOff), t, d, scale, c}, layouts));
+            } finally {
+                allocator.free(delta);
+            }
             return;
         }
         int tile = attentionTile(batchHeads, d);
