@@ -10,8 +10,8 @@
 //  - pointers arrive already offset to their first element; element counts are unsigned 64-bit (n);
 //    row counts, column counts and extents are 32-bit;
 //  - element-wise kernels use grid-stride loops, so any grid covers any n;
-//  - row kernels run one block per row (blockDim.x a power of two, at most 1024) and reduce in shared memory
-//    in a fixed order, so repeating a launch gives the same bits;
+//  - row kernels run one block per row (blockDim.x a power of two from 32 to 1024) and reduce by warp shuffles and
+//    through shared memory in a fixed order, so repeating a launch gives the same bits;
 //  - -fmad=false: a * b + c is not contracted into an FMA, as Java does not contract it either; the float32
 //    results agree with the scalar CPU kernels (which compute some functions in double) within 1e-5 relative.
 //  - no argument range checks here: the Java checking layer validates sizes and offsets before a launch.
@@ -192,20 +192,40 @@ extern "C" __global__ void v4j_gelu_backward_f32(const float* dy, const float* x
 
 // ------------------------------------------------------------------------------------------------ reductions
 
-// Block-wide reduction in shared memory, fixed order (blockDim.x a power of two).
-// op: 0 sum, 1 max (NaN wins).
-__device__ float block_reduce(float v, int op, float* sh) {
-    unsigned t = threadIdx.x;
-    sh[t] = v;
-    __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (t < s) {
-            float o = sh[t + s];
-            float m = sh[t];
-            sh[t] = op == 0 ? m + o : (m != m || o != o ? CUDART_NAN_F : fmaxf(m, o));
-        }
-        __syncthreads();
+// op: 0 sum, 1 max (NaN wins)
+__device__ __forceinline__ float reduce_op(int op, float m, float o) {
+    return op == 0 ? m + o : (m != m || o != o ? CUDART_NAN_F : fmaxf(m, o));
+}
+
+// v reduced over the 32 lanes of the warp by a butterfly of shuffles: every lane gets the same bits (each step
+// combines a lane's partial result with its partner's, and both operations are commutative)
+__device__ __forceinline__ float warp_reduce(float v, int op) {
+    for (int o = 16; o > 0; o /= 2) {
+        v = reduce_op(op, v, __shfl_xor_sync(0xffffffffu, v, o));
     }
+    return v;
+}
+
+// Block-wide reduction in a fixed order (blockDim.x a multiple of 32, at most 1024): each warp reduces its lanes by
+// shuffles, then warp 0 reduces the warps' results, which pass through sh (at least blockDim.x / 32 floats); three
+// barriers where a tree in shared memory took one per halving (ten for a block of 1024). Every thread returns the
+// result, and sh is free again on return.
+__device__ float block_reduce(float v, int op, float* sh) {
+    unsigned lane = threadIdx.x % 32;
+    unsigned w = threadIdx.x / 32;
+    v = warp_reduce(v, op);
+    if (lane == 0) {
+        sh[w] = v;
+    }
+    __syncthreads();
+    if (w == 0) {
+        float x = lane < blockDim.x / 32 ? sh[lane] : (op == 0 ? 0.0f : -CUDART_INF_F);
+        x = warp_reduce(x, op);
+        if (lane == 0) {
+            sh[0] = x;
+        }
+    }
+    __syncthreads();
     float r = sh[0];
     __syncthreads();
     return r;

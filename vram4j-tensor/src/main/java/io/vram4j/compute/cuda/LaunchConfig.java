@@ -46,14 +46,21 @@ record LaunchConfig(int gridX, int gridY, int blockX, int sharedBytes) {
         return new LaunchConfig(1, 1, BLOCK, BLOCK * Float.BYTES);
     }
 
+    /** Elements of a row each thread of a row kernel takes, about: a block of 256 threads for a row of 1,024. */
+    static final int ROW_ELEMENTS_PER_THREAD = 4;
+
     /**
-     * @return one block per row; the block is the power of two nearest above {@code cols}, from 32 (a warp) to
-     *     {@value #MAX_BLOCK}, and its shared memory one float per thread (the row kernels reduce in it)
+     * @return one block per row; the block is the power of two nearest above {@code cols / }{@value
+     *     #ROW_ELEMENTS_PER_THREAD}, from 32 (a warp) to {@value #MAX_BLOCK}, so that each thread takes a few of the
+     *     row's elements and an SM holds several rows at once (a GPT-2 layer norm of 768 columns: 256 threads, 8
+     *     blocks on an SM of 2,048 threads); its shared memory one float per thread (the row kernels reduce
+     *     through it)
      */
     static LaunchConfig rows(int rows, int cols) {
         nonNegative(rows, "rows");
         nonNegative(cols, "cols");
-        int block = Math.min(MAX_BLOCK, Math.max(32, Integer.highestOneBit(Math.max(1, cols - 1)) << 1));
+        int perThread = (cols + ROW_ELEMENTS_PER_THREAD - 1) / ROW_ELEMENTS_PER_THREAD;
+        int block = Math.min(MAX_BLOCK, Math.max(32, Integer.highestOneBit(Math.max(1, perThread - 1)) << 1));
         return new LaunchConfig(cols == 0 ? 0 : rows, 1, block, block * Float.BYTES);
     }
 

@@ -211,6 +211,9 @@ class GpuCudaKernelsTest {
         close(CPU.dot(n, hx, 0, MemorySegment.ofArray(y), 0), cuda.dot(n, dx, 0, dy, 0), "dot");
         assertEquals(0f, cuda.sum(0, dx, 0));
         assertEquals(Float.NEGATIVE_INFINITY, cuda.max(0, dx, 0));
+        float[] negative = values(1000, -3, -1);   // the warps of a block past the values must not count as 0
+        close(CPU.max(1000, MemorySegment.ofArray(negative), 0), cuda.max(1000, onGpu(negative), 0),
+                "max of negative values");
         assertFalse(cuda.anyNonFinite(n, dx, 0));
         x[n / 2] = Float.NaN;
         assertTrue(cuda.anyNonFinite(n, onGpu(x), 0));

@@ -23,8 +23,11 @@ class LaunchConfigTest {
     void rowsGetOneBlockEachSizedToAPowerOfTwo() {
         assertEquals(new LaunchConfig(7, 1, 32, 128), LaunchConfig.rows(7, 1));
         assertEquals(32, LaunchConfig.rows(1, 32).blockX());
-        assertEquals(64, LaunchConfig.rows(1, 33).blockX());
-        assertEquals(1024, LaunchConfig.rows(1, 1024).blockX());
+        assertEquals(32, LaunchConfig.rows(1, 128).blockX());
+        assertEquals(64, LaunchConfig.rows(1, 129).blockX());
+        assertEquals(256, LaunchConfig.rows(1, 768).blockX());    // GPT-2's layer norm: 3 elements a thread
+        assertEquals(256, LaunchConfig.rows(1, 1024).blockX());
+        assertEquals(1024, LaunchConfig.rows(1, 4096).blockX());
         assertEquals(new LaunchConfig(128, 1, 1024, 4096), LaunchConfig.rows(128, 50_257));
         assertTrue(LaunchConfig.rows(5, 0).isEmpty());
         assertTrue(LaunchConfig.rows(0, 10).isEmpty());
