@@ -29,8 +29,8 @@ void syncthreads();
 /* ends the launch with an error naming what the running thread did that a GPU does not allow (a misaligned
    warp-matrix load, say): message, formatted as printf */
 [[noreturn]] void misuse(const char *format, ...);
-/* the running fiber's lane in its warp (blocks are one-dimensional where warp-wide operations are used) */
-inline unsigned lane() { return thread_idx.x % 32; }
+/* the running fiber's lane in its warp: its flat thread index modulo 32, as a GPU forms warps */
+inline unsigned lane() { return (thread_idx.x + block_dim.x * (thread_idx.y + block_dim.y * thread_idx.z)) % 32; }
 /* suspends the running fiber until every lane of its warp reached a __syncwarp() or a shuffle; mask must name the
    whole warp (the kernels use no other) */
 void syncwarp(unsigned mask);

@@ -63,12 +63,12 @@ final class SliceGradients {
         if (parts == null) {
             return others;
         }
+        parts.sort(Comparator.comparingInt(Part::start));
         Part first = parts.get(0);
         int[] shape = first.node.shapes[0];
         try (ExecutionContext.Region r = ExecutionContext.enterBackward(first.node.module,
                 first.node.prim.backwardName())) {
             if (others == null && tiles(parts, shape)) {
-                parts.sort(Comparator.comparingInt(Part::start));
                 return scope.detach(BackwardOps.splitBackward(parts.stream().map(Part::grad).toList(), shape,
                         first.dim()));
             }
@@ -85,15 +85,15 @@ final class SliceGradients {
         }
     }
 
-    /** @return whether the parts slice one dimension of {@code shape} into disjoint ranges covering all of it */
+    /**
+     * @param parts sorted by start; their gradients share a dtype (the input's: {@link #hold})
+     * @return whether the parts slice one dimension of {@code shape} into disjoint ranges covering all of it
+     */
     private static boolean tiles(List<Part> parts, int[] shape) {
         int dim = parts.get(0).dim();
-        List<Part> sorted = new ArrayList<>(parts);
-        sorted.sort(Comparator.comparingInt(Part::start));
         int at = 0;
-        for (Part p : sorted) {
-            if (p.dim() != dim || p.start() != at || !Arrays.equals(p.node.shapes[0], shape)
-                    || p.grad.dtype() != sorted.get(0).grad.dtype()) {
+        for (Part p : parts) {
+            if (p.dim() != dim || p.start() != at || !Arrays.equals(p.node.shapes[0], shape)) {
                 return false;
             }
             at += p.grad.shape()[dim];

@@ -1,6 +1,7 @@
 package io.vram4j.compute;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 
 /**
  * The one layer that checks kernel arguments: every call is validated here, once, and then handed to an
@@ -700,7 +701,7 @@ final class CheckedKernels implements Kernels {
         for (int i = 0; i < order.length; i++) {
             order[i] = i;
         }
-        java.util.Arrays.sort(order, (x, y) -> Long.compare(strides[x], strides[y]));
+        Arrays.sort(order, (x, y) -> Long.compare(strides[x], strides[y]));
         long span = 1;   // elements from the first to one past the last of the dimensions so far
         for (int i : order) {
             if (sizes[i] <= 1) {

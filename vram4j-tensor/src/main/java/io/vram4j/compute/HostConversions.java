@@ -128,7 +128,7 @@ interface HostConversions extends Kernels {
         if (type == FLOAT32 && dense(batchHeads, heads, sb, sh, st, t, d)) {
             return src.asSlice(off * Float.BYTES, n * Float.BYTES);
         }
-        MemorySegment f = arena.allocate(Math.max(1, (long) batchHeads * t * d) * Float.BYTES, Float.BYTES);
+        MemorySegment f = arena.allocate(Math.max(1, n) * Float.BYTES, Float.BYTES);
         for (int p = 0; p < batchHeads; p++) {
             long base = off + (long) (p / heads) * sb + (long) (p % heads) * sh;
             for (int r = 0; r < t; r++) {
@@ -173,10 +173,10 @@ interface HostConversions extends Kernels {
 
     @Override
     default void attentionForwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
-                                    long rowStride, long outBatchStride, long outHeadStride, long outRowStride, int t,
-                                    int d, float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
-                                    long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
-                                    MemorySegment lse, long lseOff) {
+                                         long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
+                                         int t, int d, float scale, boolean causal, MemorySegment q, long qOff,
+                                         MemorySegment k, long kOff, MemorySegment v, long vOff, MemorySegment out,
+                                         long outOff, MemorySegment lse, long lseOff) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment o = resultRows(a, type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d,
                     out, outOff);
@@ -191,13 +191,13 @@ interface HostConversions extends Kernels {
 
     @Override
     default void attentionBackwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
-                                     long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
-                                     long doutBatchStride, long doutHeadStride, long doutRowStride, int t, int d,
-                                     float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
-                                     long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
-                                     MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
-                                     MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
-                                     long dvOff) {
+                                          long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
+                                          long doutBatchStride, long doutHeadStride, long doutRowStride, int t, int d,
+                                          float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
+                                          long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
+                                          MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
+                                          MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv,
+                                          long dvOff) {
         MemorySegment[] dst = {dq, dk, dv};
         long[] off = {dqOff, dkOff, dvOff};
         try (Arena a = Arena.ofConfined()) {

@@ -751,11 +751,11 @@ public interface Kernels {
      * @throws IllegalArgumentException as {@link #attentionForward}, for another type, a negative stride, an output
      *     layout whose elements overlap, or {@code heads} not dividing {@code batchHeads}
      */
-    void attentionForwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride, long rowStride,
-                            long outBatchStride, long outHeadStride, long outRowStride,
-                            int t, int d, float scale, boolean causal,
-                            MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
-                            MemorySegment out, long outOff, MemorySegment lse, long lseOff);
+    void attentionForwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
+                                 long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
+                                 int t, int d, float scale, boolean causal,
+                                 MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                 MemorySegment out, long outOff, MemorySegment lse, long lseOff);
 
     /**
      * {@link #attentionBackward} on strided operands of one element type (as {@link #attentionForwardStrided}):
@@ -772,12 +772,12 @@ public interface Kernels {
      * @param type {@link #FLOAT32}, {@link #FLOAT16} or {@link #BFLOAT16}
      * @throws IllegalArgumentException as {@link #attentionForwardStrided}
      */
-    void attentionBackwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride, long rowStride,
-                             long outBatchStride, long outHeadStride, long outRowStride,
-                             long doutBatchStride, long doutHeadStride, long doutRowStride,
-                             int t, int d, float scale, boolean causal,
-                             MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
-                             MemorySegment out, long outOff, MemorySegment lse, long lseOff,
-                             MemorySegment dout, long doutOff,
-                             MemorySegment dq, long dqOff, MemorySegment dk, long dkOff, MemorySegment dv, long dvOff);
+    void attentionBackwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
+                                  long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
+                                  long doutBatchStride, long doutHeadStride, long doutRowStride,
+                                  int t, int d, float scale, boolean causal,
+                                  MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
+                                  MemorySegment out, long outOff, MemorySegment lse, long lseOff,
+                                  MemorySegment dout, long doutOff, MemorySegment dq, long dqOff, MemorySegment dk,
+                                  long dkOff, MemorySegment dv, long dvOff);
 }

@@ -1195,7 +1195,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
 
     /** The arguments of a launch: {@code head} then {@code tail}. */
     private static Object[] concat(Object[] head, Object[] tail) {
-        Object[] all = java.util.Arrays.copyOf(head, head.length + tail.length);
+        Object[] all = Arrays.copyOf(head, head.length + tail.length);
         System.arraycopy(tail, 0, all, head.length, tail.length);
         return all;
     }
