@@ -58,6 +58,11 @@ final class GradientRules {
         RULES.put(Prim.MATMUL, (n, g) -> new Tensor[] {
                 n.needsGrad(0) ? matmulGradA(g, n.saved(1), n.shapes[0], n.ints[0] != 0) : null,
                 n.needsGrad(1) ? matmulGradB(g, n.saved(0), n.shapes[1], n.ints[1] != 0) : null});
+        // inputs = {A, B, bias [n]}; saved and ints as MATMUL's; the bias gets g summed over every row
+        RULES.put(Prim.ADDMM, (n, g) -> new Tensor[] {
+                n.needsGrad(0) ? matmulGradA(g, n.saved(1), n.shapes[0], n.ints[0] != 0) : null,
+                n.needsGrad(1) ? matmulGradB(g, n.saved(0), n.shapes[1], n.ints[1] != 0) : null,
+                n.needsGrad(2) ? g.sumToSize(n.shapes[2]) : null});
         RULES.put(Prim.VIEW, (n, g) -> new Tensor[] {g.reshape(n.shapes[0])});
         RULES.put(Prim.TRANSPOSE, (n, g) -> new Tensor[] {g.transpose(n.ints[0], n.ints[1])});
         RULES.put(Prim.NARROW, (n, g) -> new Tensor[] {BackwardOps.narrowBackward(g, n.shapes[0], n.ints[0], n.ints[1])});

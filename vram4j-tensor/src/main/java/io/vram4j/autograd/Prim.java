@@ -38,6 +38,11 @@ public enum Prim {
     MAX,
     /** Batched matrix product. */
     MATMUL,
+    /**
+     * {@code bias + a @ b} as one product (PyTorch's {@code addmm}, what {@code linear} runs): the bias, broadcast
+     * over the rows, is the product's starting value, so a 16-bit result is rounded once.
+     */
+    ADDMM,
     /** Same elements, other shape (view, reshape, squeeze, unsqueeze, alias). */
     VIEW,
     /** Two dimensions swapped. */

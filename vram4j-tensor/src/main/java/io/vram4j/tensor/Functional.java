@@ -18,7 +18,10 @@ public final class Functional {
     }
 
     /**
-     * {@code x @ weight^T + bias}, with {@code weight} stored {@code [out, in]} as PyTorch's {@code Linear}.
+     * {@code x @ weight^T + bias}, with {@code weight} stored {@code [out, in]} as PyTorch's {@code Linear}. When
+     * {@code x} has at least 2 dimensions and the three operands one dtype, it is one product that starts from the
+     * bias (PyTorch's {@code addmm}; node {@code AddmmBackward}), so a float16/bfloat16 result is rounded once and
+     * no bias-less product is allocated; otherwise a product and a broadcast add.
      *
      * @param x {@code [..., in]}
      * @param weight {@code [out, in]}
@@ -33,6 +36,11 @@ public final class Functional {
         try (Tensor wt = weight.t()) {
             if (bias == null) {
                 return x.matmul(wt);
+            }
+            boolean oneProduct = bias.dim() == 1 && bias.size(0) == wt.size(-1) && bias.dtype() == x.dtype()
+                    && x.dtype() == wt.dtype() && x.dim() >= 2;
+            if (oneProduct) {
+                return Ops.addmm(bias, x, wt);
             }
             try (Tensor y = x.matmul(wt)) {
                 return y.add(bias);

@@ -10,7 +10,9 @@ import java.util.Arrays;
  * when they are row-major (unit last stride) or column-major (a transposed view: unit second-to-last stride);
  * anything else, and float16/bfloat16 data, is first gathered into float32 scratch. Batch dimensions are
  * walked with {@link StridedLoop}, the innermost one by {@code sgemmBatched}; a 2-D right operand shared by
- * a contiguous batch becomes one tall sgemm.
+ * a contiguous batch becomes one tall sgemm. With a bias ({@code addmm}), the destination first holds the bias
+ * broadcast over its rows and the product is added to it ({@code beta = 1}), so a float16/bfloat16 result is
+ * rounded once, as PyTorch's {@code addmm} rounds it.
  */
 final class Gemm {
     private Gemm() {
@@ -42,9 +44,13 @@ final class Gemm {
         return v >= 0 && v <= Integer.MAX_VALUE;
     }
 
-    static void run(Tensor a, Tensor b, Tensor out, int[] batch, int m, int n, int k) {
+    /**
+     * {@code out = a @ b}, or {@code out = bias + a @ b} when {@code bias} ({@code [n]}, out's dtype) is given.
+     */
+    static void run(Tensor a, Tensor b, Tensor bias, Tensor out, int[] batch, int m, int n, int k) {
         Kernels kern = out.device.kernels();
-        if (m > 0 && n > 0 && Shapes.numel(batch) > 0 && out.storage.deviceMemory() && gemm16(a, b, out, batch, m, n, k)) {
+        if (m > 0 && n > 0 && Shapes.numel(batch) > 0 && out.storage.deviceMemory()
+                && gemm16(a, b, bias, out, batch, m, n, k)) {
             return;
         }
         try (Scratch sc = new Scratch()) {
@@ -52,7 +58,12 @@ final class Gemm {
             if (m == 0 || n == 0 || Shapes.numel(batch) == 0) {
                 return;
             }
-            if (b.shape.length == 2 && a.shape.length > 2 && tall(a, m, k, sc, w, b, n, kern)) {
+            float beta = 0f;
+            if (bias != null) {
+                startWithBias(bias, out, w.seg(), DType.FLOAT32, w.off(), w.strides(), w.device());
+                beta = 1f;
+            }
+            if (b.shape.length == 2 && a.shape.length > 2 && tall(a, m, k, sc, w, b, n, beta, kern)) {
                 Host.commit(out, w);
                 return;
             }
@@ -71,10 +82,11 @@ final class Gemm {
             }
             Mat fa = ma;
             Mat fb = mb;
+            float b0 = beta;
             StridedLoop.run(batch, new long[][] {sw, sa, sb}, new long[] {w.off(), ma.off(), mb.off()}, (o, len, st) ->
                     kern.sgemmBatched(Math.toIntExact(len), fa.trans(), fb.trans(), m, n, k, 1f,
                             fa.seg(), o[1], fa.ld(), st[1], fb.seg(), o[2], fb.ld(), st[2],
-                            0f, w.seg(), o[0], n, st[0] == 0 ? (long) m * n : st[0]));
+                            b0, w.seg(), o[0], n, st[0] == 0 ? (long) m * n : st[0]));
             Host.commit(out, w);
         }
     }
@@ -86,7 +98,7 @@ final class Gemm {
      *
      * @return false when it does not apply (the caller computes through float32 copies)
      */
-    private static boolean gemm16(Tensor a, Tensor b, Tensor out, int[] batch, int m, int n, int k) {
+    private static boolean gemm16(Tensor a, Tensor b, Tensor bias, Tensor out, int[] batch, int m, int n, int k) {
         DType dt = out.dtype;
         if (dt != DType.FLOAT16 && dt != DType.BFLOAT16 || a.dtype != dt || b.dtype != dt) {
             return false;
@@ -105,10 +117,31 @@ final class Gemm {
         }
         long mn = (long) m * n;
         long strideC = l.s(0, 3) == 0 ? mn : l.s(0, 3);
+        if (bias != null) {
+            startWithBias(bias, out, out.storage.kernelSegment(), dt, out.offset, out.strides, true);
+        }
         out.device.kernels().gemmBatched16(dt == DType.BFLOAT16, Math.toIntExact(Shapes.numel(batch)), ma.trans(),
                 mb.trans(), m, n, k, 1f, ma.seg(), ma.off(), ma.ld(), l.s(1, 3), mb.seg(), mb.off(), mb.ld(),
-                l.s(2, 3), 0f, out.storage.kernelSegment(), out.offset, n, strideC);
+                l.s(2, 3), bias == null ? 0f : 1f, out.storage.kernelSegment(), out.offset, n, strideC);
         return true;
+    }
+
+    /**
+     * Writes {@code bias} ({@code [n]}), broadcast over every row, into the product's destination (out's shape at
+     * {@code (seg, off, strides)} in {@code type}): the starting value of a {@code beta = 1} product. Device memory
+     * is written by the device's kernels; host scratch is converted as it is copied, so that no temporary comes
+     * from the allocator (a {@code sim} dry run, which computes nothing, must see the same allocations).
+     */
+    private static void startWithBias(Tensor bias, Tensor out, MemorySegment seg, DType type, long off,
+                                      long[] strides, boolean device) {
+        long[] rows = Shapes.broadcastStrides(bias.shape, bias.strides, out.shape);
+        if (device) {
+            Host.convert(out.device, out.shape, bias.storage.kernelSegment(), bias.dtype, bias.offset, rows, seg,
+                    type, off, strides);
+        } else {
+            Host.copy(out.device.kernels(), out.shape, bias.storage.segment(), bias.dtype, bias.offset, rows, seg,
+                    type, off, strides);
+        }
     }
 
     /** A 16-bit operand as stored, when its last two dimensions are row- or column-major; else null. */
@@ -135,7 +168,8 @@ final class Gemm {
     }
 
     /** [..., m, k] @ [k, n] with the left operand's rows evenly spaced: one sgemm of (batch*m) rows. */
-    private static boolean tall(Tensor a, int m, int k, Scratch sc, Host.F32View w, Tensor b, int n, Kernels kern) {
+    private static boolean tall(Tensor a, int m, int k, Scratch sc, Host.F32View w, Tensor b, int n, float beta,
+                                Kernels kern) {
         long rows = Shapes.numel(a.shape) / Math.max(1, k);
         if (k == 0 || rows > Integer.MAX_VALUE) {
             return false;
@@ -147,7 +181,7 @@ final class Gemm {
         }
         Mat mb = operand(b, k, n, sc);
         kern.sgemm(false, mb.trans(), (int) rows, n, k, 1f, v.seg(), v.off(), (int) Math.max(st[0], 1),
-                mb.seg(), mb.off(), mb.ld(), 0f, w.seg(), w.off(), n);
+                mb.seg(), mb.off(), mb.ld(), beta, w.seg(), w.off(), n);
         return true;
     }
 

@@ -526,10 +526,26 @@ final class Ops {
     // ------------------------------------------------------------------------------------------------ matmul
 
     static Tensor matmul(Tensor a, Tensor b) {
-        open(a, b);
-        DType dt = promote(a, b, "matmul");
+        return product(a, b, null);
+    }
+
+    /**
+     * {@code bias + a @ b} as one product, PyTorch's {@code addmm} (what its {@code linear} runs): the bias, broadcast
+     * over the rows, is the product's starting value ({@code beta = 1}), so a float16/bfloat16 result is rounded
+     * once, and no separate product is allocated.
+     *
+     * @param bias {@code [n]}, the dtype of the product
+     */
+    static Tensor addmm(Tensor bias, Tensor a, Tensor b) {
+        return product(a, b, bias);
+    }
+
+    private static Tensor product(Tensor a, Tensor b, Tensor bias) {
+        String op = bias == null ? "matmul" : "addmm";
+        open(a, b, bias);
+        DType dt = promote(a, b, op);
         if (a.shape.length < 2 || b.shape.length < 2) {
-            throw new IllegalArgumentException("matmul needs operands with at least 2 dimensions, got "
+            throw new IllegalArgumentException(op + " needs operands with at least 2 dimensions, got "
                     + Shapes.str(a.shape) + " and " + Shapes.str(b.shape));
         }
         int m = a.shape[a.shape.length - 2];
@@ -537,8 +553,12 @@ final class Ops {
         int kb = b.shape[b.shape.length - 2];
         int n = b.shape[b.shape.length - 1];
         if (k != kb) {
-            throw new IllegalArgumentException("matmul shapes " + Shapes.str(a.shape) + " and " + Shapes.str(b.shape)
+            throw new IllegalArgumentException(op + " shapes " + Shapes.str(a.shape) + " and " + Shapes.str(b.shape)
                     + " do not match (" + k + " != " + kb + ")");
+        }
+        if (bias != null && (bias.shape.length != 1 || bias.shape[0] != n || bias.dtype != dt)) {
+            throw new IllegalArgumentException("addmm bias must be [" + n + "] " + dt + ", got "
+                    + Shapes.str(bias.shape) + " " + bias.dtype);
         }
         int[] batchA = Arrays.copyOf(a.shape, a.shape.length - 2);
         int[] batchB = Arrays.copyOf(b.shape, b.shape.length - 2);
@@ -547,10 +567,14 @@ final class Ops {
         outShape[batch.length] = m;
         outShape[batch.length + 1] = n;
         Tensor out = Tensor.allocate(a.device, dt, outShape);
-        compute(out, () -> Gemm.run(a, b, out, batch, m, n, k));
-        Recorder.record(Prim.MATMUL, out, new Tensor[] {a, b},
-                new Tensor[] {b.requiresGrad ? a : null, a.requiresGrad ? b : null},
-                new int[] {columnMajor(a) ? 1 : 0, columnMajor(b) ? 1 : 0}, 0f);
+        compute(out, () -> Gemm.run(a, b, bias, out, batch, m, n, k));
+        Tensor[] save = {b.requiresGrad ? a : null, a.requiresGrad ? b : null};
+        int[] layouts = {columnMajor(a) ? 1 : 0, columnMajor(b) ? 1 : 0};
+        if (bias == null) {
+            Recorder.record(Prim.MATMUL, out, new Tensor[] {a, b}, save, layouts, 0f);
+        } else {
+            Recorder.record(Prim.ADDMM, out, new Tensor[] {a, b, bias}, save, layouts, 0f);
+        }
         return out;
     }
 

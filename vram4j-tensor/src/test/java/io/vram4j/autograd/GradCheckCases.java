@@ -112,6 +112,15 @@ final class GradCheckCases {
                 return t.matmul(x[1]);
             }
         }, in -> new Tensor[] {in.u(-1, 1, 2, 4, 3), in.u(-1, 1, 2, 4, 5)}));
+        add(Prim.ADDMM, new Case("linear [3,4] -> [3,5]", x -> Functional.linear(x[0], x[1], x[2]),
+                in -> new Tensor[] {in.u(-1, 1, 3, 4), in.u(-1, 1, 5, 4), in.u(-1, 1, 5)}));
+        add(Prim.ADDMM, new Case("linear [2,3,4] -> [2,3,5]", x -> Functional.linear(x[0], x[1], x[2]),
+                in -> new Tensor[] {in.u(-1, 1, 2, 3, 4), in.u(-1, 1, 5, 4), in.u(-1, 1, 5)}));
+        add(Prim.ADDMM, new Case("linear of a transposed view [2,4,3]^T", x -> {
+            try (Tensor t = x[0].transpose(1, 2)) {
+                return Functional.linear(t, x[1], x[2]);
+            }
+        }, in -> new Tensor[] {in.u(-1, 1, 2, 4, 3), in.u(-1, 1, 5, 4), in.u(-1, 1, 5)}));
         add(Prim.VIEW, new Case("reshape", x -> x[0].reshape(4, 3), in -> new Tensor[] {in.u(-1, 1, 2, 6)}));
         add(Prim.VIEW, new Case("unsqueeze", x -> x[0].unsqueeze(1), in -> new Tensor[] {in.u(-1, 1, 2, 6)}));
         add(Prim.TRANSPOSE, new Case("transpose", x -> x[0].transpose(0, 2), in -> new Tensor[] {in.u(-1, 1, 2, 3, 4)}));
