@@ -47,8 +47,9 @@ public final class NativeTestBuild {
 
     /**
      * @param what a counter of the stand-in cuBLAS ({@code fake_cublas_count}): {@code "handles"} (live),
-     *     {@code "gemm"}, {@code "gemm_batched"}, {@code "set_workspace"}, {@code "set_stream"} (calls), or
-     *     {@code "workspace_bytes"} (the size last set, -1 before any)
+     *     {@code "gemm"}, {@code "gemm_batched"}, {@code "set_workspace"}, {@code "set_stream"}, {@code "lt_matmul"}
+     *     (calls), {@code "workspace_bytes"} (the size last set, -1 before any), or {@code "lt_live"} (cuBLASLt
+     *     handles, descriptors, layouts and preferences not destroyed)
      * @return its value
      */
     public static long fakeCublasCount(String what) {
@@ -59,7 +60,23 @@ public final class NativeTestBuild {
         }
     }
 
-    /** Sets the stand-in cuBLAS's call counters and its last workspace size back ({@code fake_cublas_reset}). */
+    /**
+     * Sets how many algorithms the stand-in's cuBLASLt heuristic offers from now on ({@code fake_cublas_lt_algorithms}):
+     * 0 makes it answer {@code CUBLAS_STATUS_NOT_SUPPORTED}, as cuBLASLt does when no algorithm fits a product.
+     * {@link #fakeCublasReset} sets it back to 1.
+     */
+    public static void fakeCublasLtAlgorithms(int n) {
+        try {
+            CublasHook.LT_ALGORITHMS.invokeExact(n);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /**
+     * Sets the stand-in cuBLAS's call counters and its last workspace size back, and its cuBLASLt heuristic to one
+     * algorithm ({@code fake_cublas_reset}).
+     */
     public static void fakeCublasReset() {
         try {
             CublasHook.RESET.invokeExact();
@@ -74,6 +91,8 @@ public final class NativeTestBuild {
                 FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
         static final MethodHandle RESET = Linker.nativeLinker().downcallHandle(LOOKUP.find("fake_cublas_reset").orElseThrow(),
                 FunctionDescriptor.ofVoid());
+        static final MethodHandle LT_ALGORITHMS = Linker.nativeLinker().downcallHandle(
+                LOOKUP.find("fake_cublas_lt_algorithms").orElseThrow(), FunctionDescriptor.ofVoid(ValueLayout.JAVA_INT));
     }
 
     /**

@@ -609,6 +609,20 @@ final class CheckedKernels implements Kernels {
                 strideB, beta, c, cOff, ldc, strideC);
     }
 
+    @Override
+    public void gemmBatched16Bias(boolean bf16, int batch, boolean transA, boolean transB, int m, int n, int k,
+                                  float alpha, MemorySegment a, long aOff, int lda, long strideA, MemorySegment b,
+                                  long bOff, int ldb, long strideB, MemorySegment bias, long biasOff, long biasStride,
+                                  MemorySegment c, long cOff, int ldc, long strideC) {
+        Checks.gemmBatched(batch, transA, transB, m, n, k, a, aOff, lda, strideA, b, bOff, ldb, strideB,
+                c, cOff, ldc, strideC, Short.BYTES);
+        Checks.nonNegative(biasStride, "biasStride");
+        Checks.strided4(1, 1, batch == 0 || m == 0 ? 0 : 1, n, bias, biasOff, "bias", 0, 0, 0, biasStride,
+                "biasStride", Short.BYTES);
+        unchecked.gemmBatched16Bias(bf16, batch, transA, transB, m, n, k, alpha, a, aOff, lda, strideA, b, bOff, ldb,
+                strideB, bias, biasOff, biasStride, c, cOff, ldc, strideC);
+    }
+
     // ------------------------------------------------------------------------------------------------ attention
 
     @Override

@@ -647,6 +647,32 @@ public interface Kernels {
                        MemorySegment a, long aOff, int lda, long strideA, MemorySegment b, long bOff, int ldb,
                        long strideB, float beta, MemorySegment c, long cOff, int ldc, long strideC);
 
+    /**
+     * {@link #gemmBatched16} from a bias, PyTorch's {@code addmm} on 16-bit data (what its {@code linear} runs):
+     * {@code C_i = alpha * op(A_i) * op(B_i) + bias}, the bias ({@code n} values of C's type, {@code biasStride}
+     * apart) added to every row in float32, before the one rounding to the 16-bit type. The old C is not read.
+     * This default writes the bias into every row of C ({@link #copy16}) and adds the product to it
+     * ({@code beta = 1}); on a GPU the bias is added in the product's epilogue (cuBLASLt), which gives the same
+     * value: the float32 sum of the product and the bias, rounded once.
+     *
+     * @param bias the segment holding the bias
+     * @param biasOff element offset of its first value
+     * @param biasStride element distance between its values, at least 0
+     * @throws IndexOutOfBoundsException if an operand's reach does not fit its segment
+     * @see #gemmBatched16
+     */
+    default void gemmBatched16Bias(boolean bf16, int batch, boolean transA, boolean transB, int m, int n, int k,
+                                   float alpha, MemorySegment a, long aOff, int lda, long strideA, MemorySegment b,
+                                   long bOff, int ldb, long strideB, MemorySegment bias, long biasOff, long biasStride,
+                                   MemorySegment c, long cOff, int ldc, long strideC) {
+        if (batch == 0 || m == 0 || n == 0) {
+            return;
+        }
+        copy16(1, batch, m, n, bias, biasOff, 0, 0, 0, biasStride, c, cOff, 0, strideC, ldc, 1);
+        gemmBatched16(bf16, batch, transA, transB, m, n, k, alpha, a, aOff, lda, strideA, b, bOff, ldb, strideB, 1f,
+                c, cOff, ldc, strideC);
+    }
+
     // ------------------------------------------------------------------------------------------------ fused optimizers
     // One call per parameter group (PyTorch's foreach/fused optimizers): tensor i of the group is sizes[i] floats
     // at the start of params[i], grads[i] and its state segments (each at least that long).

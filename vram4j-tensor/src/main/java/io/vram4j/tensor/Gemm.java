@@ -117,12 +117,17 @@ final class Gemm {
         }
         long mn = (long) m * n;
         long strideC = l.s(0, 3) == 0 ? mn : l.s(0, 3);
+        int count = Math.toIntExact(Shapes.numel(batch));
         if (bias != null) {
-            startWithBias(bias, out, out.storage.kernelSegment(), dt, out.offset, out.strides, true);
+            out.device.kernels().gemmBatched16Bias(dt == DType.BFLOAT16, count, ma.trans(), mb.trans(), m, n, k, 1f,
+                    ma.seg(), ma.off(), ma.ld(), l.s(1, 3), mb.seg(), mb.off(), mb.ld(), l.s(2, 3),
+                    bias.storage.kernelSegment(), bias.offset, bias.strides[0], out.storage.kernelSegment(),
+                    out.offset, n, strideC);
+            return true;
         }
-        out.device.kernels().gemmBatched16(dt == DType.BFLOAT16, Math.toIntExact(Shapes.numel(batch)), ma.trans(),
-                mb.trans(), m, n, k, 1f, ma.seg(), ma.off(), ma.ld(), l.s(1, 3), mb.seg(), mb.off(), mb.ld(),
-                l.s(2, 3), bias == null ? 0f : 1f, out.storage.kernelSegment(), out.offset, n, strideC);
+        out.device.kernels().gemmBatched16(dt == DType.BFLOAT16, count, ma.trans(), mb.trans(), m, n, k, 1f,
+                ma.seg(), ma.off(), ma.ld(), l.s(1, 3), mb.seg(), mb.off(), mb.ld(), l.s(2, 3), 0f,
+                out.storage.kernelSegment(), out.offset, n, strideC);
         return true;
     }
 

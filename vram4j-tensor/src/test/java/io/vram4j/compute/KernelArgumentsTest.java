@@ -121,6 +121,8 @@ class KernelArgumentsTest {
             Map.entry("iota", "n out* outOff"),
             Map.entry("gemmBatched16", "bf16 batch transA transB m n k alpha A aOff lda strideA B bOff ldb strideB "
                     + "beta C* cOff ldc strideC"),
+            Map.entry("gemmBatched16Bias", "bf16 batch transA transB m n k alpha A aOff lda strideA B bOff ldb strideB "
+                    + "bias biasOff biasStride C* cOff ldc strideC"),
             // fused optimizers: tensor lists
             Map.entry("sgdMulti", "count sizes params* grads bufs* lr momentum weightDecay nesterov first"),
             Map.entry("adamwMulti", "count sizes params* grads ms* vs* beta1 beta2 eps decay stepSize bc2Sqrt"));

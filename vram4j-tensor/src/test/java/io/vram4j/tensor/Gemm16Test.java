@@ -8,6 +8,7 @@ import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@code Kernels.gemmBatched16} of the CPU kernels gives the bits the tensor ops have always computed for
@@ -69,6 +70,30 @@ class Gemm16Test {
                     1, false, false, 3, 2, 2, 1f, a.storage.kernelSegment(), a.offset, 2, 4,
                     eye.storage.kernelSegment(), eye.offset, 2, 4, 0f, c.storage.kernelSegment(), c.offset, 2, 4));
             assertArrayEquals(new float[] {2.5f, 4.25f, 5, 264}, c.toFloatArray(), "nothing written: " + e.getMessage());
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"scalar", "vector"})
+    void aBiasStartsEveryRowAndOneThatDoesNotFitIsRefused(String impl) {
+        Kernels k = impl.equals("scalar") ? Kernels.scalar() : Kernels.vector();
+        try (Device owner = Device.open("host:64MiB"); MemoryScope s = MemoryScope.open()) {
+            Device dev = owner.withKernels(k);
+            Tensor a = dev.tensor(DType.BFLOAT16, new float[] {1, 2, 3, 4}, 2, 2);
+            Tensor eye = dev.tensor(DType.BFLOAT16, new float[] {1, 0, 0, 1}, 2, 2);
+            Tensor bias = dev.tensor(DType.BFLOAT16, new float[] {0.5f, 256, 99}, 3);
+            Tensor c = dev.tensor(DType.BFLOAT16, new float[] {7, 7, 7, 7}, 2, 2);
+            // bias values 0 and 2 (stride 2); the old C is not read
+            k.gemmBatched16Bias(true, 1, false, false, 2, 2, 2, 1f, a.storage.kernelSegment(), a.offset, 2, 4,
+                    eye.storage.kernelSegment(), eye.offset, 2, 4, bias.storage.kernelSegment(), bias.offset, 2,
+                    c.storage.kernelSegment(), c.offset, 2, 4);
+            assertArrayEquals(new float[] {1.5f, 101, 3.5f, 103}, c.toFloatArray());
+            IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> k.gemmBatched16Bias(true,
+                    1, false, false, 2, 2, 2, 1f, a.storage.kernelSegment(), a.offset, 2, 4,
+                    eye.storage.kernelSegment(), eye.offset, 2, 4, bias.storage.kernelSegment(), bias.offset, 3,
+                    c.storage.kernelSegment(), c.offset, 2, 4));
+            assertTrue(e.getMessage().contains("bias"), e.getMessage());
+            assertArrayEquals(new float[] {1.5f, 101, 3.5f, 103}, c.toFloatArray(), "nothing written");
         }
     }
 }

@@ -224,6 +224,42 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                 ptr16(a, aOff), lda, strideA, ptr16(b, bOff), ldb, strideB, beta, ptr16(c, cOff), ldc, strideC);
     }
 
+    /**
+     * A 16-bit product from a bias: one {@code cublasLtMatmul} with the bias added in its epilogue, as PyTorch runs
+     * {@code addmm}, where the product is one matrix (a batch whose B is shared and whose rows of A and C follow on
+     * from one matrix to the next, as a linear layer's {@code [batch, t, in]} input, is folded into one product of
+     * {@code batch * m} rows, as PyTorch folds it), the bias is contiguous and cuBLASLt has an algorithm for it.
+     * Otherwise, or without cuBLASLt ({@code VRAM4J_CUBLASLT=0}, or no {@code libcublasLt} beside cuBLAS), the bias is
+     * written into C and a cuBLAS product added to it ({@link Kernels#gemmBatched16Bias}'s default): the same values,
+     * with one launch and two passes over C more.
+     */
+    @Override
+    public void gemmBatched16Bias(boolean bf16, int batch, boolean transA, boolean transB, int m, int n, int k,
+                                  float alpha, MemorySegment a, long aOff, int lda, long strideA, MemorySegment b,
+                                  long bOff, int ldb, long strideB, MemorySegment bias, long biasOff, long biasStride,
+                                  MemorySegment c, long cOff, int ldc, long strideC) {
+        long rows = (long) batch * m;
+        boolean folds = batch == 1
+                || !transA && strideB == 0 && strideA == (long) m * lda && strideC == (long) m * ldc;
+        if (rows > 0 && n > 0 && k > 0 && biasStride == 1 && folds && rows <= Integer.MAX_VALUE) {
+            startBlas();
+            synchronized (this) {
+                if (gpu.gemmBias(ColumnMajorGemm.ofRowMajor(transA, transB, (int) rows, n, k, lda, ldb, ldc), alpha,
+                        ptr16(a, aOff), ptr16(b, bOff), ptr16(bias, biasOff), ptr16(c, cOff),
+                        bf16 ? Cublas.CUDA_R_16BF : Cublas.CUDA_R_16F)) {
+                    return;
+                }
+            }
+        }
+        Kernels.super.gemmBatched16Bias(bf16, batch, transA, transB, m, n, k, alpha, a, aOff, lda, strideA, b, bOff,
+                ldb, strideB, bias, biasOff, biasStride, c, cOff, ldc, strideC);
+    }
+
+    /** @return whether products with a bias run on cuBLASLt (known from the first product on; false on {@code sim}) */
+    boolean usesCublasLt() {
+        return gpu instanceof DriverQueue q && q.cublasLtLoaded();
+    }
+
     /** {@code cublasGemmStridedBatchedEx} with A, B and C of one CUDA type, float32 compute. */
     private void stridedBatched(int type, int batch, boolean transA, boolean transB, int m, int n, int k, float alpha,
                                 long a, int lda, long strideA, long b, int ldb, long strideB, float beta, long c,

@@ -10,7 +10,9 @@ import java.util.Map;
 
 /**
  * {@link GpuQueue} on a CUDA GPU: the kernels of {@code vram4j_kernels.cu} loaded into the device
- * ({@link CudaLauncher}), cuBLAS found at the first product ({@link Cublas#load(Map)}), and the device's
+ * ({@link CudaLauncher}), cuBLAS found at the first product ({@link Cublas#load(Map)}) with cuBLASLt beside it where
+ * there is one ({@link CublasLt#load}; its products share cuBLAS's workspace and stream, as PyTorch's do), and the
+ * device's
  * asynchronous copies; each call timed on the GPU when {@code VRAM4J_KERNEL_TIMES} names a report file
  * ({@link KernelClock}).
  *
@@ -26,6 +28,11 @@ final class DriverQueue implements GpuQueue {
     private Cublas cublas;
     private long handle;
     private Stream blasStream;
+    /** cuBLASLt and its handle; null where it is not loaded (the biases are then written before cuBLAS products). */
+    private CublasLt lt;
+    private long ltHandle;
+    private long workspace;
+    private long workspaceBytes;
 
     /**
      * @param device the GPU
@@ -66,11 +73,42 @@ final class DriverQueue implements GpuQueue {
         cublas = c;
         handle = h;
         blasStream = stream;
+        CublasLt l = CublasLt.load(c.library(), env).orElse(null);
+        if (l != null) {
+            try {
+                ltHandle = l.create();
+                lt = l;
+            } catch (RuntimeException e) {
+                lt = null;   // products with a bias go through cuBLAS, as without cuBLASLt
+            }
+        }
     }
 
     @Override
     public void setBlasWorkspace(long address, long bytes) {
         cublas.setWorkspace(handle, address, bytes);
+        workspace = address;
+        workspaceBytes = bytes;
+    }
+
+    @Override
+    public boolean gemmBias(ColumnMajorGemm g, float alpha, long a, long b, long bias, long c, int type) {
+        if (lt == null) {
+            return false;
+        }
+        if (clock == null) {
+            return lt.matmulBias(ltHandle, g, alpha, a, b, bias, c, type, workspace, workspaceBytes,
+                    blasStream.handle());
+        }
+        boolean[] done = new boolean[1];
+        clock.time("cublasLtMatmul bias " + typeName(type), blasStream, () -> done[0] = lt.matmulBias(ltHandle, g,
+                alpha, a, b, bias, c, type, workspace, workspaceBytes, blasStream.handle()));
+        return done[0];
+    }
+
+    /** @return whether the products with a bias run on cuBLASLt (false before the first product) */
+    boolean cublasLtLoaded() {
+        return lt != null;
     }
 
     @Override
@@ -97,6 +135,11 @@ final class DriverQueue implements GpuQueue {
 
     @Override
     public void closeBlas() {
+        if (lt != null) {
+            CublasLt l = lt;
+            lt = null;
+            l.destroy(ltHandle);
+        }
         if (cublas != null) {
             Cublas c = cublas;
             cublas = null;

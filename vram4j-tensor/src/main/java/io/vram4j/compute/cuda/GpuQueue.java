@@ -36,7 +36,15 @@ interface GpuQueue extends AutoCloseable {
     void gemmBatched(ColumnMajorGemm g, float alpha, long a, long strideA, long b, long strideB, float beta, long c,
                      long strideC, int batch, int type);
 
-    /** Ends cuBLAS ({@code cublasDestroy_v2}); nothing when it was not started. */
+    /**
+     * {@code cublasLtMatmul} with the bias epilogue ({@link CublasLt#matmulBias}): {@code C = alpha op(A) op(B)} plus
+     * the bias on every row, one 2-D product of CUDA type {@code type}.
+     *
+     * @return false, with nothing queued, where cuBLASLt is not loaded or has no algorithm for the product
+     */
+    boolean gemmBias(ColumnMajorGemm g, float alpha, long a, long b, long bias, long c, int type);
+
+    /** Ends cuBLAS ({@code cublasDestroy_v2}, and cuBLASLt's handle); nothing when it was not started. */
     void closeBlas();
 
     /** Queues setting {@code bytes} bytes of device memory from {@code dst} to {@code value} on {@code stream}. */

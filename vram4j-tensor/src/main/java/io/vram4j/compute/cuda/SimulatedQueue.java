@@ -50,6 +50,12 @@ final class SimulatedQueue implements GpuQueue {
         // nothing computed
     }
 
+    /** @return true: a GPU with cuBLASLt adds the bias in the product, and nothing is computed here either */
+    @Override
+    public boolean gemmBias(ColumnMajorGemm g, float alpha, long a, long b, long bias, long c, int type) {
+        return true;
+    }
+
     @Override
     public void closeBlas() {
         // nothing was started

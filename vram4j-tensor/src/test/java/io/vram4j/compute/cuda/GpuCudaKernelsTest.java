@@ -9,6 +9,7 @@ import io.vram4j.tensor.Device;
 import io.vram4j.tensor.Functional;
 import io.vram4j.tensor.Tensor;
 import io.vram4j.testsupport.GpuTests;
+import io.vram4j.testsupport.NativeTestBuild;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -974,6 +975,98 @@ class GpuCudaKernelsTest {
                     assertTrue(Math.abs(e - g) <= rel * Math.max(Math.abs(e), 1f),
                             (bf16 ? "bf16" : "fp16") + (trans ? " transposed" : "") + " C[" + i + "]: " + e + " vs " + g);
                 }
+            }
+        }
+    }
+
+    /**
+     * A 16-bit product from a bias ({@code addmm}, a linear layer): a batch that shares B and whose rows follow on
+     * folds into one product and runs as one {@code cublasLtMatmul} with the bias in its epilogue; with no cuBLASLt
+     * algorithm, with A transposed (no fold) or with {@code VRAM4J_CUBLASLT=0}, the bias is written into C and a cuBLAS
+     * product added to it. B is taken as stored and transposed (a linear layer's weight). Each gives the CPU kernels'
+     * values within the 16-bit type's precision, never reads the old
+     * C (NaN there), and on the emulated GPU, whose products all sum alike, the cuBLASLt and the written-bias paths
+     * give the same bits, the calls reach the stand-in as said, and no cuBLASLt descriptor, layout or preference is
+     * left behind.
+     */
+    @Test
+    void sixteenBitGemmFromABiasRunsOnCublasLtWhereItFolds() {
+        boolean emulated = Boolean.getBoolean(EmulatedGpuSession.PROPERTY);
+        int batch = 3;
+        int m = 17;
+        int n = 24;
+        int k = 40;
+        for (int variant = 0; variant < 4; variant++) {
+            int type = variant % 2 == 0 ? Kernels.BFLOAT16 : Kernels.FLOAT16;
+            boolean transB = variant >= 2;   // B stored [n, k] and used transposed: a linear layer's weight
+            int ldb = transB ? k : n;
+            boolean bf16 = type == Kernels.BFLOAT16;
+            String what = (bf16 ? "bf16" : "fp16") + (transB ? ", B transposed" : "");
+            short[] a = halves(type, batch * m * k, -1, 1);
+            short[] b = halves(type, k * n, -1, 1);
+            short[] bias = halves(type, n, -4, 4);
+            short[] nan = new short[batch * m * n];
+            java.util.Arrays.fill(nan, bf16 ? (short) 0x7fc0 : (short) 0x7e00);
+            short[] expected = new short[batch * m * n];
+            CPU.gemmBatched16Bias(bf16, batch, false, transB, m, n, k, 1f, MemorySegment.ofArray(a), 0, k, (long) m * k,
+                    MemorySegment.ofArray(b), 0, ldb, 0, MemorySegment.ofArray(bias), 0, 1,
+                    MemorySegment.ofArray(expected), 0, n, (long) m * n);
+            MemorySegment da = onGpu(a);
+            MemorySegment db = onGpu(b);
+            MemorySegment dbias = onGpu(bias);
+
+            MemorySegment dc = onGpu(nan);
+            long lt = emulated ? NativeTestBuild.fakeCublasCount("lt_matmul") : 0;
+            long batched = emulated ? NativeTestBuild.fakeCublasCount("gemm_batched") : 0;
+            cuda.gemmBatched16Bias(bf16, batch, false, transB, m, n, k, 1f, da, 0, k, (long) m * k, db, 0, ldb, 0,
+                    dbias, 0, 1, dc, 0, n, (long) m * n);
+            short[] viaLt = backHalves(dc, expected.length);
+            closeSums16(expected, viaLt, type, k, what + ", cuBLASLt");
+            assertTrue(cuda.usesCublasLt(), "cuBLASLt loaded beside cuBLAS");
+            long live = emulated ? NativeTestBuild.fakeCublasCount("lt_live") : 0;
+            if (emulated) {
+                assertEquals(lt + 1, NativeTestBuild.fakeCublasCount("lt_matmul"), what + ": one cuBLASLt product");
+                assertEquals(batched, NativeTestBuild.fakeCublasCount("gemm_batched"), what + ": no cuBLAS product");
+
+                NativeTestBuild.fakeCublasLtAlgorithms(0);
+                try {
+                    MemorySegment written = onGpu(nan);
+                    cuda.gemmBatched16Bias(bf16, batch, false, transB, m, n, k, 1f, da, 0, k, (long) m * k, db, 0,
+                            ldb, 0, dbias, 0, 1, written, 0, n, (long) m * n);
+                    assertArrayEquals(viaLt, backHalves(written, expected.length), what + ": no algorithm, same bits");
+                    assertEquals(lt + 1, NativeTestBuild.fakeCublasCount("lt_matmul"), what + ": no cuBLASLt product");
+                    assertEquals(batched + 1, NativeTestBuild.fakeCublasCount("gemm_batched"), what + ": cuBLAS's");
+                } finally {
+                    NativeTestBuild.fakeCublasLtAlgorithms(1);
+                }
+            }
+
+            // A stored [batch, k, m] and used transposed: its rows do not follow on, so the batch does not fold
+            short[] at = halves(type, batch * k * m, -1, 1);
+            short[] expectedT = new short[batch * m * n];
+            CPU.gemmBatched16Bias(bf16, batch, true, transB, m, n, k, 1f, MemorySegment.ofArray(at), 0, m,
+                    (long) m * k, MemorySegment.ofArray(b), 0, ldb, 0, MemorySegment.ofArray(bias), 0, 1,
+                    MemorySegment.ofArray(expectedT), 0, n, (long) m * n);
+            MemorySegment dt = onGpu(nan);
+            cuda.gemmBatched16Bias(bf16, batch, true, transB, m, n, k, 1f, onGpu(at), 0, m, (long) m * k, db, 0, ldb, 0,
+                    dbias, 0, 1, dt, 0, n, (long) m * n);
+            closeSums16(expectedT, backHalves(dt, expectedT.length), type, k, what + ", transposed A");
+
+            java.util.Map<String, String> env = new java.util.HashMap<>(System.getenv());
+            env.put(CublasLt.ENV, "0");
+            try (CudaKernels off = CudaKernels.create(alloc, gpu.defaultStream(), env)) {
+                MemorySegment dOff = onGpu(nan);
+                off.gemmBatched16Bias(bf16, batch, false, transB, m, n, k, 1f, da, 0, k, (long) m * k, db, 0, ldb, 0,
+                        dbias, 0, 1, dOff, 0, n, (long) m * n);
+                short[] without = backHalves(dOff, expected.length);
+                closeSums16(expected, without, type, k, what + ", " + CublasLt.ENV + "=0");
+                assertFalse(off.usesCublasLt(), CublasLt.ENV + "=0 leaves cuBLASLt out");
+                if (emulated) {
+                    assertArrayEquals(viaLt, without, what + ": without cuBLASLt, same bits");
+                }
+            }
+            if (emulated) {
+                assertEquals(live, NativeTestBuild.fakeCublasCount("lt_live"), what + ": cuBLASLt objects all freed");
             }
         }
     }

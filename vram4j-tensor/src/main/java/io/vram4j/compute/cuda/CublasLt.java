@@ -1,0 +1,252 @@
+package io.vram4j.compute.cuda;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Optional;
+
+import static io.vram4j.device.NativeCalls.rethrow;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * cuBLASLt through FFM, for the one product the tensor runtime asks of it: a linear layer's, with the bias added in
+ * the product's epilogue ({@code CUBLASLT_EPILOGUE_BIAS}), as PyTorch's {@code addmm} runs {@code nn.Linear} on CUDA
+ * ({@code at::cuda::blas::gemm_and_bias}). The bias is then neither written into the output first nor added by a
+ * kernel of its own: one launch, and one pass over the output instead of three.
+ *
+ * <p>The constants are those of {@code cublasLt.h} (CUDA 11.4 and later: {@code cublasLtMatmulDescAttributes_t},
+ * {@code cublasLtEpilogue_t}, {@code cublasLtMatmulPreferenceAttributes_t}, the 96 bytes of
+ * {@code cublasLtMatmulHeuristicResult_t}); no header is needed to build. Like PyTorch, each product makes its
+ * descriptor, layouts and preference, asks the heuristic for one algorithm and frees them; cuBLASLt caches its
+ * heuristic's answers itself.
+ *
+ * <p>The library is {@code libcublasLt} beside the cuBLAS that {@link CublasLocator} found, or, where there is none,
+ * that cuBLAS library itself if it has the entry points (the tests' stand-in). A handle is used by one thread at a
+ * time; the library object is thread-safe.
+ */
+@SuppressWarnings("restricted")
+final class CublasLt {
+    /** {@code VRAM4J_CUBLASLT=0} leaves cuBLASLt out: a bias is then written into the output before a cuBLAS product. */
+    static final String ENV = "VRAM4J_CUBLASLT";
+
+    /** {@code cublasLtMatmulDescAttributes_t}. */
+    static final int DESC_TRANSA = 3;
+    static final int DESC_TRANSB = 4;
+    static final int DESC_EPILOGUE = 7;
+    static final int DESC_BIAS_POINTER = 8;
+    /** {@code cublasLtEpilogue_t}: {@code D = alpha op(A) op(B) + beta C}, plus {@code bias[i]} on every row i of D. */
+    static final int EPILOGUE_BIAS = 4;
+    /** {@code cublasLtMatmulPreferenceAttributes_t}: the most workspace an algorithm may use, {@code uint64_t}. */
+    static final int PREF_MAX_WORKSPACE_BYTES = 1;
+    /** {@code sizeof(cublasLtMatmulHeuristicResult_t)}: the algorithm (64 bytes) first, then its workspace and state. */
+    static final long HEURISTIC_RESULT_BYTES = 96;
+
+    private final Path library;
+    private final MethodHandle create;
+    private final MethodHandle destroy;
+    private final MethodHandle descCreate;
+    private final MethodHandle descSet;
+    private final MethodHandle descDestroy;
+    private final MethodHandle layoutCreate;
+    private final MethodHandle layoutDestroy;
+    private final MethodHandle prefCreate;
+    private final MethodHandle prefSet;
+    private final MethodHandle prefDestroy;
+    private final MethodHandle heuristic;
+    private final MethodHandle matmul;
+    private final MethodHandle statusName;
+
+    private CublasLt(Path library, SymbolLookup lookup) {
+        this.library = library;
+        Linker linker = Linker.nativeLinker();
+        create = bind(linker, lookup, "cublasLtCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        destroy = bind(linker, lookup, "cublasLtDestroy", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        descCreate = bind(linker, lookup, "cublasLtMatmulDescCreate",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
+        descSet = bind(linker, lookup, "cublasLtMatmulDescSetAttribute",
+                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+        descDestroy = bind(linker, lookup, "cublasLtMatmulDescDestroy", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        layoutCreate = bind(linker, lookup, "cublasLtMatrixLayoutCreate",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+        layoutDestroy = bind(linker, lookup, "cublasLtMatrixLayoutDestroy", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        prefCreate = bind(linker, lookup, "cublasLtMatmulPreferenceCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        prefSet = bind(linker, lookup, "cublasLtMatmulPreferenceSetAttribute",
+                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+        prefDestroy = bind(linker, lookup, "cublasLtMatmulPreferenceDestroy",
+                FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        heuristic = bind(linker, lookup, "cublasLtMatmulAlgoGetHeuristic", FunctionDescriptor.of(JAVA_INT,
+                JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS,
+                ADDRESS));
+        matmul = bind(linker, lookup, "cublasLtMatmul", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG,
+                ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG,
+                JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+        statusName = bind(linker, lookup, "cublasLtGetStatusName", FunctionDescriptor.of(ADDRESS, JAVA_INT));
+    }
+
+    private static MethodHandle bind(Linker linker, SymbolLookup lookup, String name, FunctionDescriptor d) {
+        return linker.downcallHandle(lookup.find(name).orElseThrow(), d);
+    }
+
+    /**
+     * Loads cuBLASLt for a cuBLAS library, unless {@value #ENV} is {@code 0}.
+     *
+     * @param cublas the cuBLAS library loaded ({@link Cublas#library()})
+     * @param env the environment ({@code System.getenv()})
+     * @return the bindings, or empty where cuBLASLt is turned off, not beside {@code cublas}, or lacks an entry point
+     *     (the caller then adds biases without it)
+     */
+    static Optional<CublasLt> load(Path cublas, Map<String, String> env) {
+        if ("0".equals(env.get(ENV))) {
+            return Optional.empty();
+        }
+        String name = cublas.getFileName().toString();
+        Path beside = name.startsWith("libcublas.") ? cublas.resolveSibling("libcublasLt." + name.substring(10)) : null;
+        Path lib = beside != null && Files.isRegularFile(beside) ? beside : cublas;
+        try {
+            return Optional.of(new CublasLt(lib, SymbolLookup.libraryLookup(lib, Arena.global())));
+        } catch (RuntimeException e) {   // not loadable, or an entry point missing
+            return Optional.empty();
+        }
+    }
+
+    /** @return the library loaded */
+    Path library() {
+        return library;
+    }
+
+    /** @return a new handle in the current context ({@code cublasLtCreate}) */
+    long create() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ADDRESS);
+            check((int) create.invokeExact(out), "cublasLtCreate()");
+            return out.get(ADDRESS, 0).address();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code cublasLtDestroy}. */
+    void destroy(long handle) {
+        try {
+            check((int) destroy.invokeExact(handle), "cublasLtDestroy()");
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code D = alpha op(A) op(B) + bias}, column-major as cuBLAS takes it ({@link ColumnMajorGemm}), with
+     * {@code bias[i]} added to every element of row {@code i} of D (D is {@code g.m() x g.n()}, the bias
+     * {@code g.m()} elements of D's type), float32 compute and scale, on {@code stream}.
+     *
+     * @param type {@link Cublas#CUDA_R_32F}, {@link Cublas#CUDA_R_16F} or {@link Cublas#CUDA_R_16BF}, for A, B, D
+     *     and the bias
+     * @param workspace device memory the algorithm may use ({@code workspaceBytes} of it), or 0
+     * @return false, with nothing queued, where cuBLASLt has no algorithm for the product
+     *     ({@code CUBLAS_STATUS_NOT_SUPPORTED} or none returned)
+     * @throws IllegalStateException naming the call and {@code cublasLtGetStatusName} for any other failure
+     */
+    boolean matmulBias(long handle, ColumnMajorGemm g, float alpha, long a, long b, long bias, long d, int type,
+                       long workspace, long workspaceBytes, long stream) {
+        long desc = 0;
+        long la = 0;
+        long lb = 0;
+        long ld = 0;
+        long pref = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            check((int) descCreate.invokeExact(out, Cublas.CUBLAS_COMPUTE_32F, Cublas.CUDA_R_32F),
+                    "cublasLtMatmulDescCreate()");
+            desc = out.get(ADDRESS, 0).address();
+            setInt(arena, desc, DESC_TRANSA, g.transa());
+            setInt(arena, desc, DESC_TRANSB, g.transb());
+            setInt(arena, desc, DESC_EPILOGUE, EPILOGUE_BIAS);
+            MemorySegment biasPointer = arena.allocate(JAVA_LONG);
+            biasPointer.set(JAVA_LONG, 0, bias);
+            check((int) descSet.invokeExact(desc, DESC_BIAS_POINTER, biasPointer, 8L),
+                    "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+            boolean an = g.transa() == ColumnMajorGemm.CUBLAS_OP_N;
+            boolean bn = g.transb() == ColumnMajorGemm.CUBLAS_OP_N;
+            la = layout(arena, type, an ? g.m() : g.k(), an ? g.k() : g.m(), g.lda());
+            lb = layout(arena, type, bn ? g.k() : g.n(), bn ? g.n() : g.k(), g.ldb());
+            ld = layout(arena, type, g.m(), g.n(), g.ldc());
+            check((int) prefCreate.invokeExact(out), "cublasLtMatmulPreferenceCreate()");
+            pref = out.get(ADDRESS, 0).address();
+            MemorySegment limit = arena.allocate(JAVA_LONG);
+            limit.set(JAVA_LONG, 0, workspace == 0 ? 0 : workspaceBytes);
+            check((int) prefSet.invokeExact(pref, PREF_MAX_WORKSPACE_BYTES, limit, 8L),
+                    "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
+            MemorySegment result = arena.allocate(HEURISTIC_RESULT_BYTES, 8);
+            MemorySegment returned = arena.allocate(JAVA_INT);
+            int s = (int) heuristic.invokeExact(handle, desc, la, lb, ld, ld, pref, 1, result, returned);
+            if (s == Cublas.CUBLAS_STATUS_NOT_SUPPORTED
+                    || s == Cublas.CUBLAS_STATUS_SUCCESS && returned.get(JAVA_INT, 0) < 1) {
+                return false;
+            }
+            check(s, "cublasLtMatmulAlgoGetHeuristic()");
+            MemorySegment scalars = arena.allocate(JAVA_FLOAT, 2);
+            scalars.setAtIndex(JAVA_FLOAT, 0, alpha);
+            scalars.setAtIndex(JAVA_FLOAT, 1, 0f);
+            int r = (int) matmul.invokeExact(handle, desc, scalars, b, la, a, lb,
+                    scalars.asSlice(Float.BYTES), d, ld, d, ld, result, workspace,
+                    workspace == 0 ? 0L : workspaceBytes, stream);
+            if (r != Cublas.CUBLAS_STATUS_SUCCESS) {
+                check(r, "cublasLtMatmul(m=" + g.m() + ", n=" + g.n() + ", k=" + g.k() + ", type " + type + ")");
+            }
+            return true;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        } finally {
+            release(prefDestroy, pref);
+            release(layoutDestroy, ld);
+            release(layoutDestroy, lb);
+            release(layoutDestroy, la);
+            release(descDestroy, desc);
+        }
+    }
+
+    private void setInt(Arena arena, long desc, int attribute, int value) throws Throwable {
+        MemorySegment v = arena.allocate(JAVA_INT);
+        v.set(JAVA_INT, 0, value);
+        check((int) descSet.invokeExact(desc, attribute, v, 4L), "cublasLtMatmulDescSetAttribute(" + attribute + ")");
+    }
+
+    /** A column-major layout of {@code rows x cols} stored with leading dimension {@code ld}. */
+    private long layout(Arena arena, int type, int rows, int cols, int ldim) throws Throwable {
+        MemorySegment out = arena.allocate(ADDRESS);
+        check((int) layoutCreate.invokeExact(out, type, (long) rows, (long) cols, (long) ldim),
+                "cublasLtMatrixLayoutCreate(" + rows + " x " + cols + ", ld " + ldim + ")");
+        return out.get(ADDRESS, 0).address();
+    }
+
+    /** Destroys a descriptor, layout or preference made by {@link #matmulBias} (0: never made). */
+    private static void release(MethodHandle destroyer, long object) {
+        if (object == 0) {
+            return;
+        }
+        try {
+            int ignored = (int) destroyer.invokeExact(object);   // a failure to free cannot be acted on here
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    private void check(int status, String call) throws Throwable {
+        if (status == Cublas.CUBLAS_STATUS_SUCCESS) {
+            return;
+        }
+        MemorySegment name = (MemorySegment) statusName.invokeExact(status);
+        String text = name.equals(MemorySegment.NULL) ? "status " + status
+                : name.reinterpret(256).getString(0);
+        throw new IllegalStateException("cuBLASLt " + call + " failed: " + text + " (" + library + ")");
+    }
+}
