@@ -69,6 +69,17 @@ final class CheckedKernels implements Kernels {
     }
 
     @Override
+    public void sgemmBias(boolean transA, boolean transB, int m, int n, int k, float alpha, MemorySegment a,
+                          long aOff, int lda, MemorySegment b, long bOff, int ldb, MemorySegment bias, long biasOff,
+                          long biasStride, MemorySegment c, long cOff, int ldc) {
+        Checks.gemm(transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, c, cOff, ldc);
+        Checks.nonNegative(biasStride, "biasStride");
+        Checks.strided4(1, 1, m == 0 ? 0 : 1, n, bias, biasOff, "bias", 0, 0, 0, biasStride, "biasStride");
+        unchecked.sgemmBias(transA, transB, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, bias, biasOff, biasStride,
+                c, cOff, ldc);
+    }
+
+    @Override
     public void sgemmBatched(int batch, boolean transA, boolean transB, int m, int n, int k, float alpha,
                              MemorySegment a, long aOff, int lda, long strideA,
                              MemorySegment b, long bOff, int ldb, long strideB,

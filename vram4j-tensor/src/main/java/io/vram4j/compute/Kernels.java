@@ -160,6 +160,28 @@ public interface Kernels {
                float beta, MemorySegment c, long cOff, int ldc);
 
     /**
+     * {@link #sgemm} from a bias, PyTorch's {@code addmm} (what its {@code linear} runs):
+     * {@code C = alpha * op(A) * op(B) + bias}, the bias ({@code n} floats, {@code biasStride} apart) added to every
+     * row of C. The old C is not read. This default writes the bias into every row of C ({@link #copy4}) and adds the
+     * product to it ({@code beta = 1}); on a GPU the bias is added in the product's epilogue (cuBLASLt).
+     *
+     * @param bias the segment holding the bias
+     * @param biasOff element offset of its first value
+     * @param biasStride element distance between its values, at least 0
+     * @throws IndexOutOfBoundsException if an operand's reach does not fit its segment
+     * @see #sgemm
+     */
+    default void sgemmBias(boolean transA, boolean transB, int m, int n, int k, float alpha,
+                           MemorySegment a, long aOff, int lda, MemorySegment b, long bOff, int ldb,
+                           MemorySegment bias, long biasOff, long biasStride, MemorySegment c, long cOff, int ldc) {
+        if (m == 0 || n == 0) {
+            return;
+        }
+        copy4(1, 1, m, n, bias, biasOff, 0, 0, 0, biasStride, c, cOff, 0, 0, ldc, 1);
+        sgemm(transA, transB, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, 1f, c, cOff, ldc);
+    }
+
+    /**
      * A batch of independent {@link #sgemm} calls with the same shapes: for {@code i} in
      * {@code [0, batch)}, {@code C_i = alpha * op(A_i) * op(B_i) + beta * C_i}, where {@code A_i} starts at
      * {@code aOff + i * strideA}, and likewise for {@code B_i} and {@code C_i}. A stride of 0 reuses one

@@ -58,17 +58,29 @@ final class Gemm {
             if (m == 0 || n == 0 || Shapes.numel(batch) == 0) {
                 return;
             }
+            // a float32 product written into out itself takes its bias in the kernel (on a GPU in the product's
+            // epilogue) when it is one product; anything else starts from the bias written into what it writes
+            Tensor fused = bias != null && out.dtype == DType.FLOAT32 && out.isContiguous() ? bias : null;
             float beta = 0f;
-            if (bias != null) {
+            if (bias != null && fused == null) {
                 startWithBias(bias, out, w.seg(), DType.FLOAT32, w.off(), w.strides(), w.device());
                 beta = 1f;
             }
-            if (b.shape.length == 2 && a.shape.length > 2 && tall(a, m, k, sc, w, b, n, beta, kern)) {
+            if (b.shape.length == 2 && a.shape.length > 2 && tall(a, m, k, sc, w, b, n, beta, fused, kern)) {
                 Host.commit(out, w);
                 return;
             }
             Mat ma = operand(a, m, k, sc);
             Mat mb = operand(b, k, n, sc);
+            if (fused != null && batch.length == 0) {
+                kern.sgemmBias(ma.trans(), mb.trans(), m, n, k, 1f, ma.seg(), ma.off(), ma.ld(), mb.seg(), mb.off(),
+                        mb.ld(), fused.storage.kernelSegment(), fused.offset, fused.strides[0], w.seg(), w.off(), n);
+                return;   // written into out itself
+            }
+            if (fused != null) {
+                startWithBias(bias, out, w.seg(), DType.FLOAT32, w.off(), w.strides(), w.device());
+                beta = 1f;
+            }
             long[] sa = broadcastBatch(a.shape, ma.batchStrides(), batch);
             long[] sb = broadcastBatch(b.shape, mb.batchStrides(), batch);
             long[] sw = Arrays.copyOf(w.strides(), batch.length);
@@ -172,9 +184,12 @@ final class Gemm {
         return null;
     }
 
-    /** [..., m, k] @ [k, n] with the left operand's rows evenly spaced: one sgemm of (batch*m) rows. */
+    /**
+     * [..., m, k] @ [k, n] with the left operand's rows evenly spaced: one sgemm of (batch*m) rows, adding to what
+     * {@code w} holds times {@code beta}, or from {@code bias} when given (float32, {@code w} being out itself).
+     */
     private static boolean tall(Tensor a, int m, int k, Scratch sc, Host.F32View w, Tensor b, int n, float beta,
-                                Kernels kern) {
+                                Tensor bias, Kernels kern) {
         long rows = Shapes.numel(a.shape) / Math.max(1, k);
         if (k == 0 || rows > Integer.MAX_VALUE) {
             return false;
@@ -185,8 +200,14 @@ final class Gemm {
             return false;
         }
         Mat mb = operand(b, k, n, sc);
-        kern.sgemm(false, mb.trans(), (int) rows, n, k, 1f, v.seg(), v.off(), (int) Math.max(st[0], 1),
-                mb.seg(), mb.off(), mb.ld(), beta, w.seg(), w.off(), n);
+        int lda = (int) Math.max(st[0], 1);
+        if (bias != null) {
+            kern.sgemmBias(false, mb.trans(), (int) rows, n, k, 1f, v.seg(), v.off(), lda, mb.seg(), mb.off(), mb.ld(),
+                    bias.storage.kernelSegment(), bias.offset, bias.strides[0], w.seg(), w.off(), n);
+        } else {
+            kern.sgemm(false, mb.trans(), (int) rows, n, k, 1f, v.seg(), v.off(), lda, mb.seg(), mb.off(), mb.ld(),
+                    beta, w.seg(), w.off(), n);
+        }
         return true;
     }
 

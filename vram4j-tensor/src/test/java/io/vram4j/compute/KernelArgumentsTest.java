@@ -46,6 +46,7 @@ class KernelArgumentsTest {
 
     private static final Map<String, String> SIGNATURES = Map.ofEntries(
             Map.entry("sgemm", "transA transB m n k alpha A aOff lda B bOff ldb beta C* cOff ldc"),
+            Map.entry("sgemmBias", "transA transB m n k alpha A aOff lda B bOff ldb bias biasOff biasStride C* cOff ldc"),
             Map.entry("sgemmBatched", "batch transA transB m n k alpha A aOff lda strideA B bOff ldb strideB "
                     + "beta C* cOff ldc strideC"),
             Map.entry("add", "n a aOff b bOff out* outOff"),

@@ -206,6 +206,28 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         }
     }
 
+    /**
+     * A float32 product from a bias: one {@code cublasLtMatmul} with the bias added in its epilogue (as PyTorch's
+     * {@code addmm} on float32), where the bias is contiguous and cuBLASLt has an algorithm; otherwise the bias
+     * written into C and a cuBLAS product added ({@link Kernels#sgemmBias}'s default).
+     */
+    @Override
+    public void sgemmBias(boolean transA, boolean transB, int m, int n, int k, float alpha, MemorySegment a,
+                          long aOff, int lda, MemorySegment b, long bOff, int ldb, MemorySegment bias, long biasOff,
+                          long biasStride, MemorySegment c, long cOff, int ldc) {
+        if (m > 0 && n > 0 && k > 0 && biasStride == 1) {
+            startBlas();
+            synchronized (this) {
+                if (gpu.gemmBias(ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha,
+                        ptr(a, aOff), ptr(b, bOff), ptr(bias, biasOff), ptr(c, cOff), Cublas.CUDA_R_32F)) {
+                    return;
+                }
+            }
+        }
+        Kernels.super.sgemmBias(transA, transB, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, bias, biasOff,
+                biasStride, c, cOff, ldc);
+    }
+
     @Override
     public void sgemmBatched(int batch, boolean transA, boolean transB, int m, int n, int k, float alpha,
                              MemorySegment a, long aOff, int lda, long strideA, MemorySegment b, long bOff, int ldb,

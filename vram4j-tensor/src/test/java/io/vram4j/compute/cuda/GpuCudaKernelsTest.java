@@ -1072,6 +1072,49 @@ class GpuCudaKernelsTest {
     }
 
     /**
+     * A float32 product from a bias (a float32 linear layer) is one {@code cublasLtMatmul} with the bias epilogue, B
+     * taken as stored and transposed (a weight); with no cuBLASLt algorithm the bias is written into C and a cuBLAS
+     * product added. Both give the CPU kernels' values within 1e-5 and never read the old C; on the emulated GPU the
+     * two paths give the same bits.
+     */
+    @Test
+    void float32GemmFromABiasRunsOnCublasLt() {
+        boolean emulated = Boolean.getBoolean(EmulatedGpuSession.PROPERTY);
+        int m = 37;
+        int n = 20;
+        int k = 50;
+        float[] a = values(m * k, -1, 1);
+        float[] b = values(n * k, -1, 1);   // stored [n, k], used transposed
+        float[] bias = values(n, -3, 3);
+        float[] nan = new float[m * n];
+        java.util.Arrays.fill(nan, Float.NaN);
+        float[] expected = new float[m * n];
+        CPU.sgemmBias(false, true, m, n, k, 1f, MemorySegment.ofArray(a), 0, k, MemorySegment.ofArray(b), 0, k,
+                MemorySegment.ofArray(bias), 0, 1, MemorySegment.ofArray(expected), 0, n);
+        MemorySegment da = onGpu(a);
+        MemorySegment db = onGpu(b);
+        MemorySegment dbias = onGpu(bias);
+        MemorySegment dc = onGpu(nan);
+        long lt = emulated ? NativeTestBuild.fakeCublasCount("lt_matmul") : 0;
+        cuda.sgemmBias(false, true, m, n, k, 1f, da, 0, k, db, 0, k, dbias, 0, 1, dc, 0, n);
+        float[] viaLt = back(dc, m * n);
+        closeSums(expected, viaLt, k, "float32, cuBLASLt");
+        if (emulated) {
+            assertEquals(lt + 1, NativeTestBuild.fakeCublasCount("lt_matmul"), "one cuBLASLt product");
+            long gemm = NativeTestBuild.fakeCublasCount("gemm");
+            NativeTestBuild.fakeCublasLtAlgorithms(0);
+            try {
+                MemorySegment written = onGpu(nan);
+                cuda.sgemmBias(false, true, m, n, k, 1f, da, 0, k, db, 0, k, dbias, 0, 1, written, 0, n);
+                assertArrayEquals(viaLt, back(written, m * n), "no algorithm: the bias written first, same bits");
+                assertEquals(gemm + 1, NativeTestBuild.fakeCublasCount("gemm"), "then one cuBLAS product");
+            } finally {
+                NativeTestBuild.fakeCublasLtAlgorithms(1);
+            }
+        }
+    }
+
+    /**
      * The fused attention kernels (forward; backward in its two passes) against the scalar reference: t across the
      * 64-row blocks, odd head dimensions and one (200) where the shared-memory tile shrinks below 64 rows, causal
      * and not; the head dimensions take each path of the CUDA kernels (7: rows in registers up to 32; 33 and 64: up
