@@ -35,6 +35,7 @@ typedef struct fake_cublas_handle { void *stream; void *workspace; size_t worksp
 #define STATUS_SUCCESS 0
 #define STATUS_NOT_INITIALIZED 1
 #define STATUS_INVALID_VALUE 7
+#define STATUS_EXECUTION_FAILED 13
 #define STATUS_NOT_SUPPORTED 15
 #define MAGIC 0x0b1a5
 #define OP_N 0
@@ -50,6 +51,7 @@ static long live_handles, gemm_calls, batched_calls, workspace_calls, stream_cal
 static long last_workspace_bytes = -1;
 static long lt_live, lt_matmul_calls;  /* cuBLASLt objects alive (handles, descriptors, layouts, preferences); products */
 static int lt_algorithms = 1;          /* algorithms the cuBLASLt heuristic offers (fake_cublas_lt_algorithms) */
+static int lt_matmul_fails;            /* cublasLtMatmul answers CUBLAS_STATUS_EXECUTION_FAILED (fake_cublas_lt_fail) */
 static int computing;
 
 void fake_cublas_compute(int on) { computing = on; }
@@ -73,6 +75,7 @@ void fake_cublas_reset(void) {
     pthread_mutex_lock(&lock);
     gemm_calls = batched_calls = workspace_calls = stream_calls = lt_matmul_calls = 0;
     lt_algorithms = 1;
+    lt_matmul_fails = 0;
     last_workspace_bytes = -1;
     pthread_mutex_unlock(&lock);
 }
@@ -271,6 +274,7 @@ const char *cublasGetStatusName(cublasStatus_t status) {
         case STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
         case STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
         case STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+        case STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
         case STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
         default: return NULL;
     }
@@ -309,6 +313,10 @@ typedef struct {
 
 /* How many algorithms the heuristic offers from now on (0 or 1), for tests of what a caller does without one. */
 void fake_cublas_lt_algorithms(int n) { pthread_mutex_lock(&lock); lt_algorithms = n; pthread_mutex_unlock(&lock); }
+
+/* With 1, cublasLtMatmul fails from now on (CUBLAS_STATUS_EXECUTION_FAILED, nothing queued), for tests of what a
+   caller does when cuBLASLt errs. */
+void fake_cublas_lt_fail(int on) { pthread_mutex_lock(&lock); lt_matmul_fails = on; pthread_mutex_unlock(&lock); }
 
 static void *lt_new(size_t bytes) {
     int *p = calloc(1, bytes);
@@ -463,6 +471,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     cublasStatus_t s = lt_check(desc, adesc, bdesc, cdesc, ddesc, &m, &n, &k);
     if (s != STATUS_SUCCESS) return s;
     if (desc->epilogue == EPILOGUE_BIAS && !desc->bias) return STATUS_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    int fails = lt_matmul_fails;
+    pthread_mutex_unlock(&lock);
+    if (fails) return STATUS_EXECUTION_FAILED;
     count(&lt_matmul_calls);
     if (computing) {
         gemm_job j = {desc->transa, desc->transb, m, n, k, (int) adesc->ld, (int) bdesc->ld, (int) ddesc->ld,

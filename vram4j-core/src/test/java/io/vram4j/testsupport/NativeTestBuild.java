@@ -74,8 +74,20 @@ public final class NativeTestBuild {
     }
 
     /**
+     * With {@code true}, the stand-in's {@code cublasLtMatmul} fails from now on ({@code CUBLAS_STATUS_EXECUTION_FAILED},
+     * nothing queued: {@code fake_cublas_lt_fail}); {@link #fakeCublasReset} ends it.
+     */
+    public static void fakeCublasLtFails(boolean on) {
+        try {
+            CublasHook.LT_FAIL.invokeExact(on ? 1 : 0);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /**
      * Sets the stand-in cuBLAS's call counters and its last workspace size back, and its cuBLASLt heuristic to one
-     * algorithm ({@code fake_cublas_reset}).
+     * algorithm that runs ({@code fake_cublas_reset}).
      */
     public static void fakeCublasReset() {
         try {
@@ -93,6 +105,8 @@ public final class NativeTestBuild {
                 FunctionDescriptor.ofVoid());
         static final MethodHandle LT_ALGORITHMS = Linker.nativeLinker().downcallHandle(
                 LOOKUP.find("fake_cublas_lt_algorithms").orElseThrow(), FunctionDescriptor.ofVoid(ValueLayout.JAVA_INT));
+        static final MethodHandle LT_FAIL = Linker.nativeLinker().downcallHandle(
+                LOOKUP.find("fake_cublas_lt_fail").orElseThrow(), FunctionDescriptor.ofVoid(ValueLayout.JAVA_INT));
     }
 
     /**

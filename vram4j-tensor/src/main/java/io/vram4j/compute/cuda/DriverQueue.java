@@ -19,6 +19,7 @@ import java.util.Map;
  * <p>Thread-safe for launches and copies; the cuBLAS handle is used by one thread at a time (the caller's lock).
  */
 final class DriverQueue implements GpuQueue {
+    private static final System.Logger LOG = System.getLogger("io.vram4j.compute.cuda");
     private final CudaDevice device;
     private final CudaModule module;
     private final CudaLauncher launcher;
@@ -91,19 +92,35 @@ final class DriverQueue implements GpuQueue {
         workspaceBytes = bytes;
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>A cuBLASLt call that fails (anything but "no algorithm") has queued nothing: it is logged once, as a warning,
+     * and cuBLASLt is left out for the rest of the process, so that the caller's cuBLAS path takes this product and
+     * every later one.
+     */
     @Override
     public boolean gemmBias(ColumnMajorGemm g, float alpha, long a, long b, long bias, long c, int type) {
         if (lt == null) {
             return false;
         }
-        if (clock == null) {
-            return lt.matmulBias(ltHandle, g, alpha, a, b, bias, c, type, workspace, workspaceBytes,
-                    blasStream.handle());
+        try {
+            if (clock == null) {
+                return lt.matmulBias(ltHandle, g, alpha, a, b, bias, c, type, workspace, workspaceBytes,
+                        blasStream.handle());
+            }
+            boolean[] done = new boolean[1];
+            clock.time("cublasLtMatmul bias " + typeName(type), blasStream, () -> done[0] = lt.matmulBias(ltHandle,
+                    g, alpha, a, b, bias, c, type, workspace, workspaceBytes, blasStream.handle()));
+            return done[0];
+        } catch (IllegalStateException e) {
+            LOG.log(System.Logger.Level.WARNING, e.getMessage() + "; products with a bias go through cuBLAS from now on"
+                    + " (" + CublasLt.ENV + "=0 does so from the start)");
+            CublasLt l = lt;
+            lt = null;
+            l.destroy(ltHandle);
+            return false;
         }
-        boolean[] done = new boolean[1];
-        clock.time("cublasLtMatmul bias " + typeName(type), blasStream, () -> done[0] = lt.matmulBias(ltHandle, g,
-                alpha, a, b, bias, c, type, workspace, workspaceBytes, blasStream.handle()));
-        return done[0];
     }
 
     /** @return whether the products with a bias run on cuBLASLt (false before the first product) */

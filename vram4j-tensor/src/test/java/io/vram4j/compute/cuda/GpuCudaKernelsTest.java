@@ -11,6 +11,7 @@ import io.vram4j.tensor.Tensor;
 import io.vram4j.testsupport.GpuTests;
 import io.vram4j.testsupport.NativeTestBuild;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -1068,6 +1069,49 @@ class GpuCudaKernelsTest {
             if (emulated) {
                 assertEquals(live, NativeTestBuild.fakeCublasCount("lt_live"), what + ": cuBLASLt objects all freed");
             }
+        }
+    }
+
+    /**
+     * A cuBLASLt product that fails (on the stand-in: {@code CUBLAS_STATUS_EXECUTION_FAILED}, nothing queued) is
+     * taken by cuBLAS instead, with the right values, and cuBLASLt is left out from then on: a training run keeps
+     * going where cuBLASLt errs. Needs the stand-in, which can be told to fail.
+     */
+    @Test
+    void aFailingCublasLtIsLeftOutAndTheProductsGoOnThroughCublas() {
+        Assumptions.assumeTrue(Boolean.getBoolean(EmulatedGpuSession.PROPERTY),
+                "needs the stand-in cuBLAS, which can be told to fail");
+        int m = 9;
+        int n = 12;
+        int k = 16;
+        float[] a = values(m * k, -1, 1);
+        float[] b = values(k * n, -1, 1);
+        float[] bias = values(n, -3, 3);
+        float[] expected = new float[m * n];
+        CPU.sgemmBias(false, false, m, n, k, 1f, MemorySegment.ofArray(a), 0, k, MemorySegment.ofArray(b), 0, n,
+                MemorySegment.ofArray(bias), 0, 1, MemorySegment.ofArray(expected), 0, n);
+        try (CudaKernels own = CudaKernels.create(alloc, gpu.defaultStream())) {
+            MemorySegment da = onGpu(a);
+            MemorySegment db = onGpu(b);
+            MemorySegment dbias = onGpu(bias);
+            MemorySegment first = empty(m * n);
+            own.sgemmBias(false, false, m, n, k, 1f, da, 0, k, db, 0, n, dbias, 0, 1, first, 0, n);
+            assertTrue(own.usesCublasLt(), "cuBLASLt taken at first");
+            NativeTestBuild.fakeCublasLtFails(true);
+            try {
+                long gemm = NativeTestBuild.fakeCublasCount("gemm");
+                MemorySegment second = empty(m * n);
+                own.sgemmBias(false, false, m, n, k, 1f, da, 0, k, db, 0, n, dbias, 0, 1, second, 0, n);
+                closeSums(expected, back(second, m * n), k, "after cuBLASLt failed");
+                assertFalse(own.usesCublasLt(), "cuBLASLt left out after it failed");
+                assertEquals(gemm + 1, NativeTestBuild.fakeCublasCount("gemm"), "the product went to cuBLAS");
+            } finally {
+                NativeTestBuild.fakeCublasLtFails(false);
+            }
+            MemorySegment third = empty(m * n);
+            own.sgemmBias(false, false, m, n, k, 1f, da, 0, k, db, 0, n, dbias, 0, 1, third, 0, n);
+            assertFalse(own.usesCublasLt(), "and stays out");
+            closeSums(expected, back(third, m * n), k, "later products");
         }
     }
 
