@@ -26,6 +26,59 @@ typedef long long s64;
 #define GRID_STRIDE(i, n) \
     for (u64 i = (u64) blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (u64) blockDim.x * gridDim.x)
 
+// ------------------------------------------------------------------------------------------------ 8 a thread
+// The contiguous kernels that most of a 16-bit training step's element-wise bytes go through (the casts, the 16-bit
+// unary ops and their backward, axpy) move 8 elements a thread per step, 16 bytes a load and a store, where every
+// pointer is 16-byte aligned (the caching allocator's blocks are 512-byte aligned; a view's offset may break it),
+// then the rest one at a time. Their launches are sized for n / 8 threads (LaunchConfig.elementwise8). Each element
+// is computed as it is one at a time, so the bits do not depend on the path.
+#define VEC8 8
+
+__device__ __forceinline__ bool aligned16(const void* p) { return ((u64) p & 15u) == 0; }
+
+// elements from `start` on, one a thread per step, over the same grid
+#define GRID_STRIDE_FROM(i, start, n) \
+    for (u64 i = (start) + (u64) blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (u64) blockDim.x * gridDim.x)
+
+// 8 16-bit values (one uint4), first element in the low half of the first word (little-endian, as in memory)
+struct H8 {
+    unsigned short h[8];
+};
+
+__device__ __forceinline__ H8 load8(const unsigned short* p, u64 g) {
+    uint4 u = ((const uint4*) p)[g];
+    unsigned w[4] = {u.x, u.y, u.z, u.w};
+    H8 r;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        r.h[2 * j] = (unsigned short) (w[j] & 0xFFFFu);
+        r.h[2 * j + 1] = (unsigned short) (w[j] >> 16);
+    }
+    return r;
+}
+
+__device__ __forceinline__ void store8(unsigned short* p, u64 g, const H8& r) {
+    ((uint4*) p)[g] = make_uint4(r.h[0] | ((unsigned) r.h[1] << 16), r.h[2] | ((unsigned) r.h[3] << 16),
+                                 r.h[4] | ((unsigned) r.h[5] << 16), r.h[6] | ((unsigned) r.h[7] << 16));
+}
+
+// 8 floats (two float4)
+__device__ __forceinline__ void load8f(const float* p, u64 g, float v[8]) {
+    float4 a = ((const float4*) p)[2 * g];
+    float4 b = ((const float4*) p)[2 * g + 1];
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+}
+
+__device__ __forceinline__ void store8f(float* p, u64 g, const float v[8]) {
+    float4 a;
+    float4 b;
+    a.x = v[0]; a.y = v[1]; a.z = v[2]; a.w = v[3];
+    b.x = v[4]; b.y = v[5]; b.z = v[6]; b.w = v[7];
+    ((float4*) p)[2 * g] = a;
+    ((float4*) p)[2 * g + 1] = b;
+}
+
 // ------------------------------------------------------------------------------------------------ binary
 
 // op: 0 add, 1 sub, 2 mul, 3 div (as Ops.Bin)
@@ -106,7 +159,22 @@ extern "C" __global__ void v4j_gather4_f32(const float* src, float* dst, u64 n, 
 // ------------------------------------------------------------------------------------------------ with a scalar
 
 extern "C" __global__ void v4j_axpy_f32(float alpha, const float* x, float* y, u64 n) {
-    GRID_STRIDE(i, n) { y[i] += alpha * x[i]; }
+    u64 done = 0;
+    if (aligned16(x) && aligned16(y)) {   // 8 a thread (see "8 a thread" above)
+        done = n / VEC8 * VEC8;
+        GRID_STRIDE(g, n / VEC8) {
+            float xs[8];
+            float ys[8];
+            load8f(x, g, xs);
+            load8f(y, g, ys);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                ys[j] += alpha * xs[j];
+            }
+            store8f(y, g, ys);
+        }
+    }
+    GRID_STRIDE_FROM(i, done, n) { y[i] += alpha * x[i]; }
 }
 
 extern "C" __global__ void v4j_scale_f32(float s, const float* x, float* out, u64 n) {
@@ -612,12 +680,43 @@ extern "C" __global__ void v4j_dropout_backward_f32(const float* dy, const unsig
 // ------------------------------------------------------------------------------------------------ casts
 
 // round to nearest even, as Float.floatToFloat16
+__device__ __forceinline__ unsigned short f16_bits(float f) { return __half_as_ushort(__float2half_rn(f)); }
+
+__device__ __forceinline__ float f16_value(unsigned short h) { return __half2float(__ushort_as_half(h)); }
+
 extern "C" __global__ void v4j_f32_to_f16(const float* src, __half* dst, u64 n) {
-    GRID_STRIDE(i, n) { dst[i] = __float2half_rn(src[i]); }
+    u64 done = 0;
+    if (aligned16(src) && aligned16(dst)) {
+        done = n / VEC8 * VEC8;
+        GRID_STRIDE(g, n / VEC8) {
+            float v[8];
+            load8f(src, g, v);
+            H8 r;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                r.h[j] = f16_bits(v[j]);
+            }
+            store8((unsigned short*) dst, g, r);
+        }
+    }
+    GRID_STRIDE_FROM(i, done, n) { dst[i] = __float2half_rn(src[i]); }
 }
 
 extern "C" __global__ void v4j_f16_to_f32(const __half* src, float* dst, u64 n) {
-    GRID_STRIDE(i, n) { dst[i] = __half2float(src[i]); }
+    u64 done = 0;
+    if (aligned16(src) && aligned16(dst)) {
+        done = n / VEC8 * VEC8;
+        GRID_STRIDE(g, n / VEC8) {
+            H8 h = load8((const unsigned short*) src, g);
+            float v[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                v[j] = f16_value(h.h[j]);
+            }
+            store8f(dst, g, v);
+        }
+    }
+    GRID_STRIDE_FROM(i, done, n) { dst[i] = __half2float(src[i]); }
 }
 
 // round to nearest even; any NaN becomes the quiet NaN 0x7FC0 with its sign, as Half.floatToBf16
@@ -633,11 +732,38 @@ __device__ __forceinline__ unsigned short bf16_bits(float f) {
 __device__ __forceinline__ float bf16_value(unsigned short h) { return __uint_as_float(((unsigned) h) << 16); }
 
 extern "C" __global__ void v4j_f32_to_bf16(const float* src, unsigned short* dst, u64 n) {
-    GRID_STRIDE(i, n) { dst[i] = bf16_bits(src[i]); }
+    u64 done = 0;
+    if (aligned16(src) && aligned16(dst)) {
+        done = n / VEC8 * VEC8;
+        GRID_STRIDE(g, n / VEC8) {
+            float v[8];
+            load8f(src, g, v);
+            H8 r;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                r.h[j] = bf16_bits(v[j]);
+            }
+            store8(dst, g, r);
+        }
+    }
+    GRID_STRIDE_FROM(i, done, n) { dst[i] = bf16_bits(src[i]); }
 }
 
 extern "C" __global__ void v4j_bf16_to_f32(const unsigned short* src, float* dst, u64 n) {
-    GRID_STRIDE(i, n) { dst[i] = bf16_value(src[i]); }
+    u64 done = 0;
+    if (aligned16(src) && aligned16(dst)) {
+        done = n / VEC8 * VEC8;
+        GRID_STRIDE(g, n / VEC8) {
+            H8 h = load8(src, g);
+            float v[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                v[j] = bf16_value(h.h[j]);
+            }
+            store8f(dst, g, v);
+        }
+    }
+    GRID_STRIDE_FROM(i, done, n) { dst[i] = bf16_value(src[i]); }
 }
 
 // ------------------------------------------------------------------------------------------------ 16-bit element-wise
@@ -673,22 +799,38 @@ struct H16In {
     __device__ __forceinline__ H16In operator+(s64 o) const { return H16In{p + o, type}; }
 };
 
+// a 16-bit value of `type` from its bits, and back (round to nearest even), as load16 and store16
+__device__ __forceinline__ float widen16(unsigned short h, int type) { return type == 0 ? f16_value(h) : bf16_value(h); }
+
+__device__ __forceinline__ unsigned short narrow16(float v, int type) { return type == 0 ? f16_bits(v) : bf16_bits(v); }
+
 // op: 0 neg, 1 exp, 2 log, 3 sqrt, 4 tanh, 5 relu, 6 gelu (as the float32 kernels above)
-extern "C" __global__ void v4j_unary16(int op, int type, const unsigned short* x, unsigned short* out, u64 n) {
-    GRID_STRIDE(i, n) {
-        float v = load16(x, i, type);
-        float r;
-        switch (op) {
-            case 0: r = -v; break;
-            case 1: r = expf(v); break;
-            case 2: r = logf(v); break;
-            case 3: r = sqrtf(v); break;
-            case 4: r = tanhf(v); break;
-            case 5: r = relu_of(v); break;
-            default: r = gelu_of(v); break;
-        }
-        store16(out, i, type, r);
+__device__ __forceinline__ float unary_of(int op, float v) {
+    switch (op) {
+        case 0: return -v;
+        case 1: return expf(v);
+        case 2: return logf(v);
+        case 3: return sqrtf(v);
+        case 4: return tanhf(v);
+        case 5: return relu_of(v);
+        default: return gelu_of(v);
     }
+}
+
+extern "C" __global__ void v4j_unary16(int op, int type, const unsigned short* x, unsigned short* out, u64 n) {
+    u64 done = 0;
+    if (aligned16(x) && aligned16(out)) {
+        done = n / VEC8 * VEC8;
+        GRID_STRIDE(g, n / VEC8) {
+            H8 h = load8(x, g);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                h.h[j] = narrow16(unary_of(op, widen16(h.h[j], type)), type);
+            }
+            store8(out, g, h);
+        }
+    }
+    GRID_STRIDE_FROM(i, done, n) { store16(out, i, type, unary_of(op, load16(x, i, type))); }
 }
 
 // Broadcasting binary op on 16-bit operands into a contiguous 16-bit output, as v4j_binary_bcast4_f32 (op and
@@ -724,7 +866,22 @@ extern "C" __global__ void v4j_binary_mixed_bcast4(int op, int type, int half16,
 // op: 0 relu backward, 1 gelu backward (as v4j_relu_backward_f32 and v4j_gelu_backward_f32)
 extern "C" __global__ void v4j_pointwise_backward16(int op, int type, const unsigned short* dy,
                                                     const unsigned short* x, unsigned short* dx, u64 n) {
-    GRID_STRIDE(i, n) {
+    u64 done = 0;
+    if (aligned16(dy) && aligned16(x) && aligned16(dx)) {
+        done = n / VEC8 * VEC8;
+        GRID_STRIDE(g, n / VEC8) {
+            H8 gs = load8(dy, g);
+            H8 vs = load8(x, g);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                float gj = widen16(gs.h[j], type);
+                float vj = widen16(vs.h[j], type);
+                gs.h[j] = narrow16(op == 0 ? relu_grad(gj, vj) : gelu_grad(gj, vj), type);
+            }
+            store8(dx, g, gs);
+        }
+    }
+    GRID_STRIDE_FROM(i, done, n) {
         float g = load16(dy, i, type);
         float v = load16(x, i, type);
         store16(dx, i, type, op == 0 ? relu_grad(g, v) : gelu_grad(g, v));

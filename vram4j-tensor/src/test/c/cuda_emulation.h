@@ -79,6 +79,9 @@ inline int atomicAdd(int *address, int v) { int old = *address; *address = old +
 struct __half { _Float16 v; };
 inline __half __float2half_rn(float f) { return __half{(_Float16) f}; }
 inline float __half2float(__half h) { return (float) h.v; }
+/* the bits of a half, and a half from its bits, as CUDA's reinterpreting intrinsics */
+inline unsigned short __half_as_ushort(__half h) { unsigned short u; std::memcpy(&u, &h.v, 2); return u; }
+inline __half __ushort_as_half(unsigned short u) { __half h; std::memcpy(&h.v, &u, 2); return h; }
 
 /* bfloat16 as its bits (the kernels convert with their own bf16_bits / bf16_value) */
 struct __nv_bfloat16 { unsigned short x; };

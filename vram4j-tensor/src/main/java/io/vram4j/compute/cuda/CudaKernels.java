@@ -164,6 +164,11 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         gpu.launch(k, LaunchConfig.elementwise(n), stream, args);
     }
 
+    /** {@link #elementwise} for the kernels that take 8 elements a thread ({@link LaunchConfig#elementwise8}). */
+    private void elementwise8(CudaKernel k, long n, Object... args) {
+        gpu.launch(k, LaunchConfig.elementwise8(n), stream, args);
+    }
+
     // ------------------------------------------------------------------------------------------------ gemm
 
     /**
@@ -320,7 +325,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
 
     @Override
     public void axpy(long n, float alpha, MemorySegment x, long xOff, MemorySegment y, long yOff) {
-        elementwise(CudaKernelTable.AXPY, n, alpha, ptr(x, xOff), ptr(y, yOff), n);
+        elementwise8(CudaKernelTable.AXPY, n, alpha, ptr(x, xOff), ptr(y, yOff), n);
     }
 
     @Override
@@ -592,7 +597,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
 
     @Override
     public void unary16(int op, int type, long n, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        elementwise(CudaKernelTable.UNARY16, n, op, type, ptr16(x, xOff), ptr16(out, outOff), n);
+        elementwise8(CudaKernelTable.UNARY16, n, op, type, ptr16(x, xOff), ptr16(out, outOff), n);
     }
 
     @Override
@@ -621,7 +626,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     @Override
     public void pointwiseBackward16(int op, int type, long n, MemorySegment dy, long dyOff, MemorySegment x,
                                     long xOff, MemorySegment dx, long dxOff) {
-        elementwise(CudaKernelTable.POINTWISE_BACKWARD16, n, op, type, ptr16(dy, dyOff), ptr16(x, xOff),
+        elementwise8(CudaKernelTable.POINTWISE_BACKWARD16, n, op, type, ptr16(dy, dyOff), ptr16(x, xOff),
                 ptr16(dx, dxOff), n);
     }
 
@@ -639,12 +644,12 @@ public final class CudaKernels implements Kernels, AutoCloseable {
      * @param bf16 true for bfloat16, false for float16
      */
     public void floatTo16(long n, long src, long dst, boolean bf16) {
-        elementwise(bf16 ? CudaKernelTable.F32_TO_BF16 : CudaKernelTable.F32_TO_F16, n, src, dst, n);
+        elementwise8(bf16 ? CudaKernelTable.F32_TO_BF16 : CudaKernelTable.F32_TO_F16, n, src, dst, n);
     }
 
     /** Converts {@code n} 16-bit values (bfloat16 when {@code bf16}) at device address {@code src} to floats at {@code dst}. */
     public void floatFrom16(long n, long src, long dst, boolean bf16) {
-        elementwise(bf16 ? CudaKernelTable.BF16_TO_F32 : CudaKernelTable.F16_TO_F32, n, src, dst, n);
+        elementwise8(bf16 ? CudaKernelTable.BF16_TO_F32 : CudaKernelTable.F16_TO_F32, n, src, dst, n);
     }
 
     /**

@@ -33,6 +33,19 @@ record LaunchConfig(int gridX, int gridY, int blockX, int sharedBytes) {
         return new LaunchConfig(strideGrid(n), 1, BLOCK, 0);
     }
 
+    /** Elements a thread of the vectorized element-wise kernels takes per step (two 16-byte loads of floats). */
+    static final int VECTOR = 8;
+
+    /**
+     * @return a launch of the vectorized element-wise kernels (the casts, the 16-bit unary ops and their backward,
+     *     axpy: 8 elements a thread per step where every operand is 16-byte aligned, see vram4j_kernels.cu's
+     *     "8 a thread") over {@code n} elements: one thread per 8, so that no block is idle in the vector loop
+     */
+    static LaunchConfig elementwise8(long n) {
+        nonNegative(n, "n");
+        return new LaunchConfig(strideGrid((n + VECTOR - 1) / VECTOR), 1, BLOCK, 0);
+    }
+
     /**
      * @return the first pass of a reduction over {@code n} elements: at most {@value #REDUCTION_BLOCKS} blocks,
      *     each writing one partial result (so the partial buffer needs {@code gridX} floats)

@@ -1073,6 +1073,81 @@ class GpuCudaKernelsTest {
     }
 
     /**
+     * The kernels that take 8 elements a thread (casts, 16-bit unary ops and their backward, axpy) against the CPU
+     * kernels, with lengths that leave a rest of 0 to 7 after the groups of 8, and with every operand 16-byte aligned
+     * (the vector path), one of them shifted by an element (the one-at-a-time path) or all shifted by 8 elements (16
+     * or 32 bytes: aligned again). Casts and axpy give the CPU's bits; the 16-bit maths functions agree within one
+     * step of the type.
+     */
+    @Test
+    void vectorizedKernelsTakeEveryElementAlignedOrNot() {
+        for (int n : new int[] {1, 7, 8, 1003, 4101}) {
+            for (int[] shift : new int[][] {{0, 0}, {1, 0}, {0, 1}, {8, 8}}) {
+                int s = shift[0];
+                int d = shift[1];
+                String what = "n " + n + ", offsets " + s + " and " + d;
+                float[] f = values(n + s, -3, 3);
+                for (int type : new int[] {Kernels.BFLOAT16, Kernels.FLOAT16}) {
+                    boolean bf16 = type == Kernels.BFLOAT16;
+                    short[] expected = new short[n + d];
+                    if (bf16) {
+                        CPU.floatToBf16(n, MemorySegment.ofArray(f), s, MemorySegment.ofArray(expected), d);
+                    } else {
+                        CPU.floatToFp16(n, MemorySegment.ofArray(f), s, MemorySegment.ofArray(expected), d);
+                    }
+                    MemorySegment out = empty(n + d);
+                    if (bf16) {
+                        cuda.floatToBf16(n, onGpu(f), s, out, d);
+                    } else {
+                        cuda.floatToFp16(n, onGpu(f), s, out, d);
+                    }
+                    assertArrayEquals(java.util.Arrays.copyOfRange(expected, d, n + d),
+                            java.util.Arrays.copyOfRange(backHalves(out, n + d), d, n + d),
+                            (bf16 ? "floatToBf16, " : "floatToFp16, ") + what);
+
+                    short[] h = halves(type, n + s, -3, 3);
+                    float[] wide = new float[n + d];
+                    if (bf16) {
+                        CPU.bf16ToFloat(n, MemorySegment.ofArray(h), s, MemorySegment.ofArray(wide), d);
+                    } else {
+                        CPU.fp16ToFloat(n, MemorySegment.ofArray(h), s, MemorySegment.ofArray(wide), d);
+                    }
+                    MemorySegment wideOut = empty(n + d);
+                    if (bf16) {
+                        cuda.bf16ToFloat(n, onGpu(h), s, wideOut, d);
+                    } else {
+                        cuda.fp16ToFloat(n, onGpu(h), s, wideOut, d);
+                    }
+                    assertArrayEquals(java.util.Arrays.copyOfRange(wide, d, n + d),
+                            java.util.Arrays.copyOfRange(back(wideOut, n + d), d, n + d), "widening, " + what);
+
+                    short[] unary = new short[n + d];
+                    CPU.unary16(6, type, n, MemorySegment.ofArray(h), s, MemorySegment.ofArray(unary), d);
+                    MemorySegment unaryOut = empty(n + d);
+                    cuda.unary16(6, type, n, onGpu(h), s, unaryOut, d);
+                    closeHalves(type, java.util.Arrays.copyOfRange(unary, d, n + d),
+                            java.util.Arrays.copyOfRange(backHalves(unaryOut, n + d), d, n + d), "gelu16, " + what);
+
+                    short[] dy = halves(type, n + s, -1, 1);
+                    short[] dx = new short[n + d];
+                    CPU.pointwiseBackward16(1, type, n, MemorySegment.ofArray(dy), s, MemorySegment.ofArray(h), s,
+                            MemorySegment.ofArray(dx), d);
+                    MemorySegment dxOut = empty(n + d);
+                    cuda.pointwiseBackward16(1, type, n, onGpu(dy), s, onGpu(h), s, dxOut, d);
+                    closeHalves(type, java.util.Arrays.copyOfRange(dx, d, n + d),
+                            java.util.Arrays.copyOfRange(backHalves(dxOut, n + d), d, n + d), "gelu16 backward, " + what);
+                }
+                float[] y = values(n + d, -1, 1);
+                float[] yExpected = y.clone();
+                CPU.axpy(n, 0.75f, MemorySegment.ofArray(f), s, MemorySegment.ofArray(yExpected), d);
+                MemorySegment dy = onGpu(y);
+                cuda.axpy(n, 0.75f, onGpu(f), s, dy, d);
+                assertArrayEquals(yExpected, back(dy, n + d), "axpy, " + what);
+            }
+        }
+    }
+
+    /**
      * A cuBLASLt product that fails (on the stand-in: {@code CUBLAS_STATUS_EXECUTION_FAILED}, nothing queued) is
      * taken by cuBLAS instead, with the right values, and cuBLASLt is left out from then on: a training run keeps
      * going where cuBLASLt errs. Needs the stand-in, which can be told to fail.

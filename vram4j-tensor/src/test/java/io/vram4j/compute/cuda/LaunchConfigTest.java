@@ -17,6 +17,14 @@ class LaunchConfigTest {
         assertEquals(3907, LaunchConfig.elementwise(1_000_000).gridX());
         assertEquals(65535, LaunchConfig.elementwise(1L << 40).gridX(), "n beyond the cap loops inside the kernel");
         assertThrows(IllegalArgumentException.class, () -> LaunchConfig.elementwise(-1));
+        // the vectorized kernels: a thread per 8 elements, a rest of 1 to 7 included
+        assertTrue(LaunchConfig.elementwise8(0).isEmpty());
+        assertEquals(1, LaunchConfig.elementwise8(1).gridX());
+        assertEquals(1, LaunchConfig.elementwise8(2048).gridX());
+        assertEquals(2, LaunchConfig.elementwise8(2049).gridX());
+        assertEquals(489, LaunchConfig.elementwise8(1_000_000).gridX());
+        assertEquals(65535, LaunchConfig.elementwise8(1L << 40).gridX());
+        assertThrows(IllegalArgumentException.class, () -> LaunchConfig.elementwise8(-1));
     }
 
     @Test
