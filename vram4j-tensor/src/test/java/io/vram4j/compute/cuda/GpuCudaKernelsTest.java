@@ -1073,7 +1073,8 @@ class GpuCudaKernelsTest {
     }
 
     /**
-     * The kernels that take 8 elements a thread (casts, 16-bit unary ops and their backward, axpy) against the CPU
+     * The kernels that take 8 elements a thread (casts, 16-bit unary ops and their backward, axpy, and the broadcasting
+     * binary ops, float32, 16-bit and mixed, on one run of elements) against the CPU
      * kernels, with lengths that leave a rest of 0 to 7 after the groups of 8, and with every operand 16-byte aligned
      * (the vector path), one of them shifted by an element (the one-at-a-time path) or all shifted by 8 elements (16
      * or 32 bytes: aligned again). Casts and axpy give the CPU's bits; the 16-bit maths functions agree within one
@@ -1143,6 +1144,41 @@ class GpuCudaKernelsTest {
                 MemorySegment dy = onGpu(y);
                 cuda.axpy(n, 0.75f, onGpu(f), s, dy, d);
                 assertArrayEquals(yExpected, back(dy, n + d), "axpy, " + what);
+
+                // the broadcasting binary ops on one run of elements (a residual add): a at s, b and out at d
+                float[] sum = new float[n + d];
+                CPU.binary4(0, 1, 1, 1, n, MemorySegment.ofArray(f), s, 0, 0, 0, 1, MemorySegment.ofArray(y), d, 0, 0,
+                        0, 1, MemorySegment.ofArray(sum), d);
+                MemorySegment sumOut = empty(n + d);
+                cuda.binary4(0, 1, 1, 1, n, onGpu(f), s, 0, 0, 0, 1, onGpu(y), d, 0, 0, 0, 1, sumOut, d);
+                assertArrayEquals(java.util.Arrays.copyOfRange(sum, d, n + d),
+                        java.util.Arrays.copyOfRange(back(sumOut, n + d), d, n + d), "binary4 add, " + what);
+                for (int type : new int[] {Kernels.BFLOAT16, Kernels.FLOAT16}) {
+                    short[] h = halves(type, n + d, -2, 2);
+                    for (int half16 = 0; half16 < 2; half16++) {
+                        float[] mixed = new float[n + d];
+                        MemorySegment hostA = half16 == 0 ? MemorySegment.ofArray(h) : MemorySegment.ofArray(f);
+                        MemorySegment hostB = half16 == 0 ? MemorySegment.ofArray(f) : MemorySegment.ofArray(h);
+                        long offA = half16 == 0 ? d : s;
+                        long offB = half16 == 0 ? s : d;
+                        CPU.binaryMixed(1, type, half16, 1, 1, 1, n, hostA, offA, 0, 0, 0, 1, hostB, offB, 0, 0, 0, 1,
+                                MemorySegment.ofArray(mixed), d);
+                        MemorySegment mixedOut = empty(n + d);
+                        cuda.binaryMixed(1, type, half16, 1, 1, 1, n, half16 == 0 ? onGpu(h) : onGpu(f), offA, 0, 0, 0,
+                                1, half16 == 0 ? onGpu(f) : onGpu(h), offB, 0, 0, 0, 1, mixedOut, d);
+                        assertArrayEquals(java.util.Arrays.copyOfRange(mixed, d, n + d),
+                                java.util.Arrays.copyOfRange(back(mixedOut, n + d), d, n + d),
+                                "binaryMixed sub, 16-bit operand " + half16 + ", " + what);
+                    }
+                    short[] h2 = halves(type, n + s, -2, 2);
+                    short[] prod = new short[n + d];
+                    CPU.binary16(2, type, 1, 1, 1, n, MemorySegment.ofArray(h2), s, 0, 0, 0, 1, MemorySegment.ofArray(h),
+                            d, 0, 0, 0, 1, MemorySegment.ofArray(prod), d);
+                    MemorySegment prodOut = empty(n + d);
+                    cuda.binary16(2, type, 1, 1, 1, n, onGpu(h2), s, 0, 0, 0, 1, onGpu(h), d, 0, 0, 0, 1, prodOut, d);
+                    assertArrayEquals(java.util.Arrays.copyOfRange(prod, d, n + d),
+                            java.util.Arrays.copyOfRange(backHalves(prodOut, n + d), d, n + d), "binary16 mul, " + what);
+                }
             }
         }
     }
