@@ -705,41 +705,6 @@ __device__ __forceinline__ unsigned short f16_bits(float f) { return __half_as_u
 
 __device__ __forceinline__ float f16_value(unsigned short h) { return __half2float(__ushort_as_half(h)); }
 
-extern "C" __global__ void v4j_f32_to_f16(const float* src, __half* dst, u64 n) {
-    u64 done = 0;
-    if (aligned16(src) && aligned16(dst)) {
-        done = n / VEC8 * VEC8;
-        GRID_STRIDE(g, n / VEC8) {
-            float v[8];
-            load8f(src, g, v);
-            H8 r;
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                r.h[j] = f16_bits(v[j]);
-            }
-            store8((unsigned short*) dst, g, r);
-        }
-    }
-    GRID_STRIDE_FROM(i, done, n) { dst[i] = __float2half_rn(src[i]); }
-}
-
-extern "C" __global__ void v4j_f16_to_f32(const __half* src, float* dst, u64 n) {
-    u64 done = 0;
-    if (aligned16(src) && aligned16(dst)) {
-        done = n / VEC8 * VEC8;
-        GRID_STRIDE(g, n / VEC8) {
-            H8 h = load8((const unsigned short*) src, g);
-            float v[8];
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                v[j] = f16_value(h.h[j]);
-            }
-            store8f(dst, g, v);
-        }
-    }
-    GRID_STRIDE_FROM(i, done, n) { dst[i] = __half2float(src[i]); }
-}
-
 // round to nearest even; any NaN becomes the quiet NaN 0x7FC0 with its sign, as Half.floatToBf16
 __device__ __forceinline__ unsigned short bf16_bits(float f) {
     unsigned bits = __float_as_uint(f);
@@ -752,7 +717,13 @@ __device__ __forceinline__ unsigned short bf16_bits(float f) {
 
 __device__ __forceinline__ float bf16_value(unsigned short h) { return __uint_as_float(((unsigned) h) << 16); }
 
-extern "C" __global__ void v4j_f32_to_bf16(const float* src, unsigned short* dst, u64 n) {
+// a 16-bit value of `type` (0 float16, 1 bfloat16) from its bits, and back (round to nearest even)
+__device__ __forceinline__ float widen16(unsigned short h, int type) { return type == 0 ? f16_value(h) : bf16_value(h); }
+
+__device__ __forceinline__ unsigned short narrow16(float v, int type) { return type == 0 ? f16_bits(v) : bf16_bits(v); }
+
+// float32 to 16 bits and back, 8 a thread where aligned (the kernels below pass a constant type)
+__device__ __forceinline__ void narrow_all(int type, const float* src, unsigned short* dst, u64 n) {
     u64 done = 0;
     if (aligned16(src) && aligned16(dst)) {
         done = n / VEC8 * VEC8;
@@ -762,15 +733,15 @@ extern "C" __global__ void v4j_f32_to_bf16(const float* src, unsigned short* dst
             H8 r;
 #pragma unroll
             for (int j = 0; j < 8; j++) {
-                r.h[j] = bf16_bits(v[j]);
+                r.h[j] = narrow16(v[j], type);
             }
             store8(dst, g, r);
         }
     }
-    GRID_STRIDE_FROM(i, done, n) { dst[i] = bf16_bits(src[i]); }
+    GRID_STRIDE_FROM(i, done, n) { dst[i] = narrow16(src[i], type); }
 }
 
-extern "C" __global__ void v4j_bf16_to_f32(const unsigned short* src, float* dst, u64 n) {
+__device__ __forceinline__ void widen_all(int type, const unsigned short* src, float* dst, u64 n) {
     u64 done = 0;
     if (aligned16(src) && aligned16(dst)) {
         done = n / VEC8 * VEC8;
@@ -779,13 +750,25 @@ extern "C" __global__ void v4j_bf16_to_f32(const unsigned short* src, float* dst
             float v[8];
 #pragma unroll
             for (int j = 0; j < 8; j++) {
-                v[j] = bf16_value(h.h[j]);
+                v[j] = widen16(h.h[j], type);
             }
             store8f(dst, g, v);
         }
     }
-    GRID_STRIDE_FROM(i, done, n) { dst[i] = bf16_value(src[i]); }
+    GRID_STRIDE_FROM(i, done, n) { dst[i] = widen16(src[i], type); }
 }
+
+extern "C" __global__ void v4j_f32_to_f16(const float* src, __half* dst, u64 n) {
+    narrow_all(0, src, (unsigned short*) dst, n);
+}
+
+extern "C" __global__ void v4j_f16_to_f32(const __half* src, float* dst, u64 n) {
+    widen_all(0, (const unsigned short*) src, dst, n);
+}
+
+extern "C" __global__ void v4j_f32_to_bf16(const float* src, unsigned short* dst, u64 n) { narrow_all(1, src, dst, n); }
+
+extern "C" __global__ void v4j_bf16_to_f32(const unsigned short* src, float* dst, u64 n) { widen_all(1, src, dst, n); }
 
 // ------------------------------------------------------------------------------------------------ 16-bit element-wise
 
@@ -819,11 +802,6 @@ struct H16In {
     __device__ __forceinline__ float operator[](s64 i) const { return load16(p, (u64) i, type); }
     __device__ __forceinline__ H16In operator+(s64 o) const { return H16In{p + o, type}; }
 };
-
-// a 16-bit value of `type` from its bits, and back (round to nearest even), as load16 and store16
-__device__ __forceinline__ float widen16(unsigned short h, int type) { return type == 0 ? f16_value(h) : bf16_value(h); }
-
-__device__ __forceinline__ unsigned short narrow16(float v, int type) { return type == 0 ? f16_bits(v) : bf16_bits(v); }
 
 // op: 0 neg, 1 exp, 2 log, 3 sqrt, 4 tanh, 5 relu, 6 gelu (as the float32 kernels above)
 __device__ __forceinline__ float unary_of(int op, float v) {

@@ -1072,6 +1072,26 @@ class GpuCudaKernelsTest {
         }
     }
 
+    /** {@code floatToBf16} or {@code floatToFp16} of {@code k}. */
+    private static void narrowOn(Kernels k, boolean bf16, long n, MemorySegment src, long srcOff, MemorySegment dst,
+                               long dstOff) {
+        if (bf16) {
+            k.floatToBf16(n, src, srcOff, dst, dstOff);
+        } else {
+            k.floatToFp16(n, src, srcOff, dst, dstOff);
+        }
+    }
+
+    /** {@code bf16ToFloat} or {@code fp16ToFloat} of {@code k}. */
+    private static void widenOn(Kernels k, boolean bf16, long n, MemorySegment src, long srcOff, MemorySegment dst,
+                              long dstOff) {
+        if (bf16) {
+            k.bf16ToFloat(n, src, srcOff, dst, dstOff);
+        } else {
+            k.fp16ToFloat(n, src, srcOff, dst, dstOff);
+        }
+    }
+
     /**
      * The kernels that take 8 elements a thread (casts, 16-bit unary ops and their backward, axpy, and the broadcasting
      * binary ops, float32, 16-bit and mixed, on one run of elements) against the CPU
@@ -1091,34 +1111,18 @@ class GpuCudaKernelsTest {
                 for (int type : new int[] {Kernels.BFLOAT16, Kernels.FLOAT16}) {
                     boolean bf16 = type == Kernels.BFLOAT16;
                     short[] expected = new short[n + d];
-                    if (bf16) {
-                        CPU.floatToBf16(n, MemorySegment.ofArray(f), s, MemorySegment.ofArray(expected), d);
-                    } else {
-                        CPU.floatToFp16(n, MemorySegment.ofArray(f), s, MemorySegment.ofArray(expected), d);
-                    }
+                    narrowOn(CPU, bf16, n, MemorySegment.ofArray(f), s, MemorySegment.ofArray(expected), d);
                     MemorySegment out = empty(n + d);
-                    if (bf16) {
-                        cuda.floatToBf16(n, onGpu(f), s, out, d);
-                    } else {
-                        cuda.floatToFp16(n, onGpu(f), s, out, d);
-                    }
+                    narrowOn(cuda, bf16, n, onGpu(f), s, out, d);
                     assertArrayEquals(java.util.Arrays.copyOfRange(expected, d, n + d),
                             java.util.Arrays.copyOfRange(backHalves(out, n + d), d, n + d),
                             (bf16 ? "floatToBf16, " : "floatToFp16, ") + what);
 
                     short[] h = halves(type, n + s, -3, 3);
                     float[] wide = new float[n + d];
-                    if (bf16) {
-                        CPU.bf16ToFloat(n, MemorySegment.ofArray(h), s, MemorySegment.ofArray(wide), d);
-                    } else {
-                        CPU.fp16ToFloat(n, MemorySegment.ofArray(h), s, MemorySegment.ofArray(wide), d);
-                    }
+                    widenOn(CPU, bf16, n, MemorySegment.ofArray(h), s, MemorySegment.ofArray(wide), d);
                     MemorySegment wideOut = empty(n + d);
-                    if (bf16) {
-                        cuda.bf16ToFloat(n, onGpu(h), s, wideOut, d);
-                    } else {
-                        cuda.fp16ToFloat(n, onGpu(h), s, wideOut, d);
-                    }
+                    widenOn(cuda, bf16, n, onGpu(h), s, wideOut, d);
                     assertArrayEquals(java.util.Arrays.copyOfRange(wide, d, n + d),
                             java.util.Arrays.copyOfRange(back(wideOut, n + d), d, n + d), "widening, " + what);
 
