@@ -35,6 +35,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  */
 @SuppressWarnings("restricted")
 final class CublasLt {
+    private static final System.Logger LOG = System.getLogger("io.vram4j.compute.cuda");
     /** {@code VRAM4J_CUBLASLT=0} leaves cuBLASLt out: a bias is then written into the output before a cuBLAS product. */
     static final String ENV = "VRAM4J_CUBLASLT";
 
@@ -93,7 +94,8 @@ final class CublasLt {
     }
 
     private static MethodHandle bind(Linker linker, SymbolLookup lookup, String name, FunctionDescriptor d) {
-        return linker.downcallHandle(lookup.find(name).orElseThrow(), d);
+        return linker.downcallHandle(lookup.find(name).orElseThrow(
+                () -> new IllegalStateException("has no " + name)), d);
     }
 
     /**
@@ -110,10 +112,14 @@ final class CublasLt {
         }
         String name = cublas.getFileName().toString();
         Path beside = name.startsWith("libcublas.") ? cublas.resolveSibling("libcublasLt." + name.substring(10)) : null;
-        Path lib = beside != null && Files.isRegularFile(beside) ? beside : cublas;
+        boolean found = beside != null && Files.isRegularFile(beside);
+        Path lib = found ? beside : cublas;
         try {
             return Optional.of(new CublasLt(lib, SymbolLookup.libraryLookup(lib, Arena.global())));
         } catch (RuntimeException e) {   // not loadable, or an entry point missing
+            // a libcublasLt that will not serve is worth a warning; a cuBLAS without cuBLASLt's entry points is not
+            LOG.log(found ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG, () -> "cuBLASLt left out: " + lib
+                    + " " + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()));
             return Optional.empty();
         }
     }

@@ -36,6 +36,13 @@ class CublasLtTest {
     }
 
     @Test
+    void aLibcublasLtBesideThatDoesNotLoadIsLeftOut(@TempDir Path dir) throws Exception {
+        Path cublas = Files.copy(NativeTestBuild.fakeCublas(), dir.resolve("libcublas.so.13"));
+        Files.writeString(dir.resolve("libcublasLt.so.13"), "not a shared library");
+        assertTrue(CublasLt.load(cublas, Map.of()).isEmpty(), "left out (with a warning), not taken from elsewhere");
+    }
+
+    @Test
     void turnedOffOrMissingItIsLeftOutWithoutAFailure() {
         assertTrue(CublasLt.load(NativeTestBuild.fakeCublas(), Map.of(CublasLt.ENV, "0")).isEmpty(),
                 CublasLt.ENV + "=0");
