@@ -97,6 +97,14 @@ __device__ __forceinline__ float binop(int op, float x, float y) {
     }
 }
 
+// x[j] = x[j] op y[j] for the 8 values of a group (the vector paths of the broadcasting kernels)
+__device__ __forceinline__ void binop8(int op, float x[8], const float y[8]) {
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        x[j] = binop(op, x[j], y[j]);
+    }
+}
+
 extern "C" __global__ void v4j_add_f32(const float* a, const float* b, float* out, u64 n) {
     GRID_STRIDE(i, n) { out[i] = a[i] + b[i]; }
 }
@@ -158,10 +166,7 @@ extern "C" __global__ void v4j_binary_bcast4_f32(int op, const float* a, const f
             float y[8];
             load8f(a, g, x);
             load8f(b, g, y);
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                x[j] = binop(op, x[j], y[j]);
-            }
+            binop8(op, x, y);
             store8f(out, g, x);
         }
     }
@@ -722,6 +727,24 @@ __device__ __forceinline__ float widen16(unsigned short h, int type) { return ty
 
 __device__ __forceinline__ unsigned short narrow16(float v, int type) { return type == 0 ? f16_bits(v) : bf16_bits(v); }
 
+// the 8 16-bit values of group g, widened; and 8 values narrowed and stored as group g
+__device__ __forceinline__ void load8w(const unsigned short* p, u64 g, int type, float v[8]) {
+    H8 h = load8(p, g);
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        v[j] = widen16(h.h[j], type);
+    }
+}
+
+__device__ __forceinline__ void store8n(unsigned short* p, u64 g, int type, const float v[8]) {
+    H8 h;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        h.h[j] = narrow16(v[j], type);
+    }
+    store8(p, g, h);
+}
+
 // float32 to 16 bits and back, 8 a thread where aligned (the kernels below pass a constant type)
 __device__ __forceinline__ void narrow_all(int type, const float* src, unsigned short* dst, u64 n) {
     u64 done = 0;
@@ -730,12 +753,7 @@ __device__ __forceinline__ void narrow_all(int type, const float* src, unsigned 
         GRID_STRIDE(g, n / VEC8) {
             float v[8];
             load8f(src, g, v);
-            H8 r;
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                r.h[j] = narrow16(v[j], type);
-            }
-            store8(dst, g, r);
+            store8n(dst, g, type, v);
         }
     }
     GRID_STRIDE_FROM(i, done, n) { dst[i] = narrow16(src[i], type); }
@@ -746,12 +764,8 @@ __device__ __forceinline__ void widen_all(int type, const unsigned short* src, f
     if (aligned16(src) && aligned16(dst)) {
         done = n / VEC8 * VEC8;
         GRID_STRIDE(g, n / VEC8) {
-            H8 h = load8(src, g);
             float v[8];
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                v[j] = widen16(h.h[j], type);
-            }
+            load8w(src, g, type, v);
             store8f(dst, g, v);
         }
     }
@@ -821,12 +835,13 @@ extern "C" __global__ void v4j_unary16(int op, int type, const unsigned short* x
     if (aligned16(x) && aligned16(out)) {
         done = n / VEC8 * VEC8;
         GRID_STRIDE(g, n / VEC8) {
-            H8 h = load8(x, g);
+            float v[8];
+            load8w(x, g, type, v);
 #pragma unroll
             for (int j = 0; j < 8; j++) {
-                h.h[j] = narrow16(unary_of(op, widen16(h.h[j], type)), type);
+                v[j] = unary_of(op, v[j]);
             }
-            store8(out, g, h);
+            store8n(out, g, type, v);
         }
     }
     GRID_STRIDE_FROM(i, done, n) { store16(out, i, type, unary_of(op, load16(x, i, type))); }
@@ -842,6 +857,7 @@ extern "C" __global__ void v4j_binary16_bcast4(int op, int type, const unsigned 
     if (one_run(d0, d1, d2, as3, bs3) && aligned16(a) && aligned16(b) && aligned16(out)) {
         done = n / VEC8 * VEC8;
         GRID_STRIDE(g, n / VEC8) {
+            // element by element into the 16-bit group: 30 registers, where whole float groups take 36
             H8 x = load8(a, g);
             H8 y = load8(b, g);
 #pragma unroll
@@ -872,24 +888,13 @@ extern "C" __global__ void v4j_binary_mixed_bcast4(int op, int type, int half16,
             float x[8];
             float y[8];
             if (half16 == 0) {
-                H8 h = load8((const unsigned short*) a, g);
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    x[j] = widen16(h.h[j], type);
-                }
+                load8w((const unsigned short*) a, g, type, x);
                 load8f((const float*) b, g, y);
             } else {
                 load8f((const float*) a, g, x);
-                H8 h = load8((const unsigned short*) b, g);
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    y[j] = widen16(h.h[j], type);
-                }
+                load8w((const unsigned short*) b, g, type, y);
             }
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                x[j] = binop(op, x[j], y[j]);
-            }
+            binop8(op, x, y);
             store8f(out, g, x);
         }
     }
@@ -910,13 +915,13 @@ extern "C" __global__ void v4j_pointwise_backward16(int op, int type, const unsi
     if (aligned16(dy) && aligned16(x) && aligned16(dx)) {
         done = n / VEC8 * VEC8;
         GRID_STRIDE(g, n / VEC8) {
+            // element by element, as in v4j_binary16_bcast4 (30 registers; whole float groups take 38)
             H8 gs = load8(dy, g);
             H8 vs = load8(x, g);
 #pragma unroll
             for (int j = 0; j < 8; j++) {
-                float gj = widen16(gs.h[j], type);
-                float vj = widen16(vs.h[j], type);
-                gs.h[j] = narrow16(op == 0 ? relu_grad(gj, vj) : gelu_grad(gj, vj), type);
+                gs.h[j] = narrow16(op == 0 ? relu_grad(widen16(gs.h[j], type), widen16(vs.h[j], type))
+                                           : gelu_grad(widen16(gs.h[j], type), widen16(vs.h[j], type)), type);
             }
             store8(dx, g, gs);
         }

@@ -169,6 +169,7 @@ public interface Kernels {
      * @param biasOff element offset of its first value
      * @param biasStride element distance between its values, at least 0
      * @throws IndexOutOfBoundsException if an operand's reach does not fit its segment
+     * @throws IllegalArgumentException for a negative extent, leading dimension or stride, or {@code c} read-only
      * @see #sgemm
      */
     default void sgemmBias(boolean transA, boolean transB, int m, int n, int k, float alpha,
@@ -681,6 +682,7 @@ public interface Kernels {
      * @param biasOff element offset of its first value
      * @param biasStride element distance between its values, at least 0
      * @throws IndexOutOfBoundsException if an operand's reach does not fit its segment
+     * @throws IllegalArgumentException for a negative extent, leading dimension or stride, or {@code c} read-only
      * @see #gemmBatched16
      */
     default void gemmBatched16Bias(boolean bf16, int batch, boolean transA, boolean transB, int m, int n, int k,

@@ -72,12 +72,13 @@ final class Gemm {
             }
             Mat ma = operand(a, m, k, sc);
             Mat mb = operand(b, k, n, sc);
-            if (fused != null && batch.length == 0) {
-                kern.sgemmBias(ma.trans(), mb.trans(), m, n, k, 1f, ma.seg(), ma.off(), ma.ld(), mb.seg(), mb.off(),
-                        mb.ld(), fused.storage.kernelSegment(), fused.offset, fused.strides[0], w.seg(), w.off(), n);
-                return;   // written into out itself
-            }
             if (fused != null) {
+                if (batch.length == 0) {
+                    kern.sgemmBias(ma.trans(), mb.trans(), m, n, k, 1f, ma.seg(), ma.off(), ma.ld(), mb.seg(),
+                            mb.off(), mb.ld(), fused.storage.kernelSegment(), fused.offset, fused.strides[0], w.seg(),
+                            w.off(), n);
+                    return;   // written into out itself
+                }
                 startWithBias(bias, out, w.seg(), DType.FLOAT32, w.off(), w.strides(), w.device());
                 beta = 1f;
             }
@@ -105,8 +106,8 @@ final class Gemm {
 
     /**
      * A float16/bfloat16 product on device memory as one {@code Kernels.gemmBatched16} call (cuBLAS on 16-bit data,
-     * float32 accumulation), when both operands are that dtype, each is row- or column-major in its last two
-     * dimensions and the batch folds into one stride per operand.
+     * float32 accumulation), or {@code gemmBatched16Bias} with a bias, when both operands are that dtype, each is
+     * row- or column-major in its last two dimensions and the batch folds into one stride per operand.
      *
      * @return false when it does not apply (the caller computes through float32 copies)
      */

@@ -150,10 +150,18 @@ final class CublasLt {
     }
 
     /**
-     * {@code D = alpha op(A) op(B) + bias}, column-major as cuBLAS takes it ({@link ColumnMajorGemm}), with
-     * {@code bias[i]} added to every element of row {@code i} of D (D is {@code g.m() x g.n()}, the bias
-     * {@code g.m()} elements of D's type), float32 compute and scale, on {@code stream}.
+     * {@code D = alpha op(A) op(B) + bias} for the row-major product that {@code g} describes ({@link ColumnMajorGemm}:
+     * cuBLASLt gets B as its first operand and A as its second, and computes D's column-major transpose), with
+     * {@code bias[j]} added to every element of column {@code j} of the row-major D (row {@code j} of cuBLASLt's
+     * {@code g.m() x g.n()} D; the bias is {@code g.m()} contiguous elements of D's type), float32 compute and scale,
+     * queued on {@code stream}. The old contents of D are not read.
      *
+     * @param handle a handle from {@link #create()}
+     * @param a device address of the row-major A
+     * @param b device address of the row-major B
+     * @param bias device address of the bias
+     * @param d device address of D, written
+     * @param stream the CUDA stream ({@code CUstream}) the product is queued on
      * @param type {@link Cublas#CUDA_R_32F}, {@link Cublas#CUDA_R_16F} or {@link Cublas#CUDA_R_16BF}, for A, B, D
      *     and the bias
      * @param workspace device memory the algorithm may use ({@code workspaceBytes} of it), or 0

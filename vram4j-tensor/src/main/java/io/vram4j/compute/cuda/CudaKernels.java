@@ -231,14 +231,9 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     public void sgemmBias(boolean transA, boolean transB, int m, int n, int k, float alpha, MemorySegment a,
                           long aOff, int lda, MemorySegment b, long bOff, int ldb, MemorySegment bias, long biasOff,
                           long biasStride, MemorySegment c, long cOff, int ldc) {
-        if (m > 0 && n > 0 && k > 0 && biasStride == 1) {
-            startBlas();
-            synchronized (this) {
-                if (gpu.gemmBias(ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha,
-                        ptr(a, aOff), ptr(b, bOff), ptr(bias, biasOff), ptr(c, cOff), Cublas.CUDA_R_32F)) {
-                    return;
-                }
-            }
+        if (productWithBias(transA, transB, m, n, k, lda, ldb, ldc, alpha, ptr(a, aOff), ptr(b, bOff), biasStride,
+                ptr(bias, biasOff), ptr(c, cOff), Cublas.CUDA_R_32F)) {
+            return;
         }
         Kernels.super.sgemmBias(transA, transB, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, bias, biasOff,
                 biasStride, c, cOff, ldc);
@@ -279,18 +274,31 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         long rows = (long) batch * m;
         boolean folds = batch == 1
                 || !transA && strideB == 0 && strideA == (long) m * lda && strideC == (long) m * ldc;
-        if (rows > 0 && n > 0 && k > 0 && biasStride == 1 && folds && rows <= Integer.MAX_VALUE) {
-            startBlas();
-            synchronized (this) {
-                if (gpu.gemmBias(ColumnMajorGemm.ofRowMajor(transA, transB, (int) rows, n, k, lda, ldb, ldc), alpha,
-                        ptr16(a, aOff), ptr16(b, bOff), ptr16(bias, biasOff), ptr16(c, cOff),
-                        bf16 ? Cublas.CUDA_R_16BF : Cublas.CUDA_R_16F)) {
-                    return;
-                }
-            }
+        if (folds && rows <= Integer.MAX_VALUE && productWithBias(transA, transB, (int) rows, n, k, lda, ldb, ldc,
+                alpha, ptr16(a, aOff), ptr16(b, bOff), biasStride, ptr16(bias, biasOff), ptr16(c, cOff),
+                bf16 ? Cublas.CUDA_R_16BF : Cublas.CUDA_R_16F)) {
+            return;
         }
         Kernels.super.gemmBatched16Bias(bf16, batch, transA, transB, m, n, k, alpha, a, aOff, lda, strideA, b, bOff,
                 ldb, strideB, bias, biasOff, biasStride, c, cOff, ldc, strideC);
+    }
+
+    /**
+     * One row-major product from a bias on cuBLASLt ({@link GpuQueue#gemmBias}), where it is not empty, the bias is
+     * contiguous and cuBLASLt takes it; device addresses, A, B, C and the bias of CUDA type {@code type}.
+     *
+     * @return false, with nothing queued, where the caller must add the bias itself
+     */
+    private boolean productWithBias(boolean transA, boolean transB, int m, int n, int k, int lda, int ldb, int ldc,
+                                    float alpha, long a, long b, long biasStride, long bias, long c, int type) {
+        if (m == 0 || n == 0 || k == 0 || biasStride != 1) {
+            return false;
+        }
+        startBlas();
+        synchronized (this) {
+            return gpu.gemmBias(ColumnMajorGemm.ofRowMajor(transA, transB, m, n, k, lda, ldb, ldc), alpha, a, b, bias,
+                    c, type);
+        }
     }
 
     /** @return whether products with a bias run on cuBLASLt (known from the first product on; false on {@code sim}) */

@@ -104,23 +104,27 @@ final class DriverQueue implements GpuQueue {
         if (lt == null) {
             return false;
         }
+        CublasLt l = lt;
         try {
             if (clock == null) {
-                return lt.matmulBias(ltHandle, g, alpha, a, b, bias, c, type, workspace, workspaceBytes,
-                        blasStream.handle());
+                return ltProduct(l, g, alpha, a, b, bias, c, type);
             }
             boolean[] done = new boolean[1];
-            clock.time("cublasLtMatmul bias " + typeName(type), blasStream, () -> done[0] = lt.matmulBias(ltHandle,
-                    g, alpha, a, b, bias, c, type, workspace, workspaceBytes, blasStream.handle()));
+            clock.time("cublasLtMatmul bias " + typeName(type), blasStream,
+                    () -> done[0] = ltProduct(l, g, alpha, a, b, bias, c, type));
             return done[0];
         } catch (IllegalStateException e) {
             LOG.log(System.Logger.Level.WARNING, e.getMessage() + "; products with a bias go through cuBLAS from now on"
                     + " (" + CublasLt.ENV + "=0 does so from the start)");
-            CublasLt l = lt;
             lt = null;
             l.destroy(ltHandle);
             return false;
         }
+    }
+
+    /** {@link CublasLt#matmulBias} on this queue's handle, workspace and stream. */
+    private boolean ltProduct(CublasLt l, ColumnMajorGemm g, float alpha, long a, long b, long bias, long c, int type) {
+        return l.matmulBias(ltHandle, g, alpha, a, b, bias, c, type, workspace, workspaceBytes, blasStream.handle());
     }
 
     /** @return whether the products with a bias run on cuBLASLt (false before the first product) */
