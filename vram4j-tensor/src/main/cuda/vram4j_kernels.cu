@@ -1648,8 +1648,9 @@ __device__ __forceinline__ void attention_backward_dq_any(In q, In k, In v, Attn
 }
 
 // The entries' layouts: q, k and v in (heads, sb, sh, st) (AttnRows), out in (heads, osb, osh, ost), dout in
-// (heads, gsb, gsh, gst); dq, dk and dv in out's layout; lse float32 and contiguous [problems, t]. A contiguous
-// [problems, t, d] operand is (1, t * d, 0, d).
+// (heads, gsb, gsh, gst), dq, dk and dv in (heads, dsb, dsh, dst) (the output's layout, or q's where the gradients
+// go into one tensor laid out as the projection the heads were split from); lse float32 and contiguous
+// [problems, t]. A contiguous [problems, t, d] operand is (1, t * d, 0, d).
 
 // float32 operands, read and written in place (PyTorch's memory-efficient attention reads the heads split off one
 // projection as they lie, too)
@@ -1665,22 +1666,24 @@ extern "C" __global__ void v4j_attention_backward_dkdv_f32(const float* q, const
                                                            const float* out, const float* lse, const float* dout,
                                                            float* dk, float* dv, int t, int d, float scale, int causal,
                                                            int tile, int heads, s64 sb, s64 sh, s64 st, s64 osb,
-                                                           s64 osh, s64 ost, s64 gsb, s64 gsh, s64 gst) {
+                                                           s64 osh, s64 ost, s64 gsb, s64 gsh, s64 gst, s64 dsb,
+                                                           s64 dsh, s64 dst) {
     AttnRows orows{heads, osb, osh, ost};
+    AttnRows drows{heads, dsb, dsh, dst};
     attention_backward_dkdv_any(F32In{q}, F32In{k}, F32In{v}, AttnRows{heads, sb, sh, st}, F32In{out}, orows, lse,
-                                F32In{dout}, AttnRows{heads, gsb, gsh, gst}, attn_out_f32(dk, orows, t, d),
-                                attn_out_f32(dv, orows, t, d), t, d, scale, causal, tile);
+                                F32In{dout}, AttnRows{heads, gsb, gsh, gst}, attn_out_f32(dk, drows, t, d),
+                                attn_out_f32(dv, drows, t, d), t, d, scale, causal, tile);
 }
 
 extern "C" __global__ void v4j_attention_backward_dq_f32(const float* q, const float* k, const float* v,
                                                          const float* out, const float* lse, const float* dout,
                                                          float* dq, int t, int d, float scale, int causal, int tile,
                                                          int heads, s64 sb, s64 sh, s64 st, s64 osb, s64 osh, s64 ost,
-                                                         s64 gsb, s64 gsh, s64 gst) {
+                                                         s64 gsb, s64 gsh, s64 gst, s64 dsb, s64 dsh, s64 dst) {
     AttnRows orows{heads, osb, osh, ost};
     attention_backward_dq_any(F32In{q}, F32In{k}, F32In{v}, AttnRows{heads, sb, sh, st}, F32In{out}, orows, lse,
-                              F32In{dout}, AttnRows{heads, gsb, gsh, gst}, attn_out_f32(dq, orows, t, d), t, d, scale,
-                              causal, tile);
+                              F32In{dout}, AttnRows{heads, gsb, gsh, gst},
+                              attn_out_f32(dq, AttnRows{heads, dsb, dsh, dst}, t, d), t, d, scale, causal, tile);
 }
 
 // 16-bit operands of one type (0 float16, 1 bfloat16), read widened and in place, the results rounded once as stored:
@@ -1701,12 +1704,13 @@ extern "C" __global__ void v4j_attention_backward_dkdv16(int type, const unsigne
                                                          unsigned short* dk, unsigned short* dv, float* work, int t,
                                                          int d, float scale, int causal, int tile, int heads, s64 sb,
                                                          s64 sh, s64 st, s64 osb, s64 osh, s64 ost, s64 gsb, s64 gsh,
-                                                         s64 gst) {
+                                                         s64 gst, s64 dsb, s64 dsh, s64 dst) {
     AttnRows orows{heads, osb, osh, ost};
+    AttnRows drows{heads, dsb, dsh, dst};
     attention_backward_dkdv_any(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
                                 H16In{out, type}, orows, lse, H16In{dout, type}, AttnRows{heads, gsb, gsh, gst},
-                                attn_out16(dk, type, orows, work, t, d),
-                                attn_out16(dv, type, orows, work == nullptr ? nullptr : work + (s64) gridDim.y * t * d,
+                                attn_out16(dk, type, drows, work, t, d),
+                                attn_out16(dv, type, drows, work == nullptr ? nullptr : work + (s64) gridDim.y * t * d,
                                            t, d),
                                 t, d, scale, causal, tile);
 }
@@ -1716,11 +1720,13 @@ extern "C" __global__ void v4j_attention_backward_dq16(int type, const unsigned 
                                                        const float* lse, const unsigned short* dout,
                                                        unsigned short* dq, float* work, int t, int d, float scale,
                                                        int causal, int tile, int heads, s64 sb, s64 sh, s64 st,
-                                                       s64 osb, s64 osh, s64 ost, s64 gsb, s64 gsh, s64 gst) {
+                                                       s64 osb, s64 osh, s64 ost, s64 gsb, s64 gsh, s64 gst, s64 dsb,
+                                                       s64 dsh, s64 dst) {
     AttnRows orows{heads, osb, osh, ost};
     attention_backward_dq_any(H16In{q, type}, H16In{k, type}, H16In{v, type}, AttnRows{heads, sb, sh, st},
                               H16In{out, type}, orows, lse, H16In{dout, type}, AttnRows{heads, gsb, gsh, gst},
-                              attn_out16(dq, type, orows, work, t, d), t, d, scale, causal, tile);
+                              attn_out16(dq, type, AttnRows{heads, dsb, dsh, dst}, work, t, d), t, d, scale, causal,
+                              tile);
 }
 
 // ------------------------------------------------------------------------------------------------ attention on tensor cores
@@ -2226,12 +2232,13 @@ extern "C" __global__ void v4j_attention_backward_dkdv_tc(int type, const unsign
                                                           const float* lse, const unsigned short* dout,
                                                           unsigned short* dk, unsigned short* dv, int t, int d,
                                                           float scale, int causal, int heads, s64 sb, s64 sh, s64 st,
-                                                          s64 osb, s64 osh, s64 ost, s64 gsb, s64 gsh, s64 gst) {
+                                                          s64 osb, s64 osh, s64 ost, s64 gsb, s64 gsh, s64 gst,
+                                                          s64 dsb, s64 dsh, s64 dst) {
     AttnRows rows{heads, sb, sh, st};
-    AttnRows orows{heads, osb, osh, ost};
     AttnRows grows{heads, gsb, gsh, gst};
-    AttnOut ok = attn_out16(dk, type, orows, nullptr, t, d);
-    AttnOut ov = attn_out16(dv, type, orows, nullptr, t, d);
+    AttnRows drows{heads, dsb, dsh, dst};
+    AttnOut ok = attn_out16(dk, type, drows, nullptr, t, d);
+    AttnOut ov = attn_out16(dv, type, drows, nullptr, t, d);
     tc_dispatch(type, d, [&](auto dim, auto half) {
         attention_backward_dkdv_tc<decltype(dim)::value, decltype(half)>(q, k, v, rows, delta, lse, dout, grows, ok,
                                                                           ov, t, d, scale, causal);
@@ -2244,11 +2251,11 @@ extern "C" __global__ void v4j_attention_backward_dq_tc(int type, const unsigned
                                                         unsigned short* dq, float* delta, int t, int d, float scale,
                                                         int causal,
                                                         int heads, s64 sb, s64 sh, s64 st, s64 osb, s64 osh, s64 ost,
-                                                        s64 gsb, s64 gsh, s64 gst) {
+                                                        s64 gsb, s64 gsh, s64 gst, s64 dsb, s64 dsh, s64 dst) {
     AttnRows rows{heads, sb, sh, st};
     AttnRows orows{heads, osb, osh, ost};
     AttnRows grows{heads, gsb, gsh, gst};
-    AttnOut oq = attn_out16(dq, type, orows, nullptr, t, d);
+    AttnOut oq = attn_out16(dq, type, AttnRows{heads, dsb, dsh, dst}, nullptr, t, d);
     tc_dispatch(type, d, [&](auto dim, auto half) {
         attention_backward_dq_tc<decltype(dim)::value, decltype(half)>(q, k, v, rows, out, orows, lse, dout, grows,
                                                                         oq, delta, t, d, scale, causal);

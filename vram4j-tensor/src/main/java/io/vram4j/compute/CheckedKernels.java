@@ -669,7 +669,7 @@ final class CheckedKernels implements Kernels {
         stridedAttentionOperands("attentionForwardStrided", type, batchHeads, heads, batchStride, headStride,
                 rowStride, t, d, q, qOff, k, kOff, v, vOff, lse, lseOff);
         stridedAttentionResult(type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, out, outOff,
-                "out");
+                "out", "out");
         Checks.writable(lse, "lse");
         unchecked.attentionForwardStrided(type, batchHeads, heads, batchStride, headStride, rowStride, outBatchStride,
                 outHeadStride, outRowStride, t, d, scale, causal, q, qOff, k, kOff, v, vOff, out, outOff, lse, lseOff);
@@ -678,7 +678,8 @@ final class CheckedKernels implements Kernels {
     @Override
     public void attentionBackwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
                                          long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
-                                         long doutBatchStride, long doutHeadStride, long doutRowStride, int t, int d,
+                                         long doutBatchStride, long doutHeadStride, long doutRowStride,
+                                         long gradBatchStride, long gradHeadStride, long gradRowStride, int t, int d,
                                          float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
                                          long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
                                          MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
@@ -690,28 +691,33 @@ final class CheckedKernels implements Kernels {
                 "outBatchStride", "outHeadStride", "outRowStride");
         attentionRows(type, batchHeads, heads, doutBatchStride, doutHeadStride, doutRowStride, t, d, dout, doutOff,
                 "dout", "doutBatchStride", "doutHeadStride", "doutRowStride");
-        stridedAttentionResult(type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, dq, dqOff,
-                "dq");
-        stridedAttentionResult(type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, dk, dkOff,
-                "dk");
-        stridedAttentionResult(type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, dv, dvOff,
-                "dv");
+        stridedAttentionResult(type, batchHeads, heads, gradBatchStride, gradHeadStride, gradRowStride, t, d, dq, dqOff,
+                "dq", "grad");
+        stridedAttentionResult(type, batchHeads, heads, gradBatchStride, gradHeadStride, gradRowStride, t, d, dk, dkOff,
+                "dk", "grad");
+        stridedAttentionResult(type, batchHeads, heads, gradBatchStride, gradHeadStride, gradRowStride, t, d, dv, dvOff,
+                "dv", "grad");
         unchecked.attentionBackwardStrided(type, batchHeads, heads, batchStride, headStride, rowStride, outBatchStride,
-                outHeadStride, outRowStride, doutBatchStride, doutHeadStride, doutRowStride, t, d, scale, causal, q,
+                outHeadStride, outRowStride, doutBatchStride, doutHeadStride, doutRowStride, gradBatchStride,
+                gradHeadStride, gradRowStride, t, d, scale, causal, q,
                 qOff, k, kOff, v, vOff, out, outOff, lse, lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
     }
 
     /**
-     * Checks a strided attention result in the output's layout ({@code Kernels.attentionForwardStrided}): its strides
-     * reach only its own elements, no two of its elements share an address, and it is writable.
+     * Checks a strided attention result ({@code Kernels.attentionForwardStrided}'s output, a gradient of
+     * {@code attentionBackwardStrided}): its strides reach only its own elements, no two of its elements share an
+     * address, and it is writable.
+     *
+     * @param layout the strides' parameter names without "BatchStride" and the like: {@code out} or {@code grad}
      */
     private static void stridedAttentionResult(int type, int batchHeads, int heads, long sb, long sh, long st, int t,
-                                               int d, MemorySegment seg, long off, String name) {
-        attentionRows(type, batchHeads, heads, sb, sh, st, t, d, seg, off, name, "outBatchStride", "outHeadStride",
-                "outRowStride");
+                                               int d, MemorySegment seg, long off, String name, String layout) {
+        attentionRows(type, batchHeads, heads, sb, sh, st, t, d, seg, off, name, layout + "BatchStride",
+                layout + "HeadStride", layout + "RowStride");
         if (overlaps(new long[] {batchHeads / heads, heads, t, d}, new long[] {sb, sh, st, 1})) {
-            throw new IllegalArgumentException(name + ": the output layout (outBatchStride " + sb + ", outHeadStride "
-                    + sh + ", outRowStride " + st + ") puts two elements at one address");
+            throw new IllegalArgumentException(name + ": the " + (layout.equals("out") ? "output" : "gradients'")
+                    + " layout (" + layout + "BatchStride " + sb + ", " + layout + "HeadStride " + sh + ", " + layout
+                    + "RowStride " + st + ") puts two elements at one address");
         }
         Checks.writable(seg, name);
     }

@@ -192,7 +192,8 @@ interface HostConversions extends Kernels {
     @Override
     default void attentionBackwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
                                           long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
-                                          long doutBatchStride, long doutHeadStride, long doutRowStride, int t, int d,
+                                          long doutBatchStride, long doutHeadStride, long doutRowStride,
+                                          long gradBatchStride, long gradHeadStride, long gradRowStride, int t, int d,
                                           float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
                                           long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
                                           MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
@@ -203,7 +204,7 @@ interface HostConversions extends Kernels {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment[] g = new MemorySegment[3];
             for (int i = 0; i < 3; i++) {
-                g[i] = resultRows(a, type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d,
+                g[i] = resultRows(a, type, batchHeads, heads, gradBatchStride, gradHeadStride, gradRowStride, t, d,
                         dst[i], off[i]);
             }
             attentionBackward(batchHeads, t, d, scale, causal,
@@ -216,7 +217,7 @@ interface HostConversions extends Kernels {
                             dout, doutOff), 0,
                     g[0], 0, g[1], 0, g[2], 0);
             for (int i = 0; i < 3; i++) {
-                narrowRows(type, batchHeads, heads, outBatchStride, outHeadStride, outRowStride, t, d, g[i], dst[i],
+                narrowRows(type, batchHeads, heads, gradBatchStride, gradHeadStride, gradRowStride, t, d, g[i], dst[i],
                         off[i]);
             }
         }

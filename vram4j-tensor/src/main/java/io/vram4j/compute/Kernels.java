@@ -814,17 +814,21 @@ public interface Kernels {
      * its own ({@code doutBatchStride}, {@code doutHeadStride}, {@code doutRowStride}), all with the same
      * {@code heads}, read in place (16-bit ones widened as read); {@code lse} is float32 and contiguous. The
      * gradients {@code dq}, {@code dk}, {@code dv} have {@code type} (16-bit values rounded once from the float32
-     * results) and the output's layout (as PyTorch's flash attention backward gives them the inputs'
-     * {@code [batch, t, heads, d]} order); their values are those of {@link #attentionBackward} on the same rows (the
-     * CUDA kernels on 16-bit inputs at {@code d} up to 64: within a few units of {@code type}'s roundoff, as
-     * {@link #attentionForwardStrided} says; they also round {@code ds} to {@code type} before its products).
+     * results) and are written in the layout {@code gradBatchStride}, {@code gradHeadStride}, {@code gradRowStride}:
+     * the output's (as PyTorch's flash attention backward gives them the inputs' {@code [batch, t, heads, d]}
+     * order), or that of {@code q}, {@code k} and {@code v}, so that the gradients of heads split off one projection
+     * fill one tensor of the projection's shape; their values are those of {@link #attentionBackward} on the same
+     * rows (the CUDA kernels on 16-bit inputs at {@code d} up to 64: within a few units of {@code type}'s roundoff,
+     * as {@link #attentionForwardStrided} says; they also round {@code ds} to {@code type} before its products).
      *
      * @param type {@link #FLOAT32}, {@link #FLOAT16} or {@link #BFLOAT16}
-     * @throws IllegalArgumentException as {@link #attentionForwardStrided}
+     * @throws IllegalArgumentException as {@link #attentionForwardStrided}, also for a gradient layout whose elements
+     *     overlap
      */
     void attentionBackwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
                                   long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
                                   long doutBatchStride, long doutHeadStride, long doutRowStride,
+                                  long gradBatchStride, long gradHeadStride, long gradRowStride,
                                   int t, int d, float scale, boolean causal,
                                   MemorySegment q, long qOff, MemorySegment k, long kOff, MemorySegment v, long vOff,
                                   MemorySegment out, long outOff, MemorySegment lse, long lseOff,

@@ -207,11 +207,13 @@ public final class BackwardOps {
      * The gradient of an input from the gradients of slices of it that tile it along {@code dim} (PyTorch's
      * {@code split_backward}: one {@code cat}): each copied into its place of one new tensor, nothing zero-filled
      * and nothing added, where {@link #narrowBackward} for each and their sum would fill and add the whole input
-     * once per slice.
+     * once per slice. Where the gradients already lie side by side in one storage as that tensor would hold them
+     * (the fused attention's, {@link #attentionBackward}), it is a view over them and nothing is copied.
      *
      * @param grads the slices' gradients in order along {@code dim}, of one dtype, their sizes along {@code dim}
      *     adding up to {@code inputShape[dim]} and their other sizes those of {@code inputShape}
-     * @return a new tensor of {@code inputShape} and the gradients' dtype
+     * @return a new tensor of {@code inputShape} and the gradients' dtype, contiguous (a view sharing the gradients'
+     *     storage where they lie in place)
      * @throws IllegalArgumentException when the gradients do not tile {@code inputShape} along {@code dim}
      */
     public static Tensor splitBackward(List<Tensor> grads, int[] inputShape, int dim) {
@@ -230,7 +232,12 @@ public final class BackwardOps {
             throw new IllegalArgumentException("splitBackward: slices of " + at + " along dimension " + dim
                     + " do not tile " + Shapes.str(inputShape));
         }
-        Tensor out = like(grads.get(0), inputShape);
+        Tensor first = grads.get(0);
+        long[] whole = Shapes.contiguousStrides(inputShape);
+        if (inPlace(grads, whole, dim)) {
+            return first.alias(inputShape.clone(), whole, first.offset);
+        }
+        Tensor out = like(first, inputShape);
         return run(out, () -> {
             long off = out.offset;
             for (Tensor g : grads) {
@@ -238,6 +245,28 @@ public final class BackwardOps {
                 off += g.shape[dim] * out.strides[dim];
             }
         });
+    }
+
+    /**
+     * @return whether the slices' gradients already lie in one storage, each where its slice lies in a contiguous
+     *     tensor of strides {@code whole} that starts at the first one (the fused attention's gradients of heads split
+     *     off one projection: {@link FusedAttention#gradients})
+     */
+    private static boolean inPlace(List<Tensor> grads, long[] whole, int dim) {
+        Tensor first = grads.get(0);
+        long off = first.offset;
+        for (Tensor g : grads) {
+            if (g.storage != first.storage || g.offset != off) {
+                return false;
+            }
+            for (int i = 0; i < whole.length; i++) {
+                if (g.shape[i] > 1 && g.strides[i] != whole[i]) {
+                    return false;
+                }
+            }
+            off += g.shape[dim] * whole[dim];
+        }
+        return true;
     }
 
     /**
@@ -301,9 +330,10 @@ public final class BackwardOps {
      * @param lse the saved float32 log-sum-exps {@code [..., T]}
      * @param causal as the forward call
      * @param scale the forward's factor of the scores
-     * @return {@code {dq, dk, dv}}, each of the shape of {@code q}, in the layout of the output ({@code [B, H, T, d]}
-     *     stored as {@code [B, T, H, d]}) where the operands' layouts let the kernels read them in place, else
-     *     contiguous
+     * @return {@code {dq, dk, dv}}, each of the shape of {@code q}, where the operands' layouts let the kernels read
+     *     them in place: for heads split off one projection, views of one tensor laid out as the projection
+     *     ({@link FusedAttention#gradients}), else in the layout of the output ({@code [B, H, T, d]} stored as
+     *     {@code [B, T, H, d]}); in other cases contiguous
      */
     public static Tensor[] attentionBackward(Tensor g, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse,
                                              boolean causal, float scale) {
@@ -322,15 +352,18 @@ public final class BackwardOps {
             FusedAttention.Rows orows = rows != null ? FusedAttention.Rows.of(out) : null;
             FusedAttention.Rows grows = orows != null && g.dtype == out.dtype ? FusedAttention.Rows.of(g) : null;
             if (grows != null && grows.heads() == rows.heads() && orows.equals(FusedAttention.Rows.of(q.shape))) {
-                for (int i = 0; i < 3; i++) {
-                    grads[i] = FusedAttention.output(q);
-                }
+                // the heads split off one projection get their gradients in one tensor laid out as it
+                // (FusedAttention.gradients), others in the output's layout
+                Tensor[] made = FusedAttention.gradients(q, k, v);
+                System.arraycopy(made, 0, grads, 0, 3);
+                FusedAttention.Rows drows = FusedAttention.Rows.of(grads[0]);
                 if (!g.device.hasStorage()) {
                     return grads;   // sim: the gradients' bytes and layout, nothing computed
                 }
                 g.device.kernels().attentionBackwardStrided(type, n.problems(), rows.heads(), rows.batchStride(),
                         rows.headStride(), rows.rowStride(), orows.batchStride(), orows.headStride(),
-                        orows.rowStride(), grows.batchStride(), grows.headStride(), grows.rowStride(), n.t(), n.d(),
+                        orows.rowStride(), grows.batchStride(), grows.headStride(), grows.rowStride(),
+                        drows.batchStride(), drows.headStride(), drows.rowStride(), n.t(), n.d(),
                         scale, causal, q.storage.kernelSegment(), q.offset, k.storage.kernelSegment(), k.offset,
                         v.storage.kernelSegment(), v.offset, out.storage.kernelSegment(), out.offset,
                         lse.storage.kernelSegment(), lse.offset, g.storage.kernelSegment(), g.offset,

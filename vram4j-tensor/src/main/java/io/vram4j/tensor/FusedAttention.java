@@ -103,6 +103,58 @@ final class FusedAttention {
         return new Tensor(storage, q.dtype, s.clone(), outputStrides(s), 0);
     }
 
+    /**
+     * New gradients for {@code q}, {@code k} and {@code v}, shape and dtype of {@code q}. Where the three are the
+     * heads split off one projection ({@link #splitHeads}), they are views of one new tensor laid out as that
+     * projection, each where its input lies in it, so that the split's backward gives the projection's gradient
+     * without a copy ({@link BackwardOps#splitBackward}); PyTorch copies the three into one tensor there (a
+     * {@code cat}). Else each is a new tensor in {@link #output}'s layout.
+     *
+     * @return {@code {dq, dk, dv}}; on failure nothing is left allocated
+     */
+    static Tensor[] gradients(Tensor q, Tensor k, Tensor v) {
+        Tensor[] g = new Tensor[3];
+        try {
+            if (splitHeads(q, k, v)) {
+                long bytes = Math.multiplyExact(3 * Shapes.numel(q.shape), q.dtype.byteSize());
+                int[] whole = {q.shape[0], q.shape[2], 3 * q.shape[1] * q.shape[3]};
+                Storage storage = Storage.allocate(q.device, q.device.stream(), bytes, whole, q.dtype);
+                g[0] = new Tensor(storage, q.dtype, q.shape.clone(), q.strides.clone(), 0);
+                g[1] = g[0].alias(q.shape.clone(), q.strides.clone(), k.offset - q.offset);
+                g[2] = g[0].alias(q.shape.clone(), q.strides.clone(), v.offset - q.offset);
+            } else {
+                for (int i = 0; i < 3; i++) {
+                    g[i] = output(q);
+                }
+            }
+            return g;
+        } catch (RuntimeException | Error e) {
+            for (Tensor x : g) {
+                if (x != null) {
+                    x.close();
+                }
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * @return whether {@code q}, {@code k} and {@code v} ({@code [B, H, T, d]}) are the heads split off one projection
+     *     {@code [B, T, 3 H d]} as the Transformer splits them (narrow, view, transpose): views of one storage with
+     *     strides {@code (3 T H d, d, 3 H d, 1)}, {@code k} starting {@code H d} elements after {@code q} and {@code v}
+     *     {@code H d} after {@code k}, so that together they are every element of that projection once
+     */
+    static boolean splitHeads(Tensor q, Tensor k, Tensor v) {
+        if (q.shape.length != 4 || q.storage != k.storage || q.storage != v.storage
+                || !Arrays.equals(q.strides, k.strides) || !Arrays.equals(q.strides, v.strides)) {
+            return false;
+        }
+        long hd = (long) q.shape[1] * q.shape[3];
+        long row = 3 * hd;
+        long[] packed = {row * q.shape[2], q.shape[3], row, 1};
+        return Arrays.equals(q.strides, packed) && k.offset - q.offset == hd && v.offset - k.offset == hd;
+    }
+
     /** @return the strides of {@link #output} for queries of {@code shape} */
     private static long[] outputStrides(int[] s) {
         return s.length != 4 ? Shapes.contiguousStrides(s)

@@ -198,7 +198,8 @@ class HalfElementwiseKernelsTest {
                 MemorySegment vw = contiguousRows(a, type, qkv, vOff, bh, qkvRows, t, d);
                 k.attentionForward(bh, t, d, scale, true, qw, 0, kw, 0, vw, 0, want[0], 0, want[1], 0);
                 k.attentionBackwardStrided(type, bh, heads, qkvRows[1], qkvRows[2], qkvRows[3], outRows[1], outRows[2],
-                        outRows[3], outRows[1], outRows[2], outRows[3], t, d, scale, true, qkv, qOff, qkv, kOff, qkv,
+                        outRows[3], outRows[1], outRows[2], outRows[3], outRows[1], outRows[2], outRows[3], t, d, scale,
+                        true, qkv, qOff, qkv, kOff, qkv,
                         vOff, out, 1, want[1], 0, dout, 1, got[2], 2, got[3], 2, got[4], 2);
                 k.attentionBackward(bh, t, d, scale, true, qw, 0, kw, 0, vw, 0,
                         contiguousRows(a, type, out, 1, bh, outRows, t, d), 0, want[1], 0,

@@ -102,8 +102,8 @@ class KernelArgumentsTest {
                     + "outOff lse* lseOff"),
             Map.entry("attentionBackwardStrided", "type=0 batchHeads heads=3 batchStride=9 headStride=9 rowStride=3 "
                     + "outBatchStride=27 outHeadStride=3 outRowStride=9 doutBatchStride=27 doutHeadStride=3 "
-                    + "doutRowStride=9 t d scale causal q qOff k kOff v vOff out outOff lse lseOff dout doutOff dq* "
-                    + "dqOff dk* dkOff dv* dvOff"),
+                    + "doutRowStride=9 gradBatchStride=27 gradHeadStride=3 gradRowStride=9 t d scale causal q qOff k "
+                    + "kOff v vOff out outOff lse lseOff dout doutOff dq* dqOff dk* dkOff dv* dvOff"),
             // device paths
             Map.entry("copy4", "d0=1 d1=1 d2=3 d3=3 src srcOff s0=0 s1=0 s2=3 s3=1 dst* dstOff t0=0 t1=0 t2=1 t3=3"),
             Map.entry("copy16", "d0=1 d1=1 d2=3 d3=3 src srcOff s0=0 s1=0 s2=3 s3=1 dst* dstOff t0=0 t1=0 t2=1 t3=3"),
@@ -317,9 +317,10 @@ class KernelArgumentsTest {
     }
 
     /**
-     * The 16-bit attention writes its results in the output's layout: one whose elements share addresses (rows
-     * closer than a row's length, heads at one place) would have threads race on them, so it is refused, naming the
-     * result, before anything is written; PyTorch's [batch, t, heads, d] and a contiguous layout pass.
+     * The 16-bit attention writes its output, and its backward the gradients, in a layout of their own: one whose
+     * elements share addresses (rows closer than a row's length, heads at one place) would have threads race on them,
+     * so it is refused, naming the result, before anything is written; PyTorch's [batch, t, heads, d] and a contiguous
+     * layout pass.
      */
     @ParameterizedTest(name = "{0}")
     @MethodSource("implementations")
@@ -340,9 +341,9 @@ class KernelArgumentsTest {
                                 d, 0.5f, true, in, 0, in, 0, in, 0, res[0], 0, lse, 0), Arrays.toString(o));
                 assertTrue(names(f.getMessage(), "out"), f.getMessage());
                 IllegalArgumentException b = assertThrows(IllegalArgumentException.class, () ->
-                        k.attentionBackwardStrided(Kernels.FLOAT16, bh, heads, 2L * t * d, t * d, d, o[0], o[1], o[2],
-                                2L * t * d, t * d, d, t, d, 0.5f, true, in, 0, in, 0, in, 0, in, 0, lse, 0, in, 0,
-                                res[0], 0, res[1], 0, res[2], 0), Arrays.toString(o));
+                        k.attentionBackwardStrided(Kernels.FLOAT16, bh, heads, 2L * t * d, t * d, d, 2L * t * d, t * d,
+                                d, 2L * t * d, t * d, d, o[0], o[1], o[2], t, d, 0.5f, true, in, 0, in, 0, in, 0, in, 0,
+                                lse, 0, in, 0, res[0], 0, res[1], 0, res[2], 0), Arrays.toString(o));
                 assertTrue(names(b.getMessage(), "dq"), b.getMessage());
                 assertArrayEquals(before, res[0].toArray(ValueLayout.JAVA_BYTE), "nothing written");
             }

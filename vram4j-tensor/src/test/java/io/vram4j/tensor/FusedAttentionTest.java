@@ -294,8 +294,9 @@ class FusedAttentionTest {
     /**
      * Float32 q, k and v split off one projection (narrow, view, transpose, as {@code CausalSelfAttention}) are read
      * in place: the forward allocates its output and lse only (no gathered copies of q, k, v, no scratch for the
-     * strided output), the backward gives gradients in the output's layout (so they merge back into the
-     * projection's gradient as views) with the math path's values.
+     * strided output), the backward gives the three gradients as views of one tensor laid out as the projection, each
+     * where its input lies (so the split's backward is a view of that tensor), with the values of the kernels on
+     * contiguous copies.
      */
     @Test
     void float32HeadsSplitOffOneProjectionAreReadInPlace() {
@@ -330,8 +331,12 @@ class FusedAttentionTest {
             Tensor[] want = BackwardOps.attentionBackward(g.contiguous(), contiguous[0], contiguous[1], contiguous[2],
                     out.contiguous(), lse, true, 0.4f);
             for (int i = 0; i < 3; i++) {
-                assertArrayEquals(out.strides, got[i].strides, "gradient " + i + " in the output's layout");
+                assertArrayEquals(in[i].strides, got[i].strides, "gradient " + i + " in q's layout");
+                assertSame(got[0].storage, got[i].storage, "one tensor holds the three gradients");
+                assertEquals(in[i].offset - in[0].offset, got[i].offset, "gradient " + i + " where its input lies");
                 assertArrayEquals(want[i].toFloatArray(), got[i].toFloatArray(), "gradient " + i);
+            }
+            for (int i = 0; i < 3; i++) {
                 got[i].close();
                 want[i].close();
             }

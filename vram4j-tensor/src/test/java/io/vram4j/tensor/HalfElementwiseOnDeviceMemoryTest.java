@@ -18,6 +18,7 @@ import java.util.function.UnaryOperator;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -423,11 +424,12 @@ class HalfElementwiseOnDeviceMemoryTest {
                         Tensor[] got = BackwardOps.attentionBackward(g, split[0], split[1], split[2], out, lse, true,
                                 0.35f);
                         long backwardPeak = alloc.maxMemoryAllocated() - beforeBackward;
-                        assertTrue(backwardPeak <= 3 * (2 * n + 512), "backward peak " + backwardPeak + " over its "
-                                + "three 16-bit gradients: the saved output or a gradient was copied");
-                        for (Tensor x : got) {
-                            assertArrayEquals(out.strides(), x.strides(), "a gradient in the output's layout, which "
-                                    + "merges back into the projection's gradient as a view");
+                        assertTrue(backwardPeak <= 3 * 2 * n + 512, "backward peak " + backwardPeak + " over one "
+                                + "tensor of the three 16-bit gradients: the saved output or a gradient was copied");
+                        for (int i = 0; i < 3; i++) {
+                            assertArrayEquals(split[i].strides(), got[i].strides(), "a gradient in q's layout, "
+                                    + "which the split's backward merges into the projection's gradient as a view");
+                            assertSame(got[0].storage, got[i].storage, "the three gradients in one tensor");
                         }
                         Tensor[] want = BackwardOps.attentionBackward(gw, wide[0], wide[1], wide[2], outw, lse, true,
                                 0.35f);

@@ -123,6 +123,82 @@ class SplitBackwardTest {
         gradient(DType.FLOAT32, new int[][] {{0, 6}, {6, 6}}, false, ignored);                    // halves
     }
 
+    /** Launches of copies within device memory (the split's backward copying a slice's gradient into place). */
+    private long copies() {
+        return counters.byKernel().entrySet().stream()
+                .filter(e -> e.getKey().startsWith("copy") && !e.getKey().equals("copyFromHost"))
+                .mapToLong(Map.Entry::getValue).sum();
+    }
+
+    /**
+     * The gradient of x through x * 2 split into heads as {@code CausalSelfAttention} splits its projection (narrow,
+     * view, transpose; made contiguous first with {@code gather}) and the fused attention. Counts the copies the
+     * backward pass launches into {@code copies[0]}.
+     */
+    private float[] attentionGradient(DType type, boolean gather, long[] copies) {
+        int heads = 2;
+        int d = C / heads;
+        try (MemoryScope s = MemoryScope.open()) {
+            Tensor x32 = dev.tensor(ramp(B * T * 3 * C, 0.5f), B, T, 3 * C);
+            Tensor x = (type == DType.FLOAT32 ? x32.detach() : x32.to(type)).requiresGrad(true);
+            Tensor qkv = x.mul(2f);
+            Tensor[] in = new Tensor[3];
+            for (int i = 0; i < 3; i++) {
+                Tensor head = qkv.narrow(2, i * C, C).view(B, T, heads, d).transpose(1, 2);
+                in[i] = gather ? head.contiguous() : head;
+            }
+            Tensor out = Functional.scaledDotProductAttention(in[0], in[1], in[2], true);
+            Tensor w = dev.tensor(ramp(B * T * C, 0.25f), B, heads, T, d);
+            Tensor loss = out.mul(type == DType.FLOAT32 ? w : w.to(type)).sum();
+            long before = copies();
+            loss.backward();
+            copies[0] = copies() - before;
+            return x.grad().toFloatArray();
+        }
+    }
+
+    /**
+     * The fused attention writes the gradients of heads split off one projection into one tensor laid out as the
+     * projection, so the split's backward is a view of it: the backward pass copies nothing, where heads made
+     * contiguous first get their gradients copied into place (PyTorch's {@code cat}), and the projection's gradient
+     * is the same, bit for bit.
+     */
+    @ParameterizedTest
+    @EnumSource(names = {"FLOAT32", "BFLOAT16"})
+    void attentionGradientsOfHeadsSplitOffOneProjectionAreNotCopied(DType type) {
+        long[] inPlace = new long[1];
+        long[] gathered = new long[1];
+        float[] direct = attentionGradient(type, false, inPlace);
+        float[] viaCopies = attentionGradient(type, true, gathered);
+        assertArrayEquals(viaCopies, direct, type + " gradient of the projection");
+        assertEquals(0, inPlace[0], "copies in the backward pass of heads split off one projection");
+        assertTrue(gathered[0] >= 3, "the split's backward copies the gradients of contiguous heads: " + gathered[0]);
+    }
+
+    /** Gradients lying side by side in one storage as the input would hold them become a view of it, not a copy. */
+    @Test
+    void splitBackwardViewsGradientsThatLieInPlace() {
+        try (MemoryScope s = MemoryScope.open()) {
+            Tensor whole = dev.tensor(ramp(2 * 3 * 6, 1f), 2, 3, 6);
+            Tensor a = whole.narrow(2, 0, 2);
+            Tensor b = whole.narrow(2, 2, 4);
+            long before = counters.launches().get();
+            Tensor viewed = BackwardOps.splitBackward(List.of(a, b), new int[] {2, 3, 6}, 2);
+            assertEquals(before, counters.launches().get(), "nothing launched");
+            assertTrue(viewed.storage == whole.storage && viewed.isContiguous(), "a contiguous view of the storage");
+            assertArrayEquals(whole.toFloatArray(), viewed.toFloatArray());
+            Tensor swapped = BackwardOps.splitBackward(List.of(b, a), new int[] {2, 3, 6}, 2);   // not where they lie
+            assertTrue(swapped.storage != whole.storage, "copied");
+            float[] w = whole.toFloatArray();
+            float[] got = swapped.toFloatArray();
+            for (int r = 0; r < 6; r++) {
+                for (int j = 0; j < 6; j++) {
+                    assertEquals(w[r * 6 + (j + 2) % 6], got[r * 6 + j], "row " + r + " column " + j);
+                }
+            }
+        }
+    }
+
     @Test
     void splitBackwardRefusesGradientsThatDoNotTileTheInput() {
         try (Tensor a = dev.zeros(2, 3); Tensor b = dev.zeros(2, 2)) {

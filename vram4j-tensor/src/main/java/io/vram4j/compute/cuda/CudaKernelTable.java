@@ -97,33 +97,34 @@ final class CudaKernelTable {
     static final CudaKernel NLL_LOSS_BACKWARD = CudaKernel.of("v4j_nll_loss_backward_f32",
             PTR, PTR, PTR, I32, I32, S64, PTR);
     // fused attention, the forward and the backward's two passes (dk and dv, then dq) (Kernels.attentionForwardStrided,
-    // attentionBackwardStrided); the layouts last: heads, then (batch, head, row) strides of q/k/v, of out (and the
-    // gradients), of dout. On float32 operands:
+    // attentionBackwardStrided); the layouts last: heads, then (batch, head, row) strides of q/k/v, of out, and in
+    // the backward's of dout and of the gradients. On float32 operands:
     static final CudaKernel ATTENTION_FORWARD = CudaKernel.of("v4j_attention_forward_f32",
             PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DKDV = CudaKernel.of("v4j_attention_backward_dkdv_f32",
             PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32,
-            S64, S64, S64, S64, S64, S64, S64, S64, S64);
+            S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DQ = CudaKernel.of("v4j_attention_backward_dq_f32",
-            PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32, S64, S64, S64, S64, S64, S64, S64, S64, S64);
+            PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32,
+            S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64);
     // on 16-bit operands of a type (the first argument), with a float32 workspace for d above 64:
     static final CudaKernel ATTENTION_FORWARD16 = CudaKernel.of("v4j_attention_forward16",
             I32, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DKDV16 = CudaKernel.of("v4j_attention_backward_dkdv16",
             I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32,
-            S64, S64, S64, S64, S64, S64, S64, S64, S64);
+            S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DQ16 = CudaKernel.of("v4j_attention_backward_dq16",
             I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, I32,
-            S64, S64, S64, S64, S64, S64, S64, S64, S64);
+            S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64);
     // the same on tensor cores, head dimension at most 64 (CudaKernels.attentionOnTensorCores)
     static final CudaKernel ATTENTION_FORWARD_TC = CudaKernel.of("v4j_attention_forward_tc",
             I32, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DKDV_TC = CudaKernel.of("v4j_attention_backward_dkdv_tc",
             I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32,
-            S64, S64, S64, S64, S64, S64, S64, S64, S64);
+            S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64);
     static final CudaKernel ATTENTION_BACKWARD_DQ_TC = CudaKernel.of("v4j_attention_backward_dq_tc",
             I32, PTR, PTR, PTR, PTR, PTR, PTR, PTR, PTR, I32, I32, F32, I32, I32,
-            S64, S64, S64, S64, S64, S64, S64, S64, S64);
+            S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64);
 
     // dimension reductions (Kernels.sumDim, Kernels.maxDim)
     static final CudaKernel SUM_DIM = CudaKernel.of("v4j_sum_dim_f32", PTR, PTR, I32, I32, I32, I32);

@@ -1146,8 +1146,9 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                                   MemorySegment dq, long dqOff, MemorySegment dk, long dkOff,
                                   MemorySegment dv, long dvOff) {
         long rows = (long) t * d;
-        attentionBackwardStrided(FLOAT32, batchHeads, 1, rows, 0, d, rows, 0, d, rows, 0, d, t, d, scale, causal, q,
-                qOff, k, kOff, v, vOff, out, outOff, lse, lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv, dvOff);
+        attentionBackwardStrided(FLOAT32, batchHeads, 1, rows, 0, d, rows, 0, d, rows, 0, d, rows, 0, d, t, d, scale,
+                causal, q, qOff, k, kOff, v, vOff, out, outOff, lse, lseOff, dout, doutOff, dq, dqOff, dk, dkOff, dv,
+                dvOff);
     }
 
     /**
@@ -1216,7 +1217,8 @@ public final class CudaKernels implements Kernels, AutoCloseable {
     @Override
     public void attentionBackwardStrided(int type, int batchHeads, int heads, long batchStride, long headStride,
                                          long rowStride, long outBatchStride, long outHeadStride, long outRowStride,
-                                         long doutBatchStride, long doutHeadStride, long doutRowStride, int t, int d,
+                                         long doutBatchStride, long doutHeadStride, long doutRowStride,
+                                         long gradBatchStride, long gradHeadStride, long gradRowStride, int t, int d,
                                          float scale, boolean causal, MemorySegment q, long qOff, MemorySegment k,
                                          long kOff, MemorySegment v, long vOff, MemorySegment out, long outOff,
                                          MemorySegment lse, long lseOff, MemorySegment dout, long doutOff,
@@ -1224,7 +1226,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                                          long dvOff) {
         int c = causal ? 1 : 0;
         Object[] layouts = {heads, batchStride, headStride, rowStride, outBatchStride, outHeadStride, outRowStride,
-                doutBatchStride, doutHeadStride, doutRowStride};
+                doutBatchStride, doutHeadStride, doutRowStride, gradBatchStride, gradHeadStride, gradRowStride};
         long pq = ptrOf(type, q, qOff);
         long pk = ptrOf(type, k, kOff);
         long pv = ptrOf(type, v, vOff);

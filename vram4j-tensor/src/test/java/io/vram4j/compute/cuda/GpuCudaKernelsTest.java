@@ -1363,8 +1363,8 @@ class GpuCudaKernelsTest {
                 MemorySegment hq = MemorySegment.ofArray(qkv);
                 CPU.attentionForwardStrided(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], t, d, scale, causal, hq, 0, hq,
                         3L * d, hq, 6L * d, MemorySegment.ofArray(e[0]), 0, MemorySegment.ofArray(eLse), 0);
-                CPU.attentionBackwardStrided(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2], t, d, scale,
-                        causal, hq, 0, hq, 3L * d, hq, 6L * d, MemorySegment.ofArray(out), 0,
+                CPU.attentionBackwardStrided(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2], o[0], o[1],
+                        o[2], t, d, scale, causal, hq, 0, hq, 3L * d, hq, 6L * d, MemorySegment.ofArray(out), 0,
                         MemorySegment.ofArray(eLse), 0, MemorySegment.ofArray(dout), 0, MemorySegment.ofArray(e[2]), 0,
                         MemorySegment.ofArray(e[3]), 0, MemorySegment.ofArray(e[4]), 0);
                 MemorySegment gqkv = onGpu(qkv);
@@ -1372,9 +1372,15 @@ class GpuCudaKernelsTest {
                 cuda.attentionForwardStrided(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], t, d, scale, causal, gqkv, 0,
                         gqkv, 3L * d, gqkv, 6L * d, g[0], 0, g[1], 0);
                 MemorySegment lse = onGpu(eLse);   // the CPU's lse, so that the backward's inputs are the same
-                cuda.attentionBackwardStrided(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2], t, d, scale,
-                        causal, gqkv, 0, gqkv, 3L * d, gqkv, 6L * d, onGpu(out), 0, lse, 0, onGpu(dout), 0, g[2], 0,
-                        g[3], 0, g[4], 0);
+                cuda.attentionBackwardStrided(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2], o[0],
+                        o[1], o[2], t, d, scale, causal, gqkv, 0, gqkv, 3L * d, gqkv, 6L * d, onGpu(out), 0, lse, 0,
+                        onGpu(dout), 0, g[2], 0, g[3], 0, g[4], 0);
+                // again with the gradients in q's layout, all three in one tensor shaped as the projection
+                MemorySegment whole = empty(t * qkvRows);
+                cuda.attentionBackwardStrided(type, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2], 0, d,
+                        qkvRows, t, d, scale, causal, gqkv, 0, gqkv, 3L * d, gqkv, 6L * d, onGpu(out), 0, lse, 0,
+                        onGpu(dout), 0, whole, 0, whole, 3L * d, whole, 6L * d);
+                short[] packed = backHalves(whole, (int) (t * qkvRows));
                 float[] gotLse = back(g[1], bh * t);
                 String lseWhat = "16-bit attention lse type " + type + " d " + d + (causal ? " causal" : "");
                 if (d <= 64) {
@@ -1392,9 +1398,28 @@ class GpuCudaKernelsTest {
                     } else {
                         closeSums16(e[i], actual, type, t, what);
                     }
+                    if (i >= 2) {
+                        short[] inPlace = new short[n];
+                        for (int x = 0; x < n; x++) {
+                            inPlace[x] = packed[(int) projectionIndex(x, i - 2, bh, d, o, qkvRows)];
+                        }
+                        assertArrayEquals(actual, inPlace, what + ", written in q's layout");
+                    }
                 }
             }
         }
+    }
+
+    /**
+     * @return where element {@code x} of a gradient in the output's layout ({@code o}: [t, heads, d] strides of a
+     *     batch of 1) lies in the projection-shaped tensor of rows {@code qkvRows} that holds gradient {@code which}
+     *     (0 dq, 1 dk, 2 dv) at column {@code which * heads * d}, as q, k and v lie in their projection
+     */
+    private static long projectionIndex(int x, int which, int heads, int d, long[] o, long qkvRows) {
+        long row = x / o[2];
+        long head = x % o[2] / o[1];
+        long col = x % o[1];
+        return row * qkvRows + (long) which * heads * d + head * d + col;
     }
 
     /**
@@ -1424,8 +1449,8 @@ class GpuCudaKernelsTest {
             MemorySegment hq = MemorySegment.ofArray(qkv);
             CPU.attentionForwardStrided(Kernels.FLOAT32, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], t, d, scale, causal,
                     hq, 0, hq, 3L * d, hq, 6L * d, MemorySegment.ofArray(e[0]), 0, MemorySegment.ofArray(e[1]), 0);
-            CPU.attentionBackwardStrided(Kernels.FLOAT32, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2], t,
-                    d, scale, causal, hq, 0, hq, 3L * d, hq, 6L * d, MemorySegment.ofArray(out), 0,
+            CPU.attentionBackwardStrided(Kernels.FLOAT32, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2],
+                    o[0], o[1], o[2], t, d, scale, causal, hq, 0, hq, 3L * d, hq, 6L * d, MemorySegment.ofArray(out), 0,
                     MemorySegment.ofArray(e[1]), 0, MemorySegment.ofArray(dout), 0, MemorySegment.ofArray(e[2]), 0,
                     MemorySegment.ofArray(e[3]), 0, MemorySegment.ofArray(e[4]), 0);
             MemorySegment gqkv = onGpu(qkv);
@@ -1433,12 +1458,25 @@ class GpuCudaKernelsTest {
             cuda.attentionForwardStrided(Kernels.FLOAT32, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], t, d, scale,
                     causal, gqkv, 0, gqkv, 3L * d, gqkv, 6L * d, g[0], 0, g[1], 0);
             cuda.attentionBackwardStrided(Kernels.FLOAT32, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2],
-                    t, d, scale, causal, gqkv, 0, gqkv, 3L * d, gqkv, 6L * d, onGpu(out), 0, onGpu(e[1]), 0,
-                    onGpu(dout), 0, g[2], 0, g[3], 0, g[4], 0);
+                    o[0], o[1], o[2], t, d, scale, causal, gqkv, 0, gqkv, 3L * d, gqkv, 6L * d, onGpu(out), 0,
+                    onGpu(e[1]), 0, onGpu(dout), 0, g[2], 0, g[3], 0, g[4], 0);
+            MemorySegment whole = empty(t * qkvRows);   // the gradients in q's layout, in one projection-shaped tensor
+            cuda.attentionBackwardStrided(Kernels.FLOAT32, bh, bh, 0, d, qkvRows, o[0], o[1], o[2], o[0], o[1], o[2],
+                    0, d, qkvRows, t, d, scale, causal, gqkv, 0, gqkv, 3L * d, gqkv, 6L * d, onGpu(out), 0,
+                    onGpu(e[1]), 0, onGpu(dout), 0, whole, 0, whole, 3L * d, whole, 6L * d);
+            float[] packed = back(whole, (int) (t * qkvRows));
             String[] names = {"out", "lse", "dq", "dk", "dv"};
             for (int i = 0; i < names.length; i++) {
-                closeSums(e[i], back(g[i], e[i].length), t, "strided float32 attention " + names[i] + " d " + d
-                        + (causal ? " causal" : ""));
+                String what = "strided float32 attention " + names[i] + " d " + d + (causal ? " causal" : "");
+                float[] actual = back(g[i], e[i].length);
+                closeSums(e[i], actual, t, what);
+                if (i >= 2) {
+                    float[] inPlace = new float[n];
+                    for (int x = 0; x < n; x++) {
+                        inPlace[x] = packed[(int) projectionIndex(x, i - 2, bh, d, o, qkvRows)];
+                    }
+                    assertArrayEquals(actual, inPlace, what + ", written in q's layout");
+                }
             }
         }
     }
