@@ -1864,16 +1864,13 @@ __device__ __forceinline__ float round16(float v, int type) {
 
 // One tile of the forward's online softmax, for a warp's 16 query rows i0 + r against keys j0 .. j0 + 31: S holds the
 // rows' scores (rows of TC_LD(TC_TILE) floats), P gets their probabilities rounded to the type (rows of
-// TC_LD(TC_TILE)), and each row of O (rows of TC_LD(D) floats) is rescaled by exp(m_old - m_new) where the row's
-// maximum grew. Two lanes take a row, r = lane / 2, each one half of its keys (h = lane % 2) and half of its output
-// columns; they keep the row's maximum m and sum l of rounded probabilities in mOwn and lOwn (both the same), and
-// one shuffle joins their halves. Each lane walks its half from column r on (a rotation), so that the 32 lanes'
-// loads of S fall in 32 different banks at every step (the rows are 40 floats apart); the output columns rotate by
-// 2r + h (D 64) or r (D 32) for the same reason. All 32 lanes call it.
-template <int D>
-__device__ __forceinline__ void tc_softmax_tile(const float* S, unsigned short* P, float* O, float& mOwn,
-                                                float& lOwn, int i0, int j0, int t, int causal, float scale,
-                                                int type) {
+// TC_LD(TC_TILE)). Two lanes take a row, r = lane / 2, each one half of its keys (h = lane % 2); they keep the row's
+// maximum m and sum l of rounded probabilities in mOwn and lOwn (both the same), and one shuffle joins their halves.
+// Each lane walks its half from column r on (a rotation), so that the 32 lanes' loads of S fall in 32 different
+// banks at every step (the rows are 40 floats apart). Returns exp(m_old - m_new), the factor of the row's output so
+// far (1 where its maximum did not grow), on both of the row's lanes. All 32 lanes call it.
+__device__ __forceinline__ float tc_softmax_tile(const float* S, unsigned short* P, float& mOwn, float& lOwn, int i0,
+                                                 int j0, int t, int causal, float scale, int type) {
     const int half = TC_TILE / 2;
     int lane = threadIdx.x % 32;
     int r = lane / 2;
@@ -1901,19 +1898,45 @@ __device__ __forceinline__ void tc_softmax_tile(const float* S, unsigned short* 
     sum += __shfl_xor_sync(TC_WARP_ALL, sum, 1);   // the two halves: the same bits on both lanes
     lOwn = lOwn * a + sum;
     mOwn = mt;
-    if (a != 1.0f) {
-        const int cols = D / 2;
-        int rot = D == 64 ? 2 * r + h : r;
-        float* Or = O + r * TC_LD(D) + h * cols;
-        for (int c = 0; c < cols; c++) {
-            Or[(c + rot) % cols] *= a;
+    return a;
+}
+
+// The row (0 to 15) of each of this lane's elements of an accumulator fragment. The CUDA programming guide leaves
+// the mapping of a fragment's elements to lanes unspecified (it differs between architectures, and the emulator has
+// its own), so it is read back from a tile whose elements hold their row, loaded into a fragment: every accumulator
+// fragment of the type maps its elements the same way. W: 16 rows of ld floats of this warp's shared memory, 32-byte
+// aligned, free. All 32 lanes call it.
+__device__ __forceinline__ void tc_fragment_rows(float* W, int ld, int* rowOf) {
+    int lane = threadIdx.x % 32;
+    for (int e = lane; e < 256; e += 32) {
+        W[(e / 16) * ld + e % 16] = (float) (e / 16);
+    }
+    __syncwarp();
+    tc_acc rows;
+    wmma::load_matrix_sync(rows, W, ld, wmma::mem_row_major);
+    for (int i = 0; i < tc_acc::num_elements; i++) {
+        rowOf[i] = (int) rows.x[i];
+    }
+    __syncwarp();   // W is free again
+}
+
+// Each element of the warp's 16-row accumulators o[D / 16] times the factor of its row (held by lane 2 r of row r,
+// and by lane 2 r + 1: tc_softmax_tile's pairs), or divided by it (div). All 32 lanes call it.
+template <int D>
+__device__ __forceinline__ void tc_scale_rows(tc_acc* o, const int* rowOf, float factor, bool div) {
+    for (int i = 0; i < tc_acc::num_elements; i++) {
+        float f = __shfl_sync(TC_WARP_ALL, factor, 2 * rowOf[i]);
+        for (int n = 0; n < D / 16; n++) {
+            o[n].x[i] = div ? o[n].x[i] / f : o[n].x[i] * f;
         }
     }
 }
 
 // Forward. Shared memory: O [TC_ROWS, TC_LD(D)] and S [TC_ROWS, TC_LD(TC_TILE)] of floats, then 16-bit K and V
 // [TC_TILE, TC_LD(D)] and P [TC_ROWS, TC_LD(TC_TILE)]. Warp w owns rows 16 w to 16 w + 15 of O, S and P, and keeps
-// its 16 rows of q in fragments for the whole loop: q is staged once, as 16-bit rows, where O will be.
+// its 16 rows of q in fragments and of the output in accumulators for the whole loop (as FlashAttention-2 keeps them
+// in registers): each tile rescales the accumulators by their rows' factors (tc_scale_rows) and adds p v to them. q
+// is staged once, as 16-bit rows, where O is; O takes the output on its way out.
 template <int D, typename T>
 __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, const unsigned short* k,
                                                      const unsigned short* v, AttnRows rows, AttnOut out, float* lse,
@@ -1936,11 +1959,11 @@ __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, co
     __syncthreads();
     tc_rows<T> qa[D / 16];
     tc_load_rows<D, T>(qa, Qs + w * 16 * TC_LD(D));
-    __syncthreads();   // every warp has its q before O overwrites the staged rows
-    for (int r = 0; r < 16; r++) {
-        for (int x = lane; x < D; x += 32) {
-            O[r * TC_LD(D) + x] = 0.0f;
-        }
+    int rowOf[tc_acc::num_elements];
+    tc_fragment_rows(S, TC_LD(TC_TILE), rowOf);
+    tc_acc oa[D / 16];
+    for (int n = 0; n < D / 16; n++) {
+        wmma::fill_fragment(oa[n], 0.0f);
     }
     float mOwn = -CUDART_INF_F;   // lanes 2r and 2r + 1: row i0 + r's running maximum and sum
     float lOwn = 0.0f;
@@ -1952,24 +1975,22 @@ __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, co
         __syncthreads();
         tc_abt<D, TC_TILE, T>(qa, Ks, S, TC_LD(TC_TILE));
         __syncwarp();
-        tc_softmax_tile<D>(S, P, O, mOwn, lOwn, i0, j0, t, causal, scale, type);
+        float a = tc_softmax_tile(S, P, mOwn, lOwn, i0, j0, t, causal, scale, type);
         __syncwarp();
-        tc_acc acc[D / 16];
-        for (int n = 0; n < D / 16; n++) {
-            wmma::load_matrix_sync(acc[n], O + n * 16, TC_LD(D), wmma::mem_row_major);
-        }
-        tc_ab<D, TC_TILE, T>(acc, P, Vs);
-        for (int n = 0; n < D / 16; n++) {
-            wmma::store_matrix_sync(O + n * 16, acc[n], TC_LD(D), wmma::mem_row_major);
-        }
+        tc_scale_rows<D>(oa, rowOf, a, false);
+        tc_ab<D, TC_TILE, T>(oa, P, Vs);
+    }
+    // the warp's rows out through O, a lane per column: O / l, and lse = m + log l
+    tc_scale_rows<D>(oa, rowOf, lOwn, true);
+    __syncthreads();   // every warp has its q before O, where q was staged, takes the output
+    for (int n = 0; n < D / 16; n++) {
+        wmma::store_matrix_sync(O + n * 16, oa[n], TC_LD(D), wmma::mem_row_major);
     }
     __syncwarp();
-    // the warp's rows out, a lane per column: O / l, and lse = m + log l
     for (int r = 0; r < 16; r++) {
-        float l = __shfl_sync(TC_WARP_ALL, lOwn, 2 * r);
         if (i0 + r < t) {
             for (int x = lane; x < d; x += 32) {
-                out.set(p, i0 + r, x, O[r * TC_LD(D) + x] / l);
+                out.set(p, i0 + r, x, O[r * TC_LD(D) + x]);
             }
         }
     }
@@ -2215,11 +2236,13 @@ __device__ __forceinline__ void tc_dispatch(int type, int d, F f) {
 // The entries: arguments as v4j_attention_forward16 and the backward's passes, without the CUDA-core kernels' tile
 // and workspace; d at most 64, blocks of TC_THREADS threads, one per TC_ROWS rows. The backward runs dq first: it
 // writes D = rowsum(dout * out) of every query row into delta ([problems, t] floats), which dk/dv then reads in
-// place of out (FlashAttention-2 computes D once too, in a kernel of its own).
-extern "C" __global__ void v4j_attention_forward_tc(int type, const unsigned short* q, const unsigned short* k,
-                                                    const unsigned short* v, unsigned short* out, float* lse, int t,
-                                                    int d, float scale, int causal, int heads, s64 sb, s64 sh, s64 st,
-                                                    s64 osb, s64 osh, s64 ost) {
+// place of out (FlashAttention-2 computes D once too, in a kernel of its own). The forward is held to 128 registers
+// a thread (__launch_bounds__), so that 4 blocks fit an SM as they did before its output stayed in registers
+// (ptxas, sm_90: 128 and no spills; 168 when left to itself, 3 blocks); the backward's passes use fewer unbidden.
+extern "C" __global__ void __launch_bounds__(TC_THREADS, 4)
+v4j_attention_forward_tc(int type, const unsigned short* q, const unsigned short* k, const unsigned short* v,
+                         unsigned short* out, float* lse, int t, int d, float scale, int causal, int heads, s64 sb,
+                         s64 sh, s64 st, s64 osb, s64 osh, s64 ost) {
     AttnRows rows{heads, sb, sh, st};
     AttnOut o = attn_out16(out, type, AttnRows{heads, osb, osh, ost}, nullptr, t, d);
     tc_dispatch(type, d, [&](auto dim, auto half) {

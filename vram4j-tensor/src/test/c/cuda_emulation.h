@@ -17,6 +17,7 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __launch_bounds__(...)
 
 namespace emu {
 struct dim3 { unsigned x, y, z; };

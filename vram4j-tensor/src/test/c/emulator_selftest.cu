@@ -77,6 +77,28 @@ extern "C" __global__ void t_wmma(const unsigned short* a, const unsigned short*
     nvcuda::wmma::store_matrix_sync(c, fc, 16, nvcuda::wmma::mem_row_major);
 }
 
+// one warp: each row r of c (16 x 16 floats, row-major) times r + 1, through a fragment's own elements (x[i]),
+// each element's row read from a tile of row numbers loaded into a fragment (the way the kernels find it, the
+// mapping being unspecified); element index `bad` (8 or more) is out of a lane's range, which must be reported
+extern "C" __global__ void t_wmma_elements(float* c, float* rows, int bad) {
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> fc;
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> fr;
+    for (int e = threadIdx.x; e < 256; e += 32) {
+        rows[e] = (float) (e / 16);
+    }
+    __syncwarp();
+    nvcuda::wmma::load_matrix_sync(fr, rows, 16, nvcuda::wmma::mem_row_major);
+    nvcuda::wmma::load_matrix_sync(fc, c, 16, nvcuda::wmma::mem_row_major);
+    for (int i = 0; i < fc.num_elements; i++) {
+        fc.x[i] *= fr.x[i] + 1.0f;
+    }
+    if (bad >= fc.num_elements) {
+        fc.x[bad] = 0.0f;
+    }
+    __syncwarp();
+    nvcuda::wmma::store_matrix_sync(c, fc, 16, nvcuda::wmma::mem_row_major);
+}
+
 // per thread t of lane l: out[2t] = the sum over its warp of (lane + 1) * (warp + 1), by xor shuffles; out[2t + 1] =
 // the value 10 * t of lane 5 of its warp, by a broadcast shuffle
 extern "C" __global__ void t_shuffle(float* out) {

@@ -12,8 +12,10 @@
  *    layout allows;
  *  - a pointer not 32-byte aligned (256 bits), or a leading dimension not a multiple of 16 bytes, fails the
  *    launch with a message, as the CUDA programming guide's rules for these functions require;
- *  - fragments have no element access (x[], num_elements): the mapping of elements to threads is unspecified, so
- *    the kernels must not use it.
+ *  - element access (x[i], i below num_elements, 8) reaches the running lane's elements, x[i] being element
+ *    lane + 32 i of the tile: a mapping no GPU uses, so a kernel that scales elements by their row must find each
+ *    element's row by loading a tile of row numbers into a fragment, as the CUDA programming guide leaves the
+ *    mapping unspecified, and not assume one.
  * A product computes only the running thread's lane's elements (see mma_sync), 8 of the 256, so an emulated warp
  * does the work of one product, not 32. The product adds the 16 terms of each element in order in float; tensor cores may add them in another order
  * and with other intermediate rounding, which is why the kernels' tests compare with a 16-bit tolerance.
@@ -23,6 +25,7 @@
 
 #include "../cuda_emulation.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -35,10 +38,24 @@ struct row_major {};
 struct col_major {};
 enum layout_t { mem_row_major, mem_col_major };
 
+/* x[i] of a fragment: element lane + 32 i of its tile (the running thread's lane), found from x's own address */
+template <typename F>
+struct lane_elements {
+    float &operator[](unsigned i) {
+        if (i >= 8) {
+            emu::misuse("fragment x[%u]: a lane holds 8 elements", i);
+        }
+        F *f = reinterpret_cast<F *>(reinterpret_cast<char *>(this) - offsetof(F, x));
+        return f->v[emu::lane() + 32 * i];
+    }
+};
+
 template <typename Use, int M, int N, int K, typename T, typename Layout = void>
 struct fragment {
     static_assert(M == 16 && N == 16 && K == 16, "the emulator knows the 16 x 16 x 16 shape only");
+    enum { num_elements = 8 };
     float v[256];   /* row-major, widened */
+    lane_elements<fragment> x;
 };
 
 namespace detail {

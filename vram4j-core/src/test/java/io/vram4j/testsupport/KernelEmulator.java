@@ -35,7 +35,8 @@ public final class KernelEmulator {
     private static final Path SOURCES = Path.of("..", "vram4j-tensor", "src", "test", "c").toAbsolutePath().normalize();
     private static final Pattern SHARED = Pattern.compile(
             "extern __shared__ (?:__align__\\(\\d+\\) )?float (\\w+)\\[\\];");
-    private static final Pattern ENTRY = Pattern.compile("extern \"C\" __global__ void (\\w+)\\(");
+    private static final Pattern ENTRY = Pattern.compile(
+            "extern \"C\" __global__ void (?:__launch_bounds__\\([^)]*\\)\\s+)?(\\w+)\\(");
 
     private KernelEmulator() {
     }

@@ -168,6 +168,37 @@ class KernelEmulatorTest {
         }
     }
 
+    /**
+     * A fragment's own elements (x[i], as the tensor-core attention scales its output rows): every lane reaches its
+     * 8, the row of each read from a fragment of row numbers, so each row of a tile is scaled by its factor in
+     * either order; a ninth element is reported by name.
+     */
+    @Test
+    void aFragmentsElementsAreItsLanesAndTheirRowsCanBeFound() throws Throwable {
+        for (int reverse = 0; reverse < 2; reverse++) {
+            setReverse.invokeExact(reverse);
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment c = a.allocate(4 * 16 * 16, 32);
+                MemorySegment rows = a.allocate(4 * 16 * 16, 32);
+                for (int e = 0; e < 256; e++) {
+                    c.setAtIndex(JAVA_FLOAT, e, e);
+                }
+                assertEquals(new Outcome(0, ""), run(a, "t_wmma_elements", new int[] {1, 1, 1, 32, 1, 1, 0},
+                        c.address(), rows.address(), 0));
+                for (int e = 0; e < 256; e++) {
+                    assertEquals(e * (e / 16 + 1), c.getAtIndex(JAVA_FLOAT, e), "element " + e + " (row " + e / 16
+                            + "), order " + reverse);
+                }
+                Outcome ninth = run(a, "t_wmma_elements", new int[] {1, 1, 1, 32, 1, 1, 0}, c.address(),
+                        rows.address(), 8);
+                assertEquals(2, ninth.code(), ninth.message());
+                assertTrue(ninth.message().contains("fragment x[8]"), ninth.message());
+            } finally {
+                setReverse.invokeExact(0);
+            }
+        }
+    }
+
     @Test
     void aBarrierWaitsForTheWholeBlock() throws Throwable {
         try (Arena a = Arena.ofConfined()) {
