@@ -1040,10 +1040,11 @@ extern "C" __global__ void v4j_nll_loss_backward_f32(const float* g, const s64* 
 // The sum over the middle dimension of [outer, n, inner], in parallel and in a fixed order (as the column sums above):
 // block (g, o) adds rows [c * chunk, (c + 1) * chunk) of columns [32 g, 32 g + 32) of problem o (gridDim.y blocks
 // take the problems in turn), writing out[c][o][i]: the sums themselves when there is one chunk, else partial sums
-// that a second launch adds. With inner 1 a block's threads all take the one column (a row's sum). Shared memory:
-// blockDim.x floats.
+// that a second launch adds. With inner 1 a block's threads all take the one column (a row's sum). out holds floats
+// (outType -1) or values of a 16-bit type (0 float16, 1 bfloat16), each sum rounded once as stored: a bias gradient
+// under autocast needs no cast of float32 sums after it. Shared memory: blockDim.x floats.
 template <typename In>
-__device__ __forceinline__ void sum_dim(In x, float* out, int outer, int n, int inner, int chunk) {
+__device__ __forceinline__ void sum_dim(In x, void* out, int outType, int outer, int n, int inner, int chunk) {
     extern __shared__ float dim_sums[];
     int width = inner == 1 ? 1 : 32;
     int lanes = blockDim.x / width;
@@ -1071,20 +1072,26 @@ __device__ __forceinline__ void sum_dim(In x, float* out, int outer, int n, int 
             __syncthreads();
         }
         if (ty == 0 && i < inner) {
-            out[((s64) c * outer + o) * inner + i] = dim_sums[tx];
+            u64 at = ((u64) c * outer + o) * inner + i;
+            if (outType < 0) {
+                ((float*) out)[at] = dim_sums[tx];
+            } else {
+                store16((unsigned short*) out, at, outType, dim_sums[tx]);
+            }
         }
     }
 }
 
-extern "C" __global__ void v4j_sum_dim_f32(const float* x, float* out, int outer, int n, int inner, int chunk) {
-    sum_dim(F32In{x}, out, outer, n, inner, chunk);
+extern "C" __global__ void v4j_sum_dim_f32(const float* x, void* out, int outer, int n, int inner, int chunk,
+                                           int outType) {
+    sum_dim(F32In{x}, out, outType, outer, n, inner, chunk);
 }
 
 // The same over float16 (type 0) or bfloat16 (type 1) values, widened as read: the sums (or partial sums) have the
 // bits of the float32 kernel over the widened block, and no widened copy is made (Kernels.sumDim16).
-extern "C" __global__ void v4j_sum_dim16(int type, const unsigned short* x, float* out, int outer, int n, int inner,
-                                         int chunk) {
-    sum_dim(H16In{x, type}, out, outer, n, inner, chunk);
+extern "C" __global__ void v4j_sum_dim16(int type, const unsigned short* x, void* out, int outer, int n, int inner,
+                                         int chunk, int outType) {
+    sum_dim(H16In{x, type}, out, outType, outer, n, inner, chunk);
 }
 
 // The maximum over the middle dimension of [outer, n, inner] and its first index (NaN wins, then the first of

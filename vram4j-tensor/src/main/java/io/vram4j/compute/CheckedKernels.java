@@ -483,6 +483,19 @@ final class CheckedKernels implements Kernels {
     }
 
     @Override
+    public void sumDimTo16(int type, int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out,
+                           long outOff) {
+        Checks.half16("sumDimTo16", 0, 0, type);
+        Checks.nonNegative(outer, "outer");
+        Checks.nonNegative(n, "n");
+        Checks.nonNegative(inner, "inner");
+        Checks.range(x, xOff, (long) outer * n * inner, "x", Short.BYTES, "16-bit values");
+        Checks.range(out, outOff, (long) outer * inner, "out", Short.BYTES, "16-bit values");
+        Checks.writable(out, "out");
+        unchecked.sumDimTo16(type, outer, n, inner, x, xOff, out, outOff);
+    }
+
+    @Override
     public void maxDim(int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment values, long valuesOff,
                        MemorySegment indices, long indicesOff) {
         long m = Checks.dims3(outer, n, inner, x, xOff);

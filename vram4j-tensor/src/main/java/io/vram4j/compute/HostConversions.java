@@ -80,6 +80,18 @@ interface HostConversions extends Kernels {
         }
     }
 
+    /** {@link #sumDim16} into a float32 array, then each sum rounded to {@code type}. */
+    @Override
+    default void sumDimTo16(int type, int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out,
+                            long outOff) {
+        long m = (long) outer * inner;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment sums = arena.allocate(Math.max(1, m) * Float.BYTES, Float.BYTES);
+            sumDim16(type, outer, n, inner, x, xOff, sums, 0);
+            narrow(type, m, sums, out, outOff);
+        }
+    }
+
     /**
      * Widens each slice the float32 {@link #sumDim} reads at once (a row of {@code inner} values; with {@code inner}
      * 1 a whole problem's {@code n}, summed by {@link #sum}) and runs it on the slice, so the sums have its bits.

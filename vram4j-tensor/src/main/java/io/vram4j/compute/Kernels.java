@@ -576,6 +576,18 @@ public interface Kernels {
     void sumDim16(int type, int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out, long outOff);
 
     /**
+     * {@link #sumDim16} with each sum rounded once to {@code type} and written as {@code outer * inner} 16-bit values
+     * ({@code outOff} in 16-bit elements): the rounded bits of {@link #sumDim16}'s sums, in one pass where the
+     * float32 sums and a cast would write and read them once more (a bias gradient under autocast; PyTorch's sum of a
+     * bf16 tensor writes bf16, accumulating in float32).
+     *
+     * @throws IndexOutOfBoundsException if a range does not fit its segment
+     * @throws IllegalArgumentException for another type, a negative extent, or {@code out} read-only
+     */
+    void sumDimTo16(int type, int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out,
+                    long outOff);
+
+    /**
      * The maximum of the middle dimension of a contiguous {@code [outer, n, inner]} block and its first index
      * ({@code torch.max(x, dim)}): NaN wins (its first index), else the first of equal maxima.
      *

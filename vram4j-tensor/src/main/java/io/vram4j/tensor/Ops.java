@@ -414,6 +414,16 @@ final class Ops {
         Kernels k = out.device.kernels();
         // a contiguous 16-bit input in device memory is read in place, widened as read (no float32 copy of it)
         int half = Host.halfKernelType(x);
+        if (half >= 0 && out.dtype == x.dtype && scale == 1f && runs.size() == 1 && out.isContiguous()) {
+            // one reduction into a 16-bit result (a bias gradient under autocast): the sums rounded as written
+            int lo = runs.get(0)[0];
+            int hi = runs.get(0)[1];
+            k.sumDimTo16(half, Math.toIntExact(Shapes.numel(Arrays.copyOf(x.shape, lo))),
+                    Math.toIntExact(Shapes.numel(Arrays.copyOfRange(x.shape, lo, hi + 1))),
+                    Math.toIntExact(Shapes.numel(Arrays.copyOfRange(x.shape, hi + 1, x.shape.length))),
+                    x.storage.kernelSegment(), x.offset, out.storage.kernelSegment(), out.offset);
+            return true;
+        }
         Host.F32View r = half >= 0 ? null : Host.readContiguous(x, sc);
         Host.F32View w = Host.write(out, sc);
         MemorySegment seg = half >= 0 ? x.storage.kernelSegment() : r.seg();

@@ -238,7 +238,8 @@ class HalfElementwiseKernelsTest {
     /**
      * Sums over a dimension of 16-bit values have the bits of the float32 kernel over the widened values: columns
      * ({@code [outer, n, inner]} with inner 70, a bias gradient's shape) and rows (inner 1, each row longer than a
-     * vector and than {@link HostConversions#CHUNK}, which the row sums must not split).
+     * vector and than {@link HostConversions#CHUNK}, which the row sums must not split); {@code sumDimTo16} rounds each
+     * of those sums once into 16-bit values.
      */
     @ParameterizedTest(name = "{0}")
     @MethodSource("implementations")
@@ -255,6 +256,20 @@ class HalfElementwiseKernelsTest {
                     k.sumDim16(type, sh[0], sh[1], sh[2], x, 3, got, 1);
                     assertEquals(-1L, want.mismatch(got), k.name() + " sumDim16 type " + type + " "
                             + java.util.Arrays.toString(sh));
+                    // into 16-bit values: each of those sums rounded once, nothing written around them
+                    int m = sh[0] * sh[2];
+                    MemorySegment got16 = a.allocate(m * 2L + 4);
+                    got16.setAtIndex(ValueLayout.JAVA_SHORT, 0, (short) 0x1234);
+                    got16.setAtIndex(ValueLayout.JAVA_SHORT, m + 1, (short) 0x4321);
+                    k.sumDimTo16(type, sh[0], sh[1], sh[2], x, 3, got16, 1);
+                    String what = k.name() + " sumDimTo16 type " + type + " " + java.util.Arrays.toString(sh);
+                    for (int i = 0; i < m; i++) {
+                        float f = got.getAtIndex(ValueLayout.JAVA_FLOAT, i + 1);
+                        short e = type == Kernels.FLOAT16 ? Half.floatToFp16(f) : Half.floatToBf16(f);
+                        assertEquals(e, got16.getAtIndex(ValueLayout.JAVA_SHORT, i + 1), what + " [" + i + "]");
+                    }
+                    assertEquals((short) 0x1234, got16.getAtIndex(ValueLayout.JAVA_SHORT, 0), what + " before");
+                    assertEquals((short) 0x4321, got16.getAtIndex(ValueLayout.JAVA_SHORT, m + 1), what + " after");
                 }
             }
         }

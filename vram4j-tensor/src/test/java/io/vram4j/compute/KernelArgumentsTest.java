@@ -111,6 +111,7 @@ class KernelArgumentsTest {
                     + "out* outOff"),
             Map.entry("sumDim", "outer n inner x xOff out* outOff"),
             Map.entry("sumDim16", "type=1 outer n inner x xOff out* outOff"),
+            Map.entry("sumDimTo16", "type=1 outer n inner x xOff out* outOff"),
             Map.entry("maxDim", "outer n inner x xOff values?* valuesOff indices* indicesOff"),
             Map.entry("dropout", "n p scale seed~ x xOff out* outOff mask* maskOff"),
             Map.entry("dropoutBackward", "n scale dy dyOff mask maskOff dx* dxOff"),

@@ -581,10 +581,10 @@ public final class CudaKernels implements Kernels, AutoCloseable {
             gpu.launch(CudaKernelTable.LAYER_NORM_PARAM_GRADS, config, stream, dy, x, mean, rstd, pg, pb, rows, cols,
                     chunk);
             if (pg != 0) {
-                sumColumns(-1, pg, dgamma, 1, chunks, cols);
+                sumColumns(-1, pg, dgamma, -1, 1, chunks, cols);
             }
             if (pb != 0) {
-                sumColumns(-1, pb, dbeta, 1, chunks, cols);
+                sumColumns(-1, pb, dbeta, -1, 1, chunks, cols);
             }
         } finally {
             allocator.free(pg);
@@ -864,23 +864,30 @@ public final class CudaKernels implements Kernels, AutoCloseable {
      */
     @Override
     public void sumDim(int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out, long outOff) {
-        sumColumns(-1, ptr(x, xOff), ptr(out, outOff), outer, n, inner);
+        sumColumns(-1, ptr(x, xOff), ptr(out, outOff), -1, outer, n, inner);
     }
 
     /** As {@link #sumDim}, reading the 16-bit values widened ({@code v4j_sum_dim16}); partial sums are float32. */
     @Override
     public void sumDim16(int type, int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out,
                          long outOff) {
-        sumColumns(type, ptr16(x, xOff), ptr(out, outOff), outer, n, inner);
+        sumColumns(type, ptr16(x, xOff), ptr(out, outOff), -1, outer, n, inner);
+    }
+
+    /** As {@link #sumDim16}, the last launch rounding each sum once into the 16-bit {@code out}. */
+    @Override
+    public void sumDimTo16(int type, int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out,
+                           long outOff) {
+        sumColumns(type, ptr16(x, xOff), ptr16(out, outOff), type, outer, n, inner);
     }
 
     /**
      * {@code v4j_sum_dim_f32} (or, for a 16-bit {@code type} of x, {@code v4j_sum_dim16}; -1 for float32) over
-     * {@code [outer, n, inner]} at {@code x} into {@code out}: one launch when the rows fit one chunk, else a launch
-     * writing {@code [chunks, outer, inner]} float32 partial sums (from the caching allocator) and this again over
-     * them.
+     * {@code [outer, n, inner]} at {@code x} into {@code out}, floats or ({@code outType} 0 or 1) 16-bit values: one
+     * launch when the rows fit one chunk, else a launch writing {@code [chunks, outer, inner]} float32 partial sums
+     * (from the caching allocator) and this again over them.
      */
-    private void sumColumns(int type, long x, long out, int outer, int n, int inner) {
+    private void sumColumns(int type, long x, long out, int outType, int outer, int n, int inner) {
         if ((long) outer * inner == 0) {
             return;
         }
@@ -890,23 +897,24 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         LaunchConfig config = LaunchConfig.columnSums(Math.multiplyExact((inner + width - 1) / width, chunks), outer,
                 1);
         if (chunks == 1) {
-            launchSumDim(type, config, x, out, outer, n, inner, chunk);
+            launchSumDim(type, config, x, out, outType, outer, n, inner, chunk);
             return;
         }
         long partial = allocator.malloc((long) chunks * outer * inner * Float.BYTES, stream);
         try {
-            launchSumDim(type, config, x, partial, outer, n, inner, chunk);
-            sumColumns(-1, partial, out, 1, chunks, Math.multiplyExact(outer, inner));
+            launchSumDim(type, config, x, partial, -1, outer, n, inner, chunk);
+            sumColumns(-1, partial, out, outType, 1, chunks, Math.multiplyExact(outer, inner));
         } finally {
             allocator.free(partial);
         }
     }
 
-    private void launchSumDim(int type, LaunchConfig config, long x, long out, int outer, int n, int inner, int chunk) {
+    private void launchSumDim(int type, LaunchConfig config, long x, long out, int outType, int outer, int n,
+                              int inner, int chunk) {
         if (type < 0) {
-            gpu.launch(CudaKernelTable.SUM_DIM, config, stream, x, out, outer, n, inner, chunk);
+            gpu.launch(CudaKernelTable.SUM_DIM, config, stream, x, out, outer, n, inner, chunk, outType);
         } else {
-            gpu.launch(CudaKernelTable.SUM_DIM16, config, stream, type, x, out, outer, n, inner, chunk);
+            gpu.launch(CudaKernelTable.SUM_DIM16, config, stream, type, x, out, outer, n, inner, chunk, outType);
         }
     }
 

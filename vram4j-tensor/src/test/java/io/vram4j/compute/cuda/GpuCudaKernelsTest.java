@@ -807,7 +807,8 @@ class GpuCudaKernelsTest {
 
     /**
      * Sums over a dimension of 16-bit values read in place: the bits of the float32 kernel over the widened values
-     * (one chunk, and several whose partial sums a second launch adds), and within tolerance of the CPU kernels.
+     * (one chunk, and several whose partial sums a second launch adds), and within tolerance of the CPU kernels;
+     * into 16-bit values ({@code sumDimTo16}), those sums rounded once.
      */
     @Test
     void sixteenBitDimensionSumsAreTheFloat32KernelOnTheWidenedValues() {
@@ -830,6 +831,16 @@ class GpuCudaKernelsTest {
                 float[] cpu = new float[m];
                 CPU.sumDim16(type, sh[0], sh[1], sh[2], MemorySegment.ofArray(h), 0, MemorySegment.ofArray(cpu), 0);
                 closeSums(cpu, back(got, m), sh[1], what + " against the CPU kernels");
+                // into 16-bit values (the last launch rounds as it stores): those sums rounded once
+                MemorySegment got16 = empty(m);
+                cuda.sumDimTo16(type, sh[0], sh[1], sh[2], onGpu(h), 0, got16, 0);
+                float[] sums = back(got, m);
+                short[] rounded = new short[m];
+                for (int i = 0; i < m; i++) {
+                    rounded[i] = type == Kernels.FLOAT16 ? Half.floatToFp16(sums[i]) : Half.floatToBf16(sums[i]);
+                }
+                assertArrayEquals(rounded, backHalves(got16, m), "sumDimTo16 type " + type + " "
+                        + java.util.Arrays.toString(sh));
             }
         }
     }
