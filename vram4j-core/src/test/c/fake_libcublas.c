@@ -27,6 +27,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 typedef int cublasStatus_t;
@@ -50,6 +51,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static long live_handles, gemm_calls, batched_calls, workspace_calls, stream_calls;
 static long last_workspace_bytes = -1;
 static long lt_live, lt_matmul_calls;  /* cuBLASLt objects alive (handles, descriptors, layouts, preferences); products */
+static long lt_misaligned;             /* cublasLtMatmul calls refused for a pointer the algorithm's alignment misses */
 static int lt_algorithms = 1;          /* algorithms the cuBLASLt heuristic offers (fake_cublas_lt_algorithms) */
 static int lt_matmul_fails;            /* cublasLtMatmul answers CUBLAS_STATUS_EXECUTION_FAILED (fake_cublas_lt_fail) */
 static int computing;
@@ -67,13 +69,14 @@ long fake_cublas_count(const char *what) {
     else if (!strcmp(what, "workspace_bytes")) r = last_workspace_bytes;
     else if (!strcmp(what, "lt_live")) r = lt_live;
     else if (!strcmp(what, "lt_matmul")) r = lt_matmul_calls;
+    else if (!strcmp(what, "lt_misaligned")) r = lt_misaligned;
     pthread_mutex_unlock(&lock);
     return r;
 }
 
 void fake_cublas_reset(void) {
     pthread_mutex_lock(&lock);
-    gemm_calls = batched_calls = workspace_calls = stream_calls = lt_matmul_calls = 0;
+    gemm_calls = batched_calls = workspace_calls = stream_calls = lt_matmul_calls = lt_misaligned = 0;
     lt_algorithms = 1;
     lt_matmul_fails = 0;
     last_workspace_bytes = -1;
@@ -286,7 +289,11 @@ const char *cublasGetStatusName(cublasStatus_t status) {
    offers one algorithm for a product it can run (A, B, C and D of one type, 16-bit or float32; float32 compute and
    scale; shapes that agree; epilogue DEFAULT or BIAS; one matrix per layout) and none when
    fake_cublas_lt_algorithms(0) says so (CUBLAS_STATUS_NOT_SUPPORTED, cuBLASLt's answer when nothing fits). The
-   product D = alpha op(A) op(B) + beta C (+ bias[i] on row i of D) is queued on the stream the call names. */
+   product D = alpha op(A) op(B) + beta C (+ bias[i] on row i of D) is queued on the stream the call names.
+   Alignment, as cuBLASLt's heuristic assumes it: a preference says how far A, B, C and D are aligned
+   (MIN_ALIGNMENT_*_BYTES, 256 unless set) and the algorithm the heuristic returns needs that much; cublasLtMatmul
+   refuses pointers (the bias counting as D) aligned less than the algorithm needs (CUBLAS_STATUS_INVALID_VALUE,
+   counted as lt_misaligned), where a GPU's kernel could fault. */
 #define LT_MAGIC 0x1b1a5
 #define LT_ALGO 0x1d
 #define DESC_COMPUTE_TYPE 0
@@ -299,13 +306,15 @@ const char *cublasGetStatusName(cublasStatus_t status) {
 #define LAYOUT_BATCH_COUNT 5
 #define LAYOUT_STRIDED_BATCH_OFFSET 6
 #define PREF_MAX_WORKSPACE_BYTES 1
+#define PREF_MIN_ALIGNMENT_A_BYTES 5
+#define PREF_MIN_ALIGNMENT_D_BYTES 8
 #define EPILOGUE_DEFAULT 1
 #define EPILOGUE_BIAS 4
 
 typedef struct fake_lt_handle { int magic; } *cublasLtHandle_t;
 typedef struct fake_lt_desc { int magic, compute, scale, transa, transb, epilogue, bias_type; const void *bias; } *cublasLtMatmulDesc_t;
 typedef struct fake_lt_layout { int magic, type, batch; unsigned long long rows, cols; long long ld, stride; } *cublasLtMatrixLayout_t;
-typedef struct fake_lt_pref { int magic; unsigned long long max_workspace; } *cublasLtMatmulPreference_t;
+typedef struct fake_lt_pref { int magic; unsigned long long max_workspace; unsigned align[4]; } *cublasLtMatmulPreference_t;
 typedef struct { unsigned long long data[8]; } cublasLtMatmulAlgo_t;
 typedef struct {
     cublasLtMatmulAlgo_t algo; size_t workspaceSize; cublasStatus_t state; float wavesCount; int reserved[4];
@@ -401,6 +410,7 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout, i
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref) {
     if (!pref) return STATUS_INVALID_VALUE;
     *pref = lt_new(sizeof **pref);
+    if (*pref) for (int i = 0; i < 4; i++) (*pref)->align[i] = 256;
     return *pref ? STATUS_SUCCESS : STATUS_NOT_INITIALIZED;
 }
 
@@ -411,6 +421,13 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
     if (!LT_VALID(pref) || !buf) return STATUS_INVALID_VALUE;
     if (attr == PREF_MAX_WORKSPACE_BYTES && bytes == sizeof(unsigned long long)) {
         memcpy(&pref->max_workspace, buf, bytes);
+        return STATUS_SUCCESS;
+    }
+    if (attr >= PREF_MIN_ALIGNMENT_A_BYTES && attr <= PREF_MIN_ALIGNMENT_D_BYTES && bytes == sizeof(unsigned)) {
+        unsigned v;
+        memcpy(&v, buf, bytes);
+        if (v == 0 || (v & (v - 1)) != 0) return STATUS_INVALID_VALUE;
+        pref->align[attr - PREF_MIN_ALIGNMENT_A_BYTES] = v;
         return STATUS_SUCCESS;
     }
     return STATUS_INVALID_VALUE;
@@ -453,6 +470,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
     if (offered < 1) return STATUS_NOT_SUPPORTED;
     memset(&results[0], 0, sizeof results[0]);
     results[0].algo.data[0] = LT_ALGO;
+    for (int i = 0; i < 4; i++) results[0].algo.data[1 + i] = pref->align[i];   /* what the algorithm needs */
     results[0].state = STATUS_SUCCESS;
     results[0].wavesCount = 1.0f;
     *returned = 1;
@@ -471,6 +489,13 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     cublasStatus_t s = lt_check(desc, adesc, bdesc, cdesc, ddesc, &m, &n, &k);
     if (s != STATUS_SUCCESS) return s;
     if (desc->epilogue == EPILOGUE_BIAS && !desc->bias) return STATUS_INVALID_VALUE;
+    const void *ptrs[5] = {A, B, C, D, desc->epilogue == EPILOGUE_BIAS ? desc->bias : D};
+    for (int i = 0; i < 5; i++) {
+        if ((unsigned long long) (uintptr_t) ptrs[i] % algo->data[1 + (i < 4 ? i : 3)] != 0) {
+            count(&lt_misaligned);
+            return STATUS_INVALID_VALUE;
+        }
+    }
     pthread_mutex_lock(&lock);
     int fails = lt_matmul_fails;
     pthread_mutex_unlock(&lock);

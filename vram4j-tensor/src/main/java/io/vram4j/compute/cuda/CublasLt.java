@@ -48,6 +48,21 @@ final class CublasLt {
     static final int EPILOGUE_BIAS = 4;
     /** {@code cublasLtMatmulPreferenceAttributes_t}: the most workspace an algorithm may use, {@code uint64_t}. */
     static final int PREF_MAX_WORKSPACE_BYTES = 1;
+    /**
+     * {@code cublasLtMatmulPreferenceAttributes_t}: how far the A, B, C and D pointers are aligned, in bytes,
+     * {@code uint32_t} (5 to 8). cuBLASLt assumes 256 unless told, and may then pick an algorithm that needs more
+     * alignment than a view's pointer has; PyTorch's {@code gemm_and_bias} sets all four from its pointers (D from
+     * the bias), and so does {@link #matmulBias}.
+     */
+    static final int PREF_MIN_ALIGNMENT_A_BYTES = 5;
+    static final int PREF_MIN_ALIGNMENT_B_BYTES = 6;
+    static final int PREF_MIN_ALIGNMENT_C_BYTES = 7;
+    static final int PREF_MIN_ALIGNMENT_D_BYTES = 8;
+    /**
+     * The bias alignment, in bytes, below which {@link #matmulBias} declines (the caller then adds the bias another
+     * way): users of the bias epilogue report alignment faults with a bias less aligned than this.
+     */
+    static final int BIAS_ALIGNMENT = 16;
     /** {@code sizeof(cublasLtMatmulHeuristicResult_t)}: the algorithm (64 bytes) first, then its workspace and state. */
     static final long HEURISTIC_RESULT_BYTES = 96;
 
@@ -166,11 +181,15 @@ final class CublasLt {
      *     and the bias
      * @param workspace device memory the algorithm may use ({@code workspaceBytes} of it), or 0
      * @return false, with nothing queued, where cuBLASLt has no algorithm for the product
-     *     ({@code CUBLAS_STATUS_NOT_SUPPORTED} or none returned)
+     *     ({@code CUBLAS_STATUS_NOT_SUPPORTED} or none returned) or the bias is aligned to less than
+     *     {@value #BIAS_ALIGNMENT} bytes; the heuristic is told each pointer's alignment (up to 256 bytes)
      * @throws IllegalStateException naming the call and {@code cublasLtGetStatusName} for any other failure
      */
     boolean matmulBias(long handle, ColumnMajorGemm g, float alpha, long a, long b, long bias, long d, int type,
                        long workspace, long workspaceBytes, long stream) {
+        if (bias % BIAS_ALIGNMENT != 0) {
+            return false;
+        }
         long desc = 0;
         long la = 0;
         long lb = 0;
@@ -199,6 +218,11 @@ final class CublasLt {
             limit.set(JAVA_LONG, 0, workspace == 0 ? 0 : workspaceBytes);
             check((int) prefSet.invokeExact(pref, PREF_MAX_WORKSPACE_BYTES, limit, 8L),
                     "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
+            // cuBLASLt's A is our B and its B our A (ColumnMajorGemm); C and D are d; the bias counts as D
+            setAlignment(arena, pref, PREF_MIN_ALIGNMENT_A_BYTES, b);
+            setAlignment(arena, pref, PREF_MIN_ALIGNMENT_B_BYTES, a);
+            setAlignment(arena, pref, PREF_MIN_ALIGNMENT_C_BYTES, d);
+            setAlignment(arena, pref, PREF_MIN_ALIGNMENT_D_BYTES, alignment(d) <= alignment(bias) ? d : bias);
             MemorySegment result = arena.allocate(HEURISTIC_RESULT_BYTES, 8);
             MemorySegment returned = arena.allocate(JAVA_INT);
             int s = (int) heuristic.invokeExact(handle, desc, la, lb, ld, ld, pref, 1, result, returned);
@@ -232,6 +256,25 @@ final class CublasLt {
         MemorySegment v = arena.allocate(JAVA_INT);
         v.set(JAVA_INT, 0, value);
         check((int) descSet.invokeExact(desc, attribute, v, 4L), "cublasLtMatmulDescSetAttribute(" + attribute + ")");
+    }
+
+    /**
+     * @return the largest power of two up to 256 that divides {@code address}, as PyTorch's {@code _getAlignment}
+     */
+    static int alignment(long address) {
+        int a = 256;
+        while (address % a != 0) {
+            a /= 2;
+        }
+        return a;
+    }
+
+    /** Tells the preference how far {@code address} is aligned ({@link #alignment}). */
+    private void setAlignment(Arena arena, long pref, int attribute, long address) throws Throwable {
+        MemorySegment v = arena.allocate(JAVA_INT);
+        v.set(JAVA_INT, 0, alignment(address));
+        check((int) prefSet.invokeExact(pref, attribute, v, 4L),
+                "cublasLtMatmulPreferenceSetAttribute(" + attribute + ")");
     }
 
     /** A column-major layout of {@code rows x cols} stored with leading dimension {@code ld}. */

@@ -49,4 +49,14 @@ class CublasLtTest {
         // the stand-in driver has none of cuBLASLt's entry points, and nothing named libcublasLt lies beside it
         assertTrue(CublasLt.load(NativeTestBuild.fakeDriver(), Map.of()).isEmpty(), "a library without them");
     }
+
+    /** The alignment cuBLASLt is told of a pointer: the largest power of two up to 256 dividing it. */
+    @Test
+    void aPointersAlignmentIsItsLargestPowerOfTwoUpTo256() {
+        long[][] cases = {{0, 256}, {512, 256}, {0x7f00_0000_0100L, 256}, {0x7f00_0000_0180L, 128}, {48, 16}, {6, 2},
+                          {4, 4}, {1, 1}, {0x7f00_0000_0003L, 1}};
+        for (long[] c : cases) {
+            assertEquals(c[1], CublasLt.alignment(c[0]), "address " + Long.toHexString(c[0]));
+        }
+    }
 }

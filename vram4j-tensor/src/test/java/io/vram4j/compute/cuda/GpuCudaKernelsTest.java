@@ -1242,6 +1242,51 @@ class GpuCudaKernelsTest {
     }
 
     /**
+     * cuBLASLt is told how far each pointer is aligned, as PyTorch's {@code gemm_and_bias} tells it: operands that are
+     * views at odd offsets (4-byte aligned) run on cuBLASLt with the CPU kernels' values. The stand-in's heuristic,
+     * like cuBLASLt's, assumes 256-byte alignment unless told, and its product refuses a pointer aligned less than
+     * its algorithm assumed (where a GPU's kernel could fault). A bias aligned to less than 16 bytes takes the cuBLAS
+     * path, with the same values.
+     */
+    @Test
+    void cublasLtIsToldHowFarItsOperandsAreAligned() {
+        Assumptions.assumeTrue(Boolean.getBoolean(EmulatedGpuSession.PROPERTY),
+                "counts the stand-in cuBLAS's products and refusals");
+        int m = 7;
+        int n = 12;
+        int k = 16;
+        float[] a = values(1 + m * k, -1, 1);
+        float[] b = values(3 + k * n, -1, 1);
+        float[] bias = values(4 + n, -3, 3);
+        try (CudaKernels own = CudaKernels.create(alloc, gpu.defaultStream())) {
+            MemorySegment da = onGpu(a);
+            MemorySegment db = onGpu(b);
+            MemorySegment dbias = onGpu(bias);
+            for (int biasOff : new int[] {4, 1}) {   // 16-byte aligned, then 4
+                float[] expected = new float[1 + m * n];
+                CPU.sgemmBias(false, false, m, n, k, 1f, MemorySegment.ofArray(a), 1, k, MemorySegment.ofArray(b), 3,
+                        n, MemorySegment.ofArray(bias), biasOff, 1, MemorySegment.ofArray(expected), 1, n);
+                long lt = NativeTestBuild.fakeCublasCount("lt_matmul");
+                long gemm = NativeTestBuild.fakeCublasCount("gemm");
+                long refused = NativeTestBuild.fakeCublasCount("lt_misaligned");
+                MemorySegment dc = empty(1 + m * n);
+                own.sgemmBias(false, false, m, n, k, 1f, da, 1, k, db, 3, n, dbias, biasOff, 1, dc, 1, n);
+                float[] got = back(dc, 1 + m * n);
+                closeSums(java.util.Arrays.copyOfRange(expected, 1, expected.length),
+                        java.util.Arrays.copyOfRange(got, 1, got.length), k, "bias at element " + biasOff);
+                assertEquals(refused, NativeTestBuild.fakeCublasCount("lt_misaligned"), "no pointer refused");
+                assertTrue(own.usesCublasLt(), "cuBLASLt still in use");
+                if (biasOff == 4) {
+                    assertEquals(lt + 1, NativeTestBuild.fakeCublasCount("lt_matmul"), "on cuBLASLt");
+                } else {
+                    assertEquals(lt, NativeTestBuild.fakeCublasCount("lt_matmul"), "a 4-byte aligned bias: not");
+                    assertEquals(gemm + 1, NativeTestBuild.fakeCublasCount("gemm"), "on cuBLAS");
+                }
+            }
+        }
+    }
+
+    /**
      * A float32 product from a bias (a float32 linear layer) is one {@code cublasLtMatmul} with the bias epilogue, B
      * taken as stored and transposed (a weight); with no cuBLASLt algorithm the bias is written into C and a cuBLAS
      * product added. Both give the CPU kernels' values within 1e-5 and never read the old C; on the emulated GPU the
