@@ -472,11 +472,7 @@ final class CheckedKernels implements Kernels {
     @Override
     public void sumDim16(int type, int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out,
                          long outOff) {
-        Checks.half16("sumDim16", 0, 0, type);
-        Checks.nonNegative(outer, "outer");
-        Checks.nonNegative(n, "n");
-        Checks.nonNegative(inner, "inner");
-        Checks.range(x, xOff, (long) outer * n * inner, "x", Short.BYTES, "16-bit values");
+        sixteenBitSumOperands("sumDim16", type, outer, n, inner, x, xOff);
         Checks.range(out, outOff, (long) outer * inner, "out");
         Checks.writable(out, "out");
         unchecked.sumDim16(type, outer, n, inner, x, xOff, out, outOff);
@@ -485,14 +481,20 @@ final class CheckedKernels implements Kernels {
     @Override
     public void sumDimTo16(int type, int outer, int n, int inner, MemorySegment x, long xOff, MemorySegment out,
                            long outOff) {
-        Checks.half16("sumDimTo16", 0, 0, type);
+        sixteenBitSumOperands("sumDimTo16", type, outer, n, inner, x, xOff);
+        Checks.range(out, outOff, (long) outer * inner, "out", Short.BYTES, "16-bit values");
+        Checks.writable(out, "out");
+        unchecked.sumDimTo16(type, outer, n, inner, x, xOff, out, outOff);
+    }
+
+    /** The type, extents and 16-bit input of {@code sumDim16} and {@code sumDimTo16}. */
+    private static void sixteenBitSumOperands(String kernel, int type, int outer, int n, int inner, MemorySegment x,
+                                              long xOff) {
+        Checks.half16(kernel, 0, 0, type);
         Checks.nonNegative(outer, "outer");
         Checks.nonNegative(n, "n");
         Checks.nonNegative(inner, "inner");
         Checks.range(x, xOff, (long) outer * n * inner, "x", Short.BYTES, "16-bit values");
-        Checks.range(out, outOff, (long) outer * inner, "out", Short.BYTES, "16-bit values");
-        Checks.writable(out, "out");
-        unchecked.sumDimTo16(type, outer, n, inner, x, xOff, out, outOff);
     }
 
     @Override
