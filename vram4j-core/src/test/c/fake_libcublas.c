@@ -52,6 +52,7 @@ static long live_handles, gemm_calls, batched_calls, workspace_calls, stream_cal
 static long last_workspace_bytes = -1;
 static long lt_live, lt_matmul_calls;  /* cuBLASLt objects alive (handles, descriptors, layouts, preferences); products */
 static long lt_misaligned;             /* cublasLtMatmul calls refused for a pointer the algorithm's alignment misses */
+static long lt_heuristic_calls;        /* cublasLtMatmulAlgoGetHeuristic calls */
 static int lt_algorithms = 1;          /* algorithms the cuBLASLt heuristic offers (fake_cublas_lt_algorithms) */
 static int lt_matmul_fails;            /* cublasLtMatmul answers CUBLAS_STATUS_EXECUTION_FAILED (fake_cublas_lt_fail) */
 static int computing;
@@ -70,13 +71,14 @@ long fake_cublas_count(const char *what) {
     else if (!strcmp(what, "lt_live")) r = lt_live;
     else if (!strcmp(what, "lt_matmul")) r = lt_matmul_calls;
     else if (!strcmp(what, "lt_misaligned")) r = lt_misaligned;
+    else if (!strcmp(what, "lt_heuristic")) r = lt_heuristic_calls;
     pthread_mutex_unlock(&lock);
     return r;
 }
 
 void fake_cublas_reset(void) {
     pthread_mutex_lock(&lock);
-    gemm_calls = batched_calls = workspace_calls = stream_calls = lt_matmul_calls = lt_misaligned = 0;
+    gemm_calls = batched_calls = workspace_calls = stream_calls = lt_matmul_calls = lt_misaligned = lt_heuristic_calls = 0;
     lt_algorithms = 1;
     lt_matmul_fails = 0;
     last_workspace_bytes = -1;
@@ -460,6 +462,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
                                               cublasLtMatmulHeuristicResult_t *results, int *returned) {
     if (!LT_VALID(handle)) return STATUS_NOT_INITIALIZED;
     if (!LT_VALID(pref) || requested < 1 || !results || !returned) return STATUS_INVALID_VALUE;
+    count(&lt_heuristic_calls);
     int m, n, k;
     cublasStatus_t s = lt_check(desc, a, b, c, d, &m, &n, &k);
     if (s != STATUS_SUCCESS) return s;

@@ -8,6 +8,7 @@ import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 
@@ -25,9 +26,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *
  * <p>The constants are those of {@code cublasLt.h} (CUDA 11.4 and later: {@code cublasLtMatmulDescAttributes_t},
  * {@code cublasLtEpilogue_t}, {@code cublasLtMatmulPreferenceAttributes_t}, the 96 bytes of
- * {@code cublasLtMatmulHeuristicResult_t}); no header is needed to build. Like PyTorch, each product makes its
- * descriptor, layouts and preference, asks the heuristic for one algorithm and frees them; cuBLASLt caches its
- * heuristic's answers itself.
+ * {@code cublasLtMatmulHeuristicResult_t}); no header is needed to build. PyTorch makes a product's descriptor,
+ * layouts and preference and asks the heuristic for an algorithm on every call; here they are made once for each
+ * shape, type and alignment and kept with the algorithm ({@link Plans}), so a later product of the same kind sets its
+ * bias pointer and runs: 2 native calls instead of some 20.
  *
  * <p>The library is {@code libcublasLt} beside the cuBLAS that {@link CublasLocator} found, or, where there is none,
  * that cuBLAS library itself if it has the entry points (the tests' stand-in). A handle is used by one thread at a
@@ -65,6 +67,8 @@ final class CublasLt {
     static final int BIAS_ALIGNMENT = 16;
     /** {@code sizeof(cublasLtMatmulHeuristicResult_t)}: the algorithm (64 bytes) first, then its workspace and state. */
     static final long HEURISTIC_RESULT_BYTES = 96;
+    /** The plans a handle keeps ({@link Plans}), the least recently used freed beyond it. */
+    static final int PLANS = 64;
 
     private final Path library;
     private final MethodHandle create;
@@ -165,13 +169,74 @@ final class CublasLt {
     }
 
     /**
+     * What a product's plan depends on: its shape and leading dimensions, its type, the alignments the heuristic is
+     * told ({@link #alignment}: of cuBLASLt's A, B, C and D, the bias counted with D) and the workspace it may use.
+     */
+    record PlanKey(int transa, int transb, int m, int n, int k, int lda, int ldb, int ldc, int type, int alignA,
+                   int alignB, int alignC, int alignD, long workspaceBytes) {
+    }
+
+    /** A product's descriptor (its bias pointer set per call), layouts and algorithm; all 0 and null: none offered. */
+    private record Plan(long desc, long la, long lb, long ld, MemorySegment algo) {
+    }
+
+    /**
+     * The plans of one handle, by {@link PlanKey}, at most {@value #PLANS} (the least recently used is freed).
+     * Not thread-safe: used by one thread at a time, as the handle is. {@link #close()} frees every plan, not the
+     * handle.
+     */
+    final class Plans implements AutoCloseable {
+        private final long handle;
+        private final LinkedHashMap<PlanKey, Plan> byKey = new LinkedHashMap<>(16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<PlanKey, Plan> eldest) {
+                if (size() <= PLANS) {
+                    return false;
+                }
+                free(eldest.getValue());
+                return true;
+            }
+        };
+
+        private Plans(long handle) {
+            this.handle = handle;
+        }
+
+        /** @return the plans kept */
+        int size() {
+            return byKey.size();
+        }
+
+        @Override
+        public void close() {
+            for (Plan p : byKey.values()) {
+                free(p);
+            }
+            byKey.clear();
+        }
+    }
+
+    /** @return an empty set of plans for products on {@code handle} (a handle from {@link #create()}) */
+    Plans plans(long handle) {
+        return new Plans(handle);
+    }
+
+    private void free(Plan p) {
+        release(layoutDestroy, p.ld());
+        release(layoutDestroy, p.lb());
+        release(layoutDestroy, p.la());
+        release(descDestroy, p.desc());
+    }
+
+    /**
      * {@code D = alpha op(A) op(B) + bias} for the row-major product that {@code g} describes ({@link ColumnMajorGemm}:
      * cuBLASLt gets B as its first operand and A as its second, and computes D's column-major transpose), with
      * {@code bias[j]} added to every element of column {@code j} of the row-major D (row {@code j} of cuBLASLt's
      * {@code g.m() x g.n()} D; the bias is {@code g.m()} contiguous elements of D's type), float32 compute and scale,
      * queued on {@code stream}. The old contents of D are not read.
      *
-     * @param handle a handle from {@link #create()}
+     * @param plans the plans of the handle the product runs on ({@link #plans}); the first product of a
+     *     {@link PlanKey} makes and keeps its plan
      * @param a device address of the row-major A
      * @param b device address of the row-major B
      * @param bias device address of the bias
@@ -185,70 +250,98 @@ final class CublasLt {
      *     {@value #BIAS_ALIGNMENT} bytes; the heuristic is told each pointer's alignment (up to 256 bytes)
      * @throws IllegalStateException naming the call and {@code cublasLtGetStatusName} for any other failure
      */
-    boolean matmulBias(long handle, ColumnMajorGemm g, float alpha, long a, long b, long bias, long d, int type,
+    boolean matmulBias(Plans plans, ColumnMajorGemm g, float alpha, long a, long b, long bias, long d, int type,
                        long workspace, long workspaceBytes, long stream) {
         if (bias % BIAS_ALIGNMENT != 0) {
             return false;
         }
-        long desc = 0;
-        long la = 0;
-        long lb = 0;
-        long ld = 0;
-        long pref = 0;
+        long limit = workspace == 0 ? 0 : workspaceBytes;
+        // cuBLASLt's A is our B and its B our A (ColumnMajorGemm); C and D are d; the bias counts as D
+        PlanKey key = new PlanKey(g.transa(), g.transb(), g.m(), g.n(), g.k(), g.lda(), g.ldb(), g.ldc(), type,
+                alignment(b), alignment(a), alignment(d), Math.min(alignment(d), alignment(bias)), limit);
+        Plan p = plans.byKey.get(key);
+        if (p == null) {
+            p = plan(plans.handle, key);
+            plans.byKey.put(key, p);
+        }
+        if (p.algo() == null) {
+            return false;
+        }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ADDRESS);
-            check((int) descCreate.invokeExact(out, Cublas.CUBLAS_COMPUTE_32F, Cublas.CUDA_R_32F),
-                    "cublasLtMatmulDescCreate()");
-            desc = out.get(ADDRESS, 0).address();
-            setInt(arena, desc, DESC_TRANSA, g.transa());
-            setInt(arena, desc, DESC_TRANSB, g.transb());
-            setInt(arena, desc, DESC_EPILOGUE, EPILOGUE_BIAS);
             MemorySegment biasPointer = arena.allocate(JAVA_LONG);
             biasPointer.set(JAVA_LONG, 0, bias);
-            check((int) descSet.invokeExact(desc, DESC_BIAS_POINTER, biasPointer, 8L),
+            check((int) descSet.invokeExact(p.desc(), DESC_BIAS_POINTER, biasPointer, 8L),
                     "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
-            boolean an = g.transa() == ColumnMajorGemm.CUBLAS_OP_N;
-            boolean bn = g.transb() == ColumnMajorGemm.CUBLAS_OP_N;
-            la = layout(arena, type, an ? g.m() : g.k(), an ? g.k() : g.m(), g.lda());
-            lb = layout(arena, type, bn ? g.k() : g.n(), bn ? g.n() : g.k(), g.ldb());
-            ld = layout(arena, type, g.m(), g.n(), g.ldc());
-            check((int) prefCreate.invokeExact(out), "cublasLtMatmulPreferenceCreate()");
-            pref = out.get(ADDRESS, 0).address();
-            MemorySegment limit = arena.allocate(JAVA_LONG);
-            limit.set(JAVA_LONG, 0, workspace == 0 ? 0 : workspaceBytes);
-            check((int) prefSet.invokeExact(pref, PREF_MAX_WORKSPACE_BYTES, limit, 8L),
-                    "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
-            // cuBLASLt's A is our B and its B our A (ColumnMajorGemm); C and D are d; the bias counts as D
-            setAlignment(arena, pref, PREF_MIN_ALIGNMENT_A_BYTES, b);
-            setAlignment(arena, pref, PREF_MIN_ALIGNMENT_B_BYTES, a);
-            setAlignment(arena, pref, PREF_MIN_ALIGNMENT_C_BYTES, d);
-            setAlignment(arena, pref, PREF_MIN_ALIGNMENT_D_BYTES, alignment(d) <= alignment(bias) ? d : bias);
-            MemorySegment result = arena.allocate(HEURISTIC_RESULT_BYTES, 8);
-            MemorySegment returned = arena.allocate(JAVA_INT);
-            int s = (int) heuristic.invokeExact(handle, desc, la, lb, ld, ld, pref, 1, result, returned);
-            if (s == Cublas.CUBLAS_STATUS_NOT_SUPPORTED
-                    || s == Cublas.CUBLAS_STATUS_SUCCESS && returned.get(JAVA_INT, 0) < 1) {
-                return false;
-            }
-            check(s, "cublasLtMatmulAlgoGetHeuristic()");
             MemorySegment scalars = arena.allocate(JAVA_FLOAT, 2);
             scalars.setAtIndex(JAVA_FLOAT, 0, alpha);
             scalars.setAtIndex(JAVA_FLOAT, 1, 0f);
-            int r = (int) matmul.invokeExact(handle, desc, scalars, b, la, a, lb,
-                    scalars.asSlice(Float.BYTES), d, ld, d, ld, result, workspace,
-                    workspace == 0 ? 0L : workspaceBytes, stream);
+            int r = (int) matmul.invokeExact(plans.handle, p.desc(), scalars, b, p.la(), a, p.lb(),
+                    scalars.asSlice(Float.BYTES), d, p.ld(), d, p.ld(), p.algo(), workspace, limit, stream);
             if (r != Cublas.CUBLAS_STATUS_SUCCESS) {
                 check(r, "cublasLtMatmul(m=" + g.m() + ", n=" + g.n() + ", k=" + g.k() + ", type " + type + ")");
             }
             return true;
         } catch (Throwable t) {
             throw rethrow(t);
+        }
+    }
+
+    /**
+     * Makes the plan of a product: its descriptor (the bias epilogue, float32 compute and scale), its three layouts,
+     * and the heuristic's algorithm for them, told the key's alignments and workspace (the preference is freed
+     * after).
+     *
+     * @return the plan; where the heuristic offers no algorithm ({@code CUBLAS_STATUS_NOT_SUPPORTED} or none
+     *     returned) an empty one, its objects freed
+     * @throws IllegalStateException for any other failure, nothing left allocated
+     */
+    private Plan plan(long handle, PlanKey key) {
+        long desc = 0;
+        long la = 0;
+        long lb = 0;
+        long ld = 0;
+        long pref = 0;
+        boolean kept = false;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            check((int) descCreate.invokeExact(out, Cublas.CUBLAS_COMPUTE_32F, Cublas.CUDA_R_32F),
+                    "cublasLtMatmulDescCreate()");
+            desc = out.get(ADDRESS, 0).address();
+            setInt(arena, desc, DESC_TRANSA, key.transa());
+            setInt(arena, desc, DESC_TRANSB, key.transb());
+            setInt(arena, desc, DESC_EPILOGUE, EPILOGUE_BIAS);
+            boolean an = key.transa() == ColumnMajorGemm.CUBLAS_OP_N;
+            boolean bn = key.transb() == ColumnMajorGemm.CUBLAS_OP_N;
+            la = layout(arena, key.type(), an ? key.m() : key.k(), an ? key.k() : key.m(), key.lda());
+            lb = layout(arena, key.type(), bn ? key.k() : key.n(), bn ? key.n() : key.k(), key.ldb());
+            ld = layout(arena, key.type(), key.m(), key.n(), key.ldc());
+            check((int) prefCreate.invokeExact(out), "cublasLtMatmulPreferenceCreate()");
+            pref = out.get(ADDRESS, 0).address();
+            MemorySegment limit = arena.allocate(JAVA_LONG);
+            limit.set(JAVA_LONG, 0, key.workspaceBytes());
+            check((int) prefSet.invokeExact(pref, PREF_MAX_WORKSPACE_BYTES, limit, 8L),
+                    "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
+            setAlignment(arena, pref, PREF_MIN_ALIGNMENT_A_BYTES, key.alignA());
+            setAlignment(arena, pref, PREF_MIN_ALIGNMENT_B_BYTES, key.alignB());
+            setAlignment(arena, pref, PREF_MIN_ALIGNMENT_C_BYTES, key.alignC());
+            setAlignment(arena, pref, PREF_MIN_ALIGNMENT_D_BYTES, key.alignD());
+            MemorySegment result = Arena.ofAuto().allocate(HEURISTIC_RESULT_BYTES, 8);
+            MemorySegment returned = arena.allocate(JAVA_INT);
+            int s = (int) heuristic.invokeExact(handle, desc, la, lb, ld, ld, pref, 1, result, returned);
+            if (s == Cublas.CUBLAS_STATUS_NOT_SUPPORTED
+                    || s == Cublas.CUBLAS_STATUS_SUCCESS && returned.get(JAVA_INT, 0) < 1) {
+                return new Plan(0, 0, 0, 0, null);
+            }
+            check(s, "cublasLtMatmulAlgoGetHeuristic()");
+            kept = true;
+            return new Plan(desc, la, lb, ld, result);
+        } catch (Throwable t) {
+            throw rethrow(t);
         } finally {
             release(prefDestroy, pref);
-            release(layoutDestroy, ld);
-            release(layoutDestroy, lb);
-            release(layoutDestroy, la);
-            release(descDestroy, desc);
+            if (!kept) {
+                free(new Plan(desc, la, lb, ld, null));
+            }
         }
     }
 
@@ -269,10 +362,10 @@ final class CublasLt {
         return a;
     }
 
-    /** Tells the preference how far {@code address} is aligned ({@link #alignment}). */
-    private void setAlignment(Arena arena, long pref, int attribute, long address) throws Throwable {
+    /** Tells the preference how far an operand is aligned, in bytes ({@link #alignment}). */
+    private void setAlignment(Arena arena, long pref, int attribute, int bytes) throws Throwable {
         MemorySegment v = arena.allocate(JAVA_INT);
-        v.set(JAVA_INT, 0, alignment(address));
+        v.set(JAVA_INT, 0, bytes);
         check((int) prefSet.invokeExact(pref, attribute, v, 4L),
                 "cublasLtMatmulPreferenceSetAttribute(" + attribute + ")");
     }
@@ -285,7 +378,7 @@ final class CublasLt {
         return out.get(ADDRESS, 0).address();
     }
 
-    /** Destroys a descriptor, layout or preference made by {@link #matmulBias} (0: never made). */
+    /** Destroys a descriptor, layout or preference made by {@link #plan} (0: never made). */
     private static void release(MethodHandle destroyer, long object) {
         if (object == 0) {
             return;

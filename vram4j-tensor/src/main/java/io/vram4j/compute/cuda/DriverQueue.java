@@ -29,9 +29,13 @@ final class DriverQueue implements GpuQueue {
     private Cublas cublas;
     private long handle;
     private Stream blasStream;
-    /** cuBLASLt and its handle; null where it is not loaded (the biases are then written before cuBLAS products). */
+    /**
+     * cuBLASLt, its handle and the plans of the products made on it; null where it is not loaded (the biases are then
+     * written before cuBLAS products).
+     */
     private CublasLt lt;
     private long ltHandle;
+    private CublasLt.Plans ltPlans;
     private long workspace;
     private long workspaceBytes;
 
@@ -78,6 +82,7 @@ final class DriverQueue implements GpuQueue {
         if (l != null) {
             try {
                 ltHandle = l.create();
+                ltPlans = l.plans(ltHandle);
                 lt = l;
             } catch (RuntimeException e) {
                 lt = null;   // products with a bias go through cuBLAS, as without cuBLASLt
@@ -117,6 +122,7 @@ final class DriverQueue implements GpuQueue {
             LOG.log(System.Logger.Level.WARNING, e.getMessage() + "; products with a bias go through cuBLAS from now on"
                     + " (" + CublasLt.ENV + "=0 does so from the start)");
             lt = null;
+            ltPlans.close();
             l.destroy(ltHandle);
             return false;
         }
@@ -124,7 +130,7 @@ final class DriverQueue implements GpuQueue {
 
     /** {@link CublasLt#matmulBias} on this queue's handle, workspace and stream. */
     private boolean ltProduct(CublasLt l, ColumnMajorGemm g, float alpha, long a, long b, long bias, long c, int type) {
-        return l.matmulBias(ltHandle, g, alpha, a, b, bias, c, type, workspace, workspaceBytes, blasStream.handle());
+        return l.matmulBias(ltPlans, g, alpha, a, b, bias, c, type, workspace, workspaceBytes, blasStream.handle());
     }
 
     /** @return whether the products with a bias run on cuBLASLt (false before the first product) */
@@ -159,6 +165,7 @@ final class DriverQueue implements GpuQueue {
         if (lt != null) {
             CublasLt l = lt;
             lt = null;
+            ltPlans.close();
             l.destroy(ltHandle);
         }
         if (cublas != null) {

@@ -1041,9 +1041,9 @@ class GpuCudaKernelsTest {
                 assertEquals(batched, NativeTestBuild.fakeCublasCount("gemm_batched"), what + ": no cuBLAS product");
 
                 NativeTestBuild.fakeCublasLtAlgorithms(0);
-                try {
+                try (CudaKernels fresh = CudaKernels.create(alloc, gpu.defaultStream())) {   // no plan kept yet
                     MemorySegment written = onGpu(nan);
-                    cuda.gemmBatched16Bias(bf16, batch, false, transB, m, n, k, 1f, da, 0, k, (long) m * k, db, 0,
+                    fresh.gemmBatched16Bias(bf16, batch, false, transB, m, n, k, 1f, da, 0, k, (long) m * k, db, 0,
                             ldb, 0, dbias, 0, 1, written, 0, n, (long) m * n);
                     assertArrayEquals(viaLt, backHalves(written, expected.length), what + ": no algorithm, same bits");
                     assertEquals(lt + 1, NativeTestBuild.fakeCublasCount("lt_matmul"), what + ": no cuBLASLt product");
@@ -1246,7 +1246,7 @@ class GpuCudaKernelsTest {
      * views at odd offsets (4-byte aligned) run on cuBLASLt with the CPU kernels' values. The stand-in's heuristic,
      * like cuBLASLt's, assumes 256-byte alignment unless told, and its product refuses a pointer aligned less than
      * its algorithm assumed (where a GPU's kernel could fault). A bias aligned to less than 16 bytes takes the cuBLAS
-     * path, with the same values.
+     * path, with the same values. The plan of a product on aligned operands is not used for views of the same shape.
      */
     @Test
     void cublasLtIsToldHowFarItsOperandsAreAligned() {
@@ -1262,6 +1262,13 @@ class GpuCudaKernelsTest {
             MemorySegment da = onGpu(a);
             MemorySegment db = onGpu(b);
             MemorySegment dbias = onGpu(bias);
+            // first the same product on 256-byte aligned operands: its plan must not serve the views below
+            float[] aligned = new float[m * n];
+            CPU.sgemmBias(false, false, m, n, k, 1f, MemorySegment.ofArray(a), 0, k, MemorySegment.ofArray(b), 0, n,
+                    MemorySegment.ofArray(bias), 0, 1, MemorySegment.ofArray(aligned), 0, n);
+            MemorySegment first = empty(m * n);
+            own.sgemmBias(false, false, m, n, k, 1f, da, 0, k, db, 0, n, dbias, 0, 1, first, 0, n);
+            closeSums(aligned, back(first, m * n), k, "aligned operands");
             for (int biasOff : new int[] {4, 1}) {   // 16-byte aligned, then 4
                 float[] expected = new float[1 + m * n];
                 CPU.sgemmBias(false, false, m, n, k, 1f, MemorySegment.ofArray(a), 1, k, MemorySegment.ofArray(b), 3,
@@ -1284,6 +1291,54 @@ class GpuCudaKernelsTest {
                 }
             }
         }
+    }
+
+    /**
+     * A product's cuBLASLt plan (its descriptor, three layouts and algorithm) is made once for its shape, type and
+     * alignments and kept: a second product of the same kind, with other operands and another bias, makes no object
+     * and asks the heuristic nothing, and gets its own bias; another shape gets a plan of its own; closing the kernels
+     * frees every plan and the handle.
+     */
+    @Test
+    void cublasLtPlansAreMadeOncePerKindOfProductAndFreedWithTheKernels() {
+        Assumptions.assumeTrue(Boolean.getBoolean(EmulatedGpuSession.PROPERTY),
+                "counts the stand-in cuBLAS's objects and heuristic calls");
+        int n = 12;
+        int k = 16;
+        long before = NativeTestBuild.fakeCublasCount("lt_live");
+        try (CudaKernels own = CudaKernels.create(alloc, gpu.defaultStream())) {
+            long heuristic = NativeTestBuild.fakeCublasCount("lt_heuristic");
+            long live = 0;
+            for (int round = 0; round < 3; round++) {
+                int m = round < 2 ? 9 : 5;   // the third product has another shape
+                float[] a = values(m * k, -1, 1);
+                float[] b = values(k * n, -1, 1);
+                float[] bias = values(n, -3, 3);
+                float[] expected = new float[m * n];
+                CPU.sgemmBias(false, false, m, n, k, 1f, MemorySegment.ofArray(a), 0, k, MemorySegment.ofArray(b), 0,
+                        n, MemorySegment.ofArray(bias), 0, 1, MemorySegment.ofArray(expected), 0, n);
+                MemorySegment dc = empty(m * n);
+                own.sgemmBias(false, false, m, n, k, 1f, onGpu(a), 0, k, onGpu(b), 0, n, onGpu(bias), 0, 1, dc, 0, n);
+                closeSums(expected, back(dc, m * n), k, "product " + round);
+                long objects = NativeTestBuild.fakeCublasCount("lt_live");
+                long asked = NativeTestBuild.fakeCublasCount("lt_heuristic") - heuristic;
+                switch (round) {
+                    case 0 -> {
+                        live = objects;
+                        assertEquals(1, asked, "the first product asks the heuristic");
+                    }
+                    case 1 -> {
+                        assertEquals(live, objects, "the same kind of product: no object made");
+                        assertEquals(1, asked, "nor the heuristic asked");
+                    }
+                    default -> {
+                        assertEquals(live + 4, objects, "another shape: a descriptor and three layouts more");
+                        assertEquals(2, asked, "and the heuristic asked for it");
+                    }
+                }
+            }
+        }
+        assertEquals(before, NativeTestBuild.fakeCublasCount("lt_live"), "closing frees the plans and the handle");
     }
 
     /**
@@ -1318,9 +1373,9 @@ class GpuCudaKernelsTest {
             assertEquals(lt + 1, NativeTestBuild.fakeCublasCount("lt_matmul"), "one cuBLASLt product");
             long gemm = NativeTestBuild.fakeCublasCount("gemm");
             NativeTestBuild.fakeCublasLtAlgorithms(0);
-            try {
+            try (CudaKernels fresh = CudaKernels.create(alloc, gpu.defaultStream())) {   // no plan kept yet
                 MemorySegment written = onGpu(nan);
-                cuda.sgemmBias(false, true, m, n, k, 1f, da, 0, k, db, 0, k, dbias, 0, 1, written, 0, n);
+                fresh.sgemmBias(false, true, m, n, k, 1f, da, 0, k, db, 0, k, dbias, 0, 1, written, 0, n);
                 assertArrayEquals(viaLt, back(written, m * n), "no algorithm: the bias written first, same bits");
                 assertEquals(gemm + 1, NativeTestBuild.fakeCublasCount("gemm"), "then one cuBLAS product");
             } finally {
