@@ -1042,9 +1042,12 @@ extern "C" __global__ void v4j_nll_loss_backward_f32(const float* g, const s64* 
 // take the problems in turn), writing out[c][o][i]: the sums themselves when there is one chunk, else partial sums
 // that a second launch adds. With inner 1 a block's threads all take the one column (a row's sum). out holds floats
 // (outType -1) or values of a 16-bit type (0 float16, 1 bfloat16), each sum rounded once as stored: a bias gradient
-// under autocast needs no cast of float32 sums after it. Shared memory: blockDim.x floats.
+// under autocast needs no cast of float32 sums after it. Problem o's sums start outStride elements after problem
+// o - 1's (inner: one array; layer norm's dgamma and dbeta summed by one launch: wherever the two lie). Shared
+// memory: blockDim.x floats.
 template <typename In>
-__device__ __forceinline__ void sum_dim(In x, void* out, int outType, int outer, int n, int inner, int chunk) {
+__device__ __forceinline__ void sum_dim(In x, void* out, int outType, s64 outStride, int outer, int n, int inner,
+                                        int chunk) {
     extern __shared__ float dim_sums[];
     int width = inner == 1 ? 1 : 32;
     int lanes = blockDim.x / width;
@@ -1072,26 +1075,26 @@ __device__ __forceinline__ void sum_dim(In x, void* out, int outType, int outer,
             __syncthreads();
         }
         if (ty == 0 && i < inner) {
-            u64 at = ((u64) c * outer + o) * inner + i;
+            s64 at = (s64) c * outer * inner + (s64) o * outStride + i;
             if (outType < 0) {
                 ((float*) out)[at] = dim_sums[tx];
             } else {
-                store16((unsigned short*) out, at, outType, dim_sums[tx]);
+                store16((unsigned short*) out, (u64) at, outType, dim_sums[tx]);
             }
         }
     }
 }
 
 extern "C" __global__ void v4j_sum_dim_f32(const float* x, void* out, int outer, int n, int inner, int chunk,
-                                           int outType) {
-    sum_dim(F32In{x}, out, outType, outer, n, inner, chunk);
+                                           int outType, s64 outStride) {
+    sum_dim(F32In{x}, out, outType, outStride, outer, n, inner, chunk);
 }
 
 // The same over float16 (type 0) or bfloat16 (type 1) values, widened as read: the sums (or partial sums) have the
 // bits of the float32 kernel over the widened block, and no widened copy is made (Kernels.sumDim16).
 extern "C" __global__ void v4j_sum_dim16(int type, const unsigned short* x, void* out, int outer, int n, int inner,
-                                         int chunk, int outType) {
-    sum_dim(H16In{x, type}, out, outType, outer, n, inner, chunk);
+                                         int chunk, int outType, s64 outStride) {
+    sum_dim(H16In{x, type}, out, outType, outStride, outer, n, inner, chunk);
 }
 
 // The maximum over the middle dimension of [outer, n, inner] and its first index (NaN wins, then the first of

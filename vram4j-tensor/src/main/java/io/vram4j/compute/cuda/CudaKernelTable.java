@@ -127,8 +127,8 @@ final class CudaKernelTable {
             S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64, S64);
 
     // dimension reductions (Kernels.sumDim, Kernels.maxDim)
-    static final CudaKernel SUM_DIM = CudaKernel.of("v4j_sum_dim_f32", PTR, PTR, I32, I32, I32, I32, I32);
-    static final CudaKernel SUM_DIM16 = CudaKernel.of("v4j_sum_dim16", I32, PTR, PTR, I32, I32, I32, I32, I32);
+    static final CudaKernel SUM_DIM = CudaKernel.of("v4j_sum_dim_f32", PTR, PTR, I32, I32, I32, I32, I32, S64);
+    static final CudaKernel SUM_DIM16 = CudaKernel.of("v4j_sum_dim16", I32, PTR, PTR, I32, I32, I32, I32, I32, S64);
     static final CudaKernel MAX_DIM = CudaKernel.of("v4j_max_dim_f32", PTR, PTR, PTR, I32, I32, I32);
     // positions (Kernels.iota)
     static final CudaKernel IOTA = CudaKernel.of("v4j_iota_s64", PTR, U64);

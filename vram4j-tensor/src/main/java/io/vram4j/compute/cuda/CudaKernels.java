@@ -559,8 +559,9 @@ public final class CudaKernels implements Kernels, AutoCloseable {
 
     /**
      * dgamma and dbeta (either address may be 0) as column sums over the rows: one launch when the rows fit one
-     * chunk of {@link #SUM_ROWS_PER_THREAD} rows a thread, else a launch writing a partial sum per chunk and
-     * {@link #sumColumns} over them.
+     * chunk of {@link #SUM_ROWS_PER_THREAD} rows a thread, else a launch writing a partial sum per chunk and a sum over
+     * those: one launch for both outputs (their partial sums side by side, the sums written to each), where the
+     * chunks fit one block's (rows up to {@code 256 * 256}), else {@link #sumColumns} for each.
      */
     private void layerNormParamGrads(long dy, long x, long mean, long rstd, long dgamma, long dbeta, int rows,
                                      int cols) {
@@ -574,6 +575,18 @@ public final class CudaKernels implements Kernels, AutoCloseable {
             return;
         }
         long bytes = (long) chunks * cols * Float.BYTES;
+        if (dgamma != 0 && dbeta != 0 && chunks <= chunk && (dbeta - dgamma) % Float.BYTES == 0) {
+            long partial = allocator.malloc(2 * bytes, stream);   // [2, chunks, cols]: dgamma's, then dbeta's
+            try {
+                gpu.launch(CudaKernelTable.LAYER_NORM_PARAM_GRADS, config, stream, dy, x, mean, rstd, partial,
+                        partial + bytes, rows, cols, chunk);
+                LaunchConfig sum = LaunchConfig.columnSums((cols + SUM_COLUMNS - 1) / SUM_COLUMNS, 2, 1);
+                launchSumDim(-1, sum, partial, dgamma, -1, (dbeta - dgamma) / Float.BYTES, 2, chunks, cols, chunk);
+            } finally {
+                allocator.free(partial);
+            }
+            return;
+        }
         long pg = dgamma == 0 ? 0 : allocator.malloc(bytes, stream);
         long pb = 0;
         try {
@@ -897,24 +910,26 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         LaunchConfig config = LaunchConfig.columnSums(Math.multiplyExact((inner + width - 1) / width, chunks), outer,
                 1);
         if (chunks == 1) {
-            launchSumDim(type, config, x, out, outType, outer, n, inner, chunk);
+            launchSumDim(type, config, x, out, outType, inner, outer, n, inner, chunk);
             return;
         }
         long partial = allocator.malloc((long) chunks * outer * inner * Float.BYTES, stream);
         try {
-            launchSumDim(type, config, x, partial, -1, outer, n, inner, chunk);
+            launchSumDim(type, config, x, partial, -1, inner, outer, n, inner, chunk);
             sumColumns(-1, partial, out, outType, 1, chunks, Math.multiplyExact(outer, inner));
         } finally {
             allocator.free(partial);
         }
     }
 
-    private void launchSumDim(int type, LaunchConfig config, long x, long out, int outType, int outer, int n,
-                              int inner, int chunk) {
+    /** One launch of a sum kernel; problem o's sums go {@code outStride} elements of out's type after o - 1's. */
+    private void launchSumDim(int type, LaunchConfig config, long x, long out, int outType, long outStride, int outer,
+                              int n, int inner, int chunk) {
         if (type < 0) {
-            gpu.launch(CudaKernelTable.SUM_DIM, config, stream, x, out, outer, n, inner, chunk, outType);
+            gpu.launch(CudaKernelTable.SUM_DIM, config, stream, x, out, outer, n, inner, chunk, outType, outStride);
         } else {
-            gpu.launch(CudaKernelTable.SUM_DIM16, config, stream, type, x, out, outer, n, inner, chunk, outType);
+            gpu.launch(CudaKernelTable.SUM_DIM16, config, stream, type, x, out, outer, n, inner, chunk, outType,
+                    outStride);
         }
     }
 
