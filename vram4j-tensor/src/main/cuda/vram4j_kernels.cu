@@ -1827,23 +1827,6 @@ __device__ __forceinline__ void tc_abt(const tc_rows<T>* fa, const unsigned shor
     }
 }
 
-// For each 16 columns n0 of fa (16 rows of D, from tc_load_rows) times the transpose of b (N rows of an operand
-// tile): the product's fragment handed to use(fragment, n0), one at a time
-template <int D, int N, typename T, typename F>
-__device__ __forceinline__ void tc_abt_each(const tc_rows<T>* fa, const unsigned short* b, F use) {
-    #pragma unroll 1
-    for (int n0 = 0; n0 < N; n0 += 16) {
-        tc_acc acc;
-        wmma::fill_fragment(acc, 0.0f);
-        for (int k = 0; k < D / 16; k++) {
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
-            wmma::load_matrix_sync(fb, (const T*) (b + n0 * TC_LD(D) + k * 16), TC_LD(D));
-            wmma::mma_sync(acc, fa[k], fb, acc);
-        }
-        use(acc, n0);
-    }
-}
-
 // acc[D / 16] (16 rows of D) += a (16 rows of K, rows of TC_LD(K), 16-bit) times b (K rows of an operand tile)
 template <int D, int K, typename T>
 __device__ __forceinline__ void tc_ab(tc_acc* acc, const unsigned short* a, const unsigned short* b) {
@@ -1928,28 +1911,27 @@ __device__ __forceinline__ float tc_softmax_tile(const float* S, unsigned short*
     return a;
 }
 
-// Where each of this lane's elements of an accumulator fragment lies in its 16 x 16 tile, row * 16 + column. The
-// CUDA programming guide leaves the mapping of a fragment's elements to lanes unspecified (it differs between
-// architectures, and the emulator has its own), so it is read back from a tile whose elements hold their place,
-// loaded into a fragment: every accumulator fragment of the type maps its elements the same way. W: 16 rows of 16
-// floats of this warp's shared memory, 32-byte aligned, free. All 32 lanes call it.
-__device__ __forceinline__ void tc_fragment_places(float* W, int* placeOf) {
+// The row (0 to 15) of each of this lane's elements of an accumulator fragment. The CUDA programming guide leaves
+// the mapping of a fragment's elements to lanes unspecified (it differs between architectures, and the emulator has
+// its own), so it is read back from a tile whose elements hold their row, loaded into a fragment: every accumulator
+// fragment of the type maps its elements the same way. W: 16 rows of ld floats of this warp's shared memory, 32-byte
+// aligned, free. All 32 lanes call it.
+__device__ __forceinline__ void tc_fragment_rows(float* W, int ld, int* rowOf) {
     int lane = threadIdx.x % 32;
     for (int e = lane; e < 256; e += 32) {
-        W[e] = (float) e;
+        W[(e / 16) * ld + e % 16] = (float) (e / 16);
     }
     __syncwarp();
-    tc_acc places;
-    wmma::load_matrix_sync(places, W, 16, wmma::mem_row_major);
+    tc_acc rows;
+    wmma::load_matrix_sync(rows, W, ld, wmma::mem_row_major);
     for (int i = 0; i < tc_acc::num_elements; i++) {
-        placeOf[i] = (int) places.x[i];
+        rowOf[i] = (int) rows.x[i];
     }
     __syncwarp();   // W is free again
 }
 
-// Each element of the warp's 16-row accumulators o[D / 16] times the factor of its row (rowOf: the rows of a lane's
-// elements; the factor held by lane 2 r of row r, and by lane 2 r + 1: tc_softmax_tile's pairs), or divided by it
-// (div). All 32 lanes call it.
+// Each element of the warp's 16-row accumulators o[D / 16] times the factor of its row (held by lane 2 r of row r,
+// and by lane 2 r + 1: tc_softmax_tile's pairs), or divided by it (div). All 32 lanes call it.
 template <int D>
 __device__ __forceinline__ void tc_scale_rows(tc_acc* o, const int* rowOf, float factor, bool div) {
     for (int i = 0; i < tc_acc::num_elements; i++) {
@@ -1988,10 +1970,7 @@ __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, co
     tc_rows<T> qa[D / 16];
     tc_load_rows<D, T>(qa, Qs + w * 16 * TC_LD(D));
     int rowOf[tc_acc::num_elements];
-    tc_fragment_places(S, rowOf);
-    for (int i = 0; i < tc_acc::num_elements; i++) {
-        rowOf[i] /= 16;   // the row of the place
-    }
+    tc_fragment_rows(S, TC_LD(TC_TILE), rowOf);
     tc_acc oa[D / 16];
     for (int n = 0; n < D / 16; n++) {
         wmma::fill_fragment(oa[n], 0.0f);
@@ -2031,20 +2010,20 @@ __device__ __forceinline__ void attention_forward_tc(const unsigned short* q, co
 }
 
 // The backward passes' shared memory: 16-bit operand tiles of the block's own TC_ROWS rows (own0, own1) and of a tile
-// of TC_TILE rows of the other operand (oth0, oth1), rows of TC_LD(D); 16-bit p and ds tiles [TC_ROWS,
-// TC_LD(TC_TILE)]; lse and D of the query rows the block holds (stats of them). The products s and dp stay in
-// fragments. At the end own0 and own1 (at least TC_ROWS * D floats together) hold a result on its way out
-// (tc_write_rows).
+// of TC_TILE rows of the other operand (oth0, oth1), rows of TC_LD(D); a float32 product tile F [TC_ROWS,
+// TC_LD(TC_TILE)]; 16-bit p and ds tiles of that shape; lse and D of the query rows the block holds (stats of them).
+// At the end own0 and own1 (at least TC_ROWS * D floats together) hold a result on its way out (tc_write_rows).
 template <int D>
 struct TcBackwardTiles {
     unsigned short *own0, *own1, *oth0, *oth1, *p, *ds;
-    float *lse, *delta;
+    float *f, *lse, *delta;
     __device__ __forceinline__ TcBackwardTiles(float* base, int stats) {
         own0 = (unsigned short*) base;
         own1 = own0 + TC_ROWS * TC_LD(D);
         oth0 = own1 + TC_ROWS * TC_LD(D);
         oth1 = oth0 + TC_TILE * TC_LD(D);
-        p = oth1 + TC_TILE * TC_LD(D);
+        f = (float*) (oth1 + TC_TILE * TC_LD(D));
+        p = (unsigned short*) (f + TC_ROWS * TC_LD(TC_TILE));
         ds = p + TC_ROWS * TC_LD(TC_TILE);
         lse = (float*) (ds + TC_ROWS * TC_LD(TC_TILE));
         delta = lse + stats;
@@ -2089,34 +2068,32 @@ __device__ __forceinline__ void tc_load_stats(const float* lse, const float* del
     }
 }
 
-// Over a warp's 16 rows r0 + r of the block's own operand against the tile's columns c0 + n0 to c0 + n0 + 15 (P and
-// DS: the warp's rows, rows of TC_LD(TC_TILE)), each lane on its own elements of the product's fragment f (placeOf
-// from tc_fragment_places): with keysOwn the rows are keys and the columns queries (dk/dv), else the reverse (dq).
-// First p = exp(scale s - lse) from the scores s, 0 where the query does not see the key, into P; then, from dp,
-// ds = p (dp - D) into DS, reading back only the lane's own p. lse and D are read at the query's position in ls and
-// ds (the tile's columns with keysOwn, else the warp's rows).
-__device__ __forceinline__ void tc_probabilities(const tc_acc& f, int n0, const int* placeOf, const float* ls,
-                                                 unsigned short* P, bool keysOwn, int r0, int c0, int t, int causal,
-                                                 float scale, int type) {
-    #pragma unroll
-    for (int e = 0; e < tc_acc::num_elements; e++) {
-        int r = placeOf[e] / 16;
-        int c = n0 + placeOf[e] % 16;
-        int i = keysOwn ? c0 + c : r0 + r;
-        int j = keysOwn ? r0 + r : c0 + c;
-        float pr = tc_visible(i, j, t, causal) ? expf(f.x[e] * scale - ls[keysOwn ? c : r]) : 0.0f;
-        store16(P, (u64) (r * TC_LD(TC_TILE) + c), type, pr);
+// Over a warp's 16 rows r0 + r of the block's own operand against the tile's columns c0 + lane (F, P and DS: the
+// warp's rows, rows of TC_LD(TC_TILE)), a lane per column: with keysOwn the rows are keys and the columns queries
+// (dk/dv), else the reverse (dq). First p = exp(scale s - lse) from the scores in F, 0 where the query does not see
+// the key, into P; then, with F holding dp, ds = p (dp - D) into DS. lse and D are read at the query's position in
+// ls and ds (the tile's columns with keysOwn, else the warp's rows). All 32 lanes call them.
+__device__ __forceinline__ void tc_probabilities(const float* F, const float* ls, unsigned short* P, bool keysOwn,
+                                                 int r0, int c0, int t, int causal, float scale, int type) {
+    int lane = threadIdx.x % 32;
+    #pragma unroll 1
+    for (int r = 0; r < 16; r++) {
+        int i = keysOwn ? c0 + lane : r0 + r;
+        int j = keysOwn ? r0 + r : c0 + lane;
+        int at = r * TC_LD(TC_TILE) + lane;
+        float pr = tc_visible(i, j, t, causal) ? expf(F[at] * scale - ls[keysOwn ? lane : r]) : 0.0f;
+        store16(P, (u64) at, type, pr);
     }
 }
 
-__device__ __forceinline__ void tc_score_grads(const tc_acc& f, int n0, const int* placeOf, const float* ds,
-                                               const unsigned short* P, unsigned short* DS, bool keysOwn, int type) {
-    #pragma unroll
-    for (int e = 0; e < tc_acc::num_elements; e++) {
-        int r = placeOf[e] / 16;
-        int c = n0 + placeOf[e] % 16;
-        u64 at = (u64) (r * TC_LD(TC_TILE) + c);
-        store16(DS, at, type, load16(P, at, type) * (f.x[e] - ds[keysOwn ? c : r]));
+__device__ __forceinline__ void tc_score_grads(const float* F, const float* ds, const unsigned short* P,
+                                               unsigned short* DS, bool keysOwn, int type) {
+    int lane = threadIdx.x % 32;
+    #pragma unroll 1
+    for (int r = 0; r < 16; r++) {
+        int at = r * TC_LD(TC_TILE) + lane;
+        float delta = ds[keysOwn ? lane : r];
+        store16(DS, (u64) at, type, load16(P, (u64) at, type) * (F[at] - delta));
     }
 }
 
@@ -2142,8 +2119,7 @@ __device__ __forceinline__ void tc_write_rows(tc_acc* acc, float* R, AttnOut dst
 
 // Backward, dk and dv of this block's TC_ROWS keys (own tiles: k, v; other: a tile of q and dout; lse and D of
 // TC_TILE query rows, D as the dq pass left it in delta), walking the query tiles that see them. Two block barriers a
-// tile (the staging); between them each warp works on its own 16 keys' rows of P and DS behind __syncwarp(), s^T and
-// dp^T in fragments.
+// tile (the staging); between them each warp works on its own 16 keys' rows of F, P and DS behind __syncwarp().
 template <int D, typename T>
 __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short* q, const unsigned short* k,
                                                            const unsigned short* v, AttnRows rows,
@@ -2160,10 +2136,9 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
     s64 base = rows.base(p);
     unsigned short* ownK = sm.own0 + w * 16 * TC_LD(D);
     unsigned short* ownV = sm.own1 + w * 16 * TC_LD(D);
+    float* F = sm.f + w * 16 * TC_LD(TC_TILE);
     unsigned short* P = sm.p + w * 16 * TC_LD(TC_TILE);
     unsigned short* DS = sm.ds + w * 16 * TC_LD(TC_TILE);
-    int placeOf[tc_acc::num_elements];
-    tc_fragment_places((float*) P, placeOf);   // over this warp's P, not yet written
     tc_stage<D>(k + base, rows.st, k0, TC_ROWS, t, d, sm.own0);
     tc_stage<D>(v + base, rows.st, k0, TC_ROWS, t, d, sm.own1);
     tc_acc dka[D / 16];
@@ -2180,15 +2155,15 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
         __syncthreads();
         tc_rows<T> fa[D / 16];
         tc_load_rows<D, T>(fa, ownK);
-        tc_abt_each<D, TC_TILE, T>(fa, sm.oth0, [&](const tc_acc& s, int n0) {   // s^T = k q^T
-            tc_probabilities(s, n0, placeOf, sm.lse, P, true, r0, i0, t, causal, scale, type);
-        });
+        tc_abt<D, TC_TILE, T>(fa, sm.oth0, F, TC_LD(TC_TILE));           // s^T = k q^T
         __syncwarp();
-        tc_ab<D, TC_TILE, T>(dva, P, sm.oth1);                           // dv += p^T dout
+        tc_probabilities(F, sm.lse, P, true, r0, i0, t, causal, scale, type);
+        __syncwarp();
         tc_load_rows<D, T>(fa, ownV);
-        tc_abt_each<D, TC_TILE, T>(fa, sm.oth1, [&](const tc_acc& dp, int n0) {   // dp^T = v dout^T
-            tc_score_grads(dp, n0, placeOf, sm.delta, P, DS, true, type);
-        });
+        tc_abt<D, TC_TILE, T>(fa, sm.oth1, F, TC_LD(TC_TILE));           // dp^T = v dout^T
+        tc_ab<D, TC_TILE, T>(dva, P, sm.oth1);                           // dv += p^T dout
+        __syncwarp();
+        tc_score_grads(F, sm.delta, P, DS, true, type);
         __syncwarp();
         tc_ab<D, TC_TILE, T>(dka, DS, sm.oth0);                          // dk += ds^T q
     }
@@ -2199,8 +2174,8 @@ __device__ __forceinline__ void attention_backward_dkdv_tc(const unsigned short*
 
 // Backward, dq of this block's TC_ROWS queries (own tiles: q, dout, with their stats, D also written to delta for
 // the dk/dv pass that runs next; other: a tile of k and v), walking the key tiles they see. Each warp keeps its 16
-// rows of q and dout in fragments for the whole loop, and works on its own rows of P and DS behind __syncwarp()
-// between the two block barriers of a tile, s and dp in fragments.
+// rows of q and dout in fragments for the whole loop, and works on its own rows of F, P and DS behind __syncwarp()
+// between the two block barriers of a tile.
 template <int D, typename T>
 __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q, const unsigned short* k,
                                                          const unsigned short* v, AttnRows rows,
@@ -2214,10 +2189,9 @@ __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q
     int w = threadIdx.x / 32;
     int q0 = blockIdx.x * TC_ROWS;
     s64 base = rows.base(p);
+    float* F = sm.f + w * 16 * TC_LD(TC_TILE);
     unsigned short* P = sm.p + w * 16 * TC_LD(TC_TILE);
     unsigned short* DS = sm.ds + w * 16 * TC_LD(TC_TILE);
-    int placeOf[tc_acc::num_elements];
-    tc_fragment_places((float*) P, placeOf);   // over this warp's P, not yet written
     tc_stage<D>(q + base, rows.st, q0, TC_ROWS, t, d, sm.own0);
     tc_stage<D>(dout + grows.base(p), grows.st, q0, TC_ROWS, t, d, sm.own1);
     tc_query_stats(lse, out, orows, dout, grows, p, q0, TC_ROWS, t, d, type, sm.lse, sm.delta, delta);
@@ -2236,12 +2210,13 @@ __device__ __forceinline__ void attention_backward_dq_tc(const unsigned short* q
         tc_stage<D>(k + base, rows.st, j0, TC_TILE, t, d, sm.oth0);
         tc_stage<D>(v + base, rows.st, j0, TC_TILE, t, d, sm.oth1);
         __syncthreads();
-        tc_abt_each<D, TC_TILE, T>(qa, sm.oth0, [&](const tc_acc& s, int n0) {   // s = q k^T
-            tc_probabilities(s, n0, placeOf, sm.lse + w * 16, P, false, q0 + w * 16, j0, t, causal, scale, type);
-        });
-        tc_abt_each<D, TC_TILE, T>(ga, sm.oth1, [&](const tc_acc& dp, int n0) {   // dp = dout v^T
-            tc_score_grads(dp, n0, placeOf, sm.delta + w * 16, P, DS, false, type);
-        });
+        tc_abt<D, TC_TILE, T>(qa, sm.oth0, F, TC_LD(TC_TILE));           // s = q k^T
+        __syncwarp();
+        tc_probabilities(F, sm.lse + w * 16, P, false, q0 + w * 16, j0, t, causal, scale, type);
+        __syncwarp();
+        tc_abt<D, TC_TILE, T>(ga, sm.oth1, F, TC_LD(TC_TILE));           // dp = dout v^T
+        __syncwarp();
+        tc_score_grads(F, sm.delta + w * 16, P, DS, false, type);
         __syncwarp();
         tc_ab<D, TC_TILE, T>(dqa, DS, sm.oth0);                          // dq += ds k
     }
@@ -2271,10 +2246,9 @@ __device__ __forceinline__ void tc_dispatch(int type, int d, F f) {
 // The entries: arguments as v4j_attention_forward16 and the backward's passes, without the CUDA-core kernels' tile
 // and workspace; d at most 64, blocks of TC_THREADS threads, one per TC_ROWS rows. The backward runs dq first: it
 // writes D = rowsum(dout * out) of every query row into delta ([problems, t] floats), which dk/dv then reads in
-// place of out (FlashAttention-2 computes D once too, in a kernel of its own). All three are held to 128 registers a
-// thread (__launch_bounds__), so that 4 blocks fit an SM as they did before the forward's output and the backward's
-// products stayed in registers (ptxas, sm_90: 128 each and no spills; left to themselves the forward takes 168 and
-// the dk/dv pass 164, 3 blocks).
+// place of out (FlashAttention-2 computes D once too, in a kernel of its own). The forward is held to 128 registers
+// a thread (__launch_bounds__), so that 4 blocks fit an SM as they did before its output stayed in registers
+// (ptxas, sm_90: 128 and no spills; 168 when left to itself, 3 blocks); the backward's passes use fewer unbidden.
 extern "C" __global__ void __launch_bounds__(TC_THREADS, 4)
 v4j_attention_forward_tc(int type, const unsigned short* q, const unsigned short* k, const unsigned short* v,
                          unsigned short* out, float* lse, int t, int d, float scale, int causal, int heads, s64 sb,
@@ -2286,12 +2260,13 @@ v4j_attention_forward_tc(int type, const unsigned short* q, const unsigned short
     });
 }
 
-extern "C" __global__ void __launch_bounds__(TC_THREADS, 4)
-v4j_attention_backward_dkdv_tc(int type, const unsigned short* q, const unsigned short* k, const unsigned short* v,
-                               const float* delta, const float* lse, const unsigned short* dout, unsigned short* dk,
-                               unsigned short* dv, int t, int d, float scale, int causal, int heads, s64 sb, s64 sh,
-                               s64 st, s64 osb, s64 osh, s64 ost, s64 gsb, s64 gsh, s64 gst, s64 dsb, s64 dsh,
-                               s64 dst) {
+extern "C" __global__ void v4j_attention_backward_dkdv_tc(int type, const unsigned short* q, const unsigned short* k,
+                                                          const unsigned short* v, const float* delta,
+                                                          const float* lse, const unsigned short* dout,
+                                                          unsigned short* dk, unsigned short* dv, int t, int d,
+                                                          float scale, int causal, int heads, s64 sb, s64 sh, s64 st,
+                                                          s64 osb, s64 osh, s64 ost, s64 gsb, s64 gsh, s64 gst,
+                                                          s64 dsb, s64 dsh, s64 dst) {
     AttnRows rows{heads, sb, sh, st};
     AttnRows grows{heads, gsb, gsh, gst};
     AttnRows drows{heads, dsb, dsh, dst};
@@ -2303,12 +2278,13 @@ v4j_attention_backward_dkdv_tc(int type, const unsigned short* q, const unsigned
     });
 }
 
-extern "C" __global__ void __launch_bounds__(TC_THREADS, 4)
-v4j_attention_backward_dq_tc(int type, const unsigned short* q, const unsigned short* k, const unsigned short* v,
-                             const unsigned short* out, const float* lse, const unsigned short* dout,
-                             unsigned short* dq, float* delta, int t, int d, float scale, int causal, int heads,
-                             s64 sb, s64 sh, s64 st, s64 osb, s64 osh, s64 ost, s64 gsb, s64 gsh, s64 gst, s64 dsb,
-                             s64 dsh, s64 dst) {
+extern "C" __global__ void v4j_attention_backward_dq_tc(int type, const unsigned short* q, const unsigned short* k,
+                                                        const unsigned short* v, const unsigned short* out,
+                                                        const float* lse, const unsigned short* dout,
+                                                        unsigned short* dq, float* delta, int t, int d, float scale,
+                                                        int causal,
+                                                        int heads, s64 sb, s64 sh, s64 st, s64 osb, s64 osh, s64 ost,
+                                                        s64 gsb, s64 gsh, s64 gst, s64 dsb, s64 dsh, s64 dst) {
     AttnRows rows{heads, sb, sh, st};
     AttnRows orows{heads, osb, osh, ost};
     AttnRows grows{heads, gsb, gsh, gst};

@@ -42,13 +42,10 @@ enum layout_t { mem_row_major, mem_col_major };
 template <typename F>
 struct lane_elements {
     float &operator[](unsigned i) {
-        return const_cast<float &>(static_cast<const lane_elements &>(*this)[i]);
-    }
-    const float &operator[](unsigned i) const {
         if (i >= 8) {
             emu::misuse("fragment x[%u]: a lane holds 8 elements", i);
         }
-        const F *f = reinterpret_cast<const F *>(reinterpret_cast<const char *>(this) - offsetof(F, x));
+        F *f = reinterpret_cast<F *>(reinterpret_cast<char *>(this) - offsetof(F, x));
         return f->v[emu::lane() + 32 * i];
     }
 };

@@ -1120,10 +1120,9 @@ public final class CudaKernels implements Kernels, AutoCloseable {
      * @return dynamic shared memory of one tensor-core attention launch, in bytes, at head dimension {@code d}
      *     (padded to {@code D} = 32 or 64), as the kernels lay it out, every tile row {@value #ATTENTION_TC_SKEW}
      *     elements longer than its data: the forward holds a float32 output tile (where q is staged first) and score
-     *     tile and 16-bit k, v and probability tiles (the rows' maxima and sums, and the output, stay in
-     *     registers); each backward pass holds 16-bit tiles of its own rows (two operands), of the other operand's
-     *     tile (two), two 16-bit element-wise tiles (p and ds; the products s and dp stay in fragments), and lse and
-     *     D of the query rows it sees
+     *     tile and 16-bit k, v and probability tiles (the rows' maxima and sums stay in registers); each backward
+     *     pass holds 16-bit tiles of its own rows (two operands), of the other operand's tile (two), a float32
+     *     product tile, two 16-bit element-wise tiles, and lse and D of the query rows it sees
      */
     static int attentionTensorCoreShared(TcPass pass, int d) {
         int ldD = (d <= 32 ? 32 : 64) + ATTENTION_TC_SKEW;
@@ -1132,8 +1131,8 @@ public final class CudaKernels implements Kernels, AutoCloseable {
         int tile = ATTENTION_TC_TILE;
         int floats = switch (pass) {
             case FORWARD -> rows * ldD + rows * ldT + (2 * tile * ldD + rows * ldT) / 2;
-            case DKDV -> (2 * rows * ldD + 2 * tile * ldD) / 2 + rows * ldT + 2 * tile;
-            case DQ -> (2 * rows * ldD + 2 * tile * ldD) / 2 + rows * ldT + 2 * rows;
+            case DKDV -> (2 * rows * ldD + 2 * tile * ldD) / 2 + rows * ldT + rows * ldT + 2 * tile;
+            case DQ -> (2 * rows * ldD + 2 * tile * ldD) / 2 + rows * ldT + rows * ldT + 2 * rows;
         };
         return floats * Float.BYTES;
     }
