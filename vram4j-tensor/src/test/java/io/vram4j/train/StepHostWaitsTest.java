@@ -152,6 +152,27 @@ class StepHostWaitsTest {
     }
 
     /**
+     * What one Transformer block adds to a training step's kernel launches (its matrix products, which cuBLAS runs,
+     * not counted), at 288 rows, so that the column sums take two launches: at most 25 in float32 and 47 under bf16
+     * autocast, the counts of 2026-11-28. That day the q, k, v gradients stopped being copied into the projection's
+     * (3 launches a block), a bias gradient's 16-bit sum stopped needing a cast (4 under bf16) and a layer norm's
+     * dgamma and dbeta came to be summed by one launch (2): 30 and 56 before. A change that adds launches a block
+     * fails here, and must raise the budget with its reason.
+     */
+    @Test
+    void aTransformerBlockLaunchesNoMoreKernelsThanItsBudget() {
+        long[] budget = {25, 47};
+        Precision[] amp = {Precision.OFF, Precision.BF16};
+        long[] perBlock = new long[2];
+        for (int i = 0; i < 2; i++) {
+            perBlock[i] = transformerStep(2, amp[i], 4, 72).launches() - transformerStep(1, amp[i], 4, 72).launches();
+        }
+        String what = "launches a block in float32 and bf16: " + perBlock[0] + " and " + perBlock[1] + ", budget "
+                + budget[0] + " and " + budget[1];
+        assertTrue(perBlock[0] <= budget[0] && perBlock[1] <= budget[1], what);
+    }
+
+    /**
      * A step's kernel launches follow the model's structure, not its sizes: a kernel launched per row or per element
      * (a strided copy looping on the host) would cost a GPU tens of thousands of launches a step at GPT-2's sizes.
      */
