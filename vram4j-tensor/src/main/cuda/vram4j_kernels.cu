@@ -727,6 +727,21 @@ __device__ __forceinline__ float widen16(unsigned short h, int type) { return ty
 
 __device__ __forceinline__ unsigned short narrow16(float v, int type) { return type == 0 ? f16_bits(v) : bf16_bits(v); }
 
+// Group g of 8 16-bit elements of out = f(a's, b's), element by element: each pair widened from type, f's float
+// rounded to type. Element by element into the 16-bit group takes 30 registers, where whole float groups (load8w,
+// binop8, store8n) take 36 to 38 (the 16-bit binary op, the pointwise backward).
+template <typename F>
+__device__ __forceinline__ void zip8_16(const unsigned short* a, const unsigned short* b, unsigned short* out, u64 g,
+                                        int type, F f) {
+    H8 x = load8(a, g);
+    H8 y = load8(b, g);
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        x.h[j] = narrow16(f(widen16(x.h[j], type), widen16(y.h[j], type)), type);
+    }
+    store8(out, g, x);
+}
+
 // the 8 16-bit values of group g, widened; and 8 values narrowed and stored as group g
 __device__ __forceinline__ void load8w(const unsigned short* p, u64 g, int type, float v[8]) {
     H8 h = load8(p, g);
@@ -857,14 +872,7 @@ extern "C" __global__ void v4j_binary16_bcast4(int op, int type, const unsigned 
     if (one_run(d0, d1, d2, as3, bs3) && aligned16(a) && aligned16(b) && aligned16(out)) {
         done = n / VEC8 * VEC8;
         GRID_STRIDE(g, n / VEC8) {
-            // element by element into the 16-bit group: 30 registers, where whole float groups take 36
-            H8 x = load8(a, g);
-            H8 y = load8(b, g);
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                x.h[j] = narrow16(binop(op, widen16(x.h[j], type), widen16(y.h[j], type)), type);
-            }
-            store8(out, g, x);
+            zip8_16(a, b, out, g, type, [&](float va, float vb) { return binop(op, va, vb); });
         }
     }
     GRID_STRIDE_FROM(i, done, n) {
@@ -915,15 +923,9 @@ extern "C" __global__ void v4j_pointwise_backward16(int op, int type, const unsi
     if (aligned16(dy) && aligned16(x) && aligned16(dx)) {
         done = n / VEC8 * VEC8;
         GRID_STRIDE(g, n / VEC8) {
-            // element by element, as in v4j_binary16_bcast4 (30 registers; whole float groups take 38)
-            H8 gs = load8(dy, g);
-            H8 vs = load8(x, g);
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                gs.h[j] = narrow16(op == 0 ? relu_grad(widen16(gs.h[j], type), widen16(vs.h[j], type))
-                                           : gelu_grad(widen16(gs.h[j], type), widen16(vs.h[j], type)), type);
-            }
-            store8(dx, g, gs);
+            zip8_16(dy, x, dx, g, type, [&](float gv, float xv) {
+                return op == 0 ? relu_grad(gv, xv) : gelu_grad(gv, xv);
+            });
         }
     }
     GRID_STRIDE_FROM(i, done, n) {

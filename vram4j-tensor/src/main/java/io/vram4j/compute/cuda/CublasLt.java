@@ -187,6 +187,10 @@ final class CublasLt {
      */
     final class Plans implements AutoCloseable {
         private final long handle;
+        /** A product's bias pointer, alpha and beta (0), set per call: native memory made once. */
+        private final MemorySegment biasPointer = Arena.ofAuto().allocate(JAVA_LONG);
+        private final MemorySegment alpha = Arena.ofAuto().allocate(JAVA_FLOAT);
+        private final MemorySegment beta = Arena.ofAuto().allocate(JAVA_FLOAT);
         private final LinkedHashMap<PlanKey, Plan> byKey = new LinkedHashMap<>(16, 0.75f, true) {
             @Override
             protected boolean removeEldestEntry(Map.Entry<PlanKey, Plan> eldest) {
@@ -200,11 +204,6 @@ final class CublasLt {
 
         private Plans(long handle) {
             this.handle = handle;
-        }
-
-        /** @return the plans kept */
-        int size() {
-            return byKey.size();
         }
 
         @Override
@@ -267,16 +266,14 @@ final class CublasLt {
         if (p.algo() == null) {
             return false;
         }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment biasPointer = arena.allocate(JAVA_LONG);
-            biasPointer.set(JAVA_LONG, 0, bias);
-            check((int) descSet.invokeExact(p.desc(), DESC_BIAS_POINTER, biasPointer, 8L),
+        try {
+            plans.biasPointer.set(JAVA_LONG, 0, bias);
+            check((int) descSet.invokeExact(p.desc(), DESC_BIAS_POINTER, plans.biasPointer, 8L),
                     "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
-            MemorySegment scalars = arena.allocate(JAVA_FLOAT, 2);
-            scalars.setAtIndex(JAVA_FLOAT, 0, alpha);
-            scalars.setAtIndex(JAVA_FLOAT, 1, 0f);
-            int r = (int) matmul.invokeExact(plans.handle, p.desc(), scalars, b, p.la(), a, p.lb(),
-                    scalars.asSlice(Float.BYTES), d, p.ld(), d, p.ld(), p.algo(), workspace, limit, stream);
+            plans.alpha.set(JAVA_FLOAT, 0, alpha);
+            plans.beta.set(JAVA_FLOAT, 0, 0f);
+            int r = (int) matmul.invokeExact(plans.handle, p.desc(), plans.alpha, b, p.la(), a, p.lb(), plans.beta,
+                    d, p.ld(), d, p.ld(), p.algo(), workspace, limit, stream);
             if (r != Cublas.CUBLAS_STATUS_SUCCESS) {
                 check(r, "cublasLtMatmul(m=" + g.m() + ", n=" + g.n() + ", k=" + g.k() + ", type " + type + ")");
             }

@@ -574,25 +574,19 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                     cols, chunk);
             return;
         }
+        // the partial sums of the outputs asked for, side by side in one block: [outputs, chunks, cols]
         long bytes = (long) chunks * cols * Float.BYTES;
-        if (dgamma != 0 && dbeta != 0 && chunks <= chunk && (dbeta - dgamma) % Float.BYTES == 0) {
-            long partial = allocator.malloc(2 * bytes, stream);   // [2, chunks, cols]: dgamma's, then dbeta's
-            try {
-                gpu.launch(CudaKernelTable.LAYER_NORM_PARAM_GRADS, config, stream, dy, x, mean, rstd, partial,
-                        partial + bytes, rows, cols, chunk);
-                LaunchConfig sum = LaunchConfig.columnSums((cols + SUM_COLUMNS - 1) / SUM_COLUMNS, 2, 1);
-                launchSumDim(-1, sum, partial, dgamma, -1, (dbeta - dgamma) / Float.BYTES, 2, chunks, cols, chunk);
-            } finally {
-                allocator.free(partial);
-            }
-            return;
-        }
-        long pg = dgamma == 0 ? 0 : allocator.malloc(bytes, stream);
-        long pb = 0;
+        long partial = allocator.malloc((dgamma != 0 && dbeta != 0 ? 2 : 1) * bytes, stream);
         try {
-            pb = dbeta == 0 ? 0 : allocator.malloc(bytes, stream);
+            long pg = dgamma == 0 ? 0 : partial;
+            long pb = dbeta == 0 ? 0 : dgamma == 0 ? partial : partial + bytes;
             gpu.launch(CudaKernelTable.LAYER_NORM_PARAM_GRADS, config, stream, dy, x, mean, rstd, pg, pb, rows, cols,
                     chunk);
+            if (pg != 0 && pb != 0 && chunks <= chunk) {   // both summed by one launch, each into its output
+                LaunchConfig sum = LaunchConfig.columnSums((cols + SUM_COLUMNS - 1) / SUM_COLUMNS, 2, 1);
+                launchSumDim(-1, sum, partial, dgamma, -1, (dbeta - dgamma) / Float.BYTES, 2, chunks, cols, chunk);
+                return;
+            }
             if (pg != 0) {
                 sumColumns(-1, pg, dgamma, -1, 1, chunks, cols);
             }
@@ -600,8 +594,7 @@ public final class CudaKernels implements Kernels, AutoCloseable {
                 sumColumns(-1, pb, dbeta, -1, 1, chunks, cols);
             }
         } finally {
-            allocator.free(pg);
-            allocator.free(pb);
+            allocator.free(partial);
         }
     }
 
